@@ -1,0 +1,317 @@
+"""The ending protocol: roles, ending groups, typed endings, the check, declarations.
+
+This module is the one place that decides whether an ending call is allowed,
+well-shaped, and which declaration counts (SPEC S1-S4, S7, S8, S9, S11, S13).
+It knows nothing of models, execution modes, sandboxes or the board: both
+modes call :func:`check_ending` and keep a :class:`Declarations`.
+
+The rule, in order (SPEC S3, S4):
+
+1. **Role before shape.** A call outside the caller's ending group is refused
+   as ``unavailable`` before its arguments are looked at, with a message that
+   names the endings the caller does have.
+2. **Shape.** ``finish`` needs a non-empty summary after trimming;
+   ``request_changes`` trims its items, drops blank ones, then needs at least
+   one; ``approve`` takes nothing. A refusal says what to send instead.
+
+An on-use script (SPEC S13) is checked with ``role=None``: it has no ending
+group, so every ending call from it is refused as unavailable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar, Literal, TypeAlias
+
+__all__ = [
+    "ENDING_CALLS",
+    "Approve",
+    "Declarations",
+    "Ending",
+    "Finish",
+    "Language",
+    "Refusal",
+    "RequestChanges",
+    "Role",
+    "canonical_call",
+    "check_ending",
+    "ending_group",
+    "ending_tool_specs",
+    "is_ending_name",
+    "spell",
+]
+
+Language: TypeAlias = Literal["python", "javascript"]
+"""How a call is spelled in messages: tool-calling and Python use ``request_changes``,
+JavaScript uses ``requestChanges`` (SPEC §10 Programs)."""
+
+
+class Role(StrEnum):
+    """The role a session was dispatched in; it decides the ending group (SPEC S2)."""
+
+    STANDARD = "standard"
+    """Does work and reports it: root agent, subagent, implementer, merge agent."""
+    REVIEW = "review"
+    """Gives a verdict: an issue's reviewers."""
+
+
+ENDING_CALLS: tuple[str, ...] = ("finish", "approve", "request_changes")
+"""The three ending calls, in their canonical (Python) spelling. Never registry tools."""
+
+_GROUPS: dict[Role, tuple[str, ...]] = {
+    Role.STANDARD: ("finish",),
+    Role.REVIEW: ("approve", "request_changes"),
+}
+_ALIASES = {"requestChanges": "request_changes"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finish:
+    """A Standard session's ending: what it did (SPEC S4: non-empty after trimming)."""
+
+    call: ClassVar[str] = "finish"
+    summary: str
+
+    def arguments(self) -> dict[str, Any]:
+        """The ending's arguments as the stream and ``--json`` show them."""
+        return {"summary": self.summary}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Approve:
+    """A reviewer's approval. Takes nothing (SPEC S4)."""
+
+    call: ClassVar[str] = "approve"
+
+    def arguments(self) -> dict[str, Any]:
+        """The ending's arguments (none)."""
+        return {}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestChanges:
+    """A reviewer's request for changes: at least one trimmed, non-blank item (SPEC S4)."""
+
+    call: ClassVar[str] = "request_changes"
+    items: tuple[str, ...]
+
+    def arguments(self) -> dict[str, Any]:
+        """The ending's arguments as the stream and ``--json`` show them."""
+        return {"items": list(self.items)}
+
+
+Ending: TypeAlias = Finish | Approve | RequestChanges
+"""A typed ending. Verdicts are read straight off it (SPEC S11)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refusal:
+    """A refused ending call. The session continues; ``message`` goes to the model.
+
+    Attributes:
+        call: the canonical name of the refused call.
+        reason: ``"unavailable"`` (outside the group, SPEC S3) or ``"shape"`` (SPEC S4).
+        message: what the model is told, naming what to send instead.
+    """
+
+    call: str
+    reason: Literal["unavailable", "shape"]
+    message: str
+
+
+def canonical_call(name: str) -> str:
+    """Map a spelling (``requestChanges``) to the canonical one (``request_changes``)."""
+    return _ALIASES.get(name, name)
+
+
+def is_ending_name(name: str) -> bool:
+    """True if ``name`` spells one of the three ending calls in any language."""
+    return canonical_call(name) in ENDING_CALLS
+
+
+def ending_group(role: Role | None) -> tuple[str, ...]:
+    """The ending calls ``role`` has (SPEC S2); ``None`` (an on-use script) has none."""
+    return () if role is None else _GROUPS[role]
+
+
+def spell(call: str, language: Language = "python") -> str:
+    """Spell a canonical call name the way ``language`` does."""
+    if language == "javascript" and call == "request_changes":
+        return "requestChanges"
+    return call
+
+
+def _signature(call: str, language: Language) -> str:
+    args = {"finish": "summary", "approve": "", "request_changes": "items"}[call]
+    return f"{spell(call, language)}({args})"
+
+
+def _unavailable(call: str, role: Role | None, language: Language) -> Refusal:
+    name = spell(call, language)
+    if role is None:
+        msg = (
+            f"{name} is not available: on-use scripts cannot end a session. An on-use "
+            "script has no ending calls; only the agent itself ends its session."
+        )
+    elif role is Role.STANDARD:
+        msg = (
+            f"{name} is not available: you are doing the work, not reviewing it, so you "
+            f"are not the one to give verdicts. Your ending is {_signature('finish', language)}"
+            ": call it with a summary of what you did once the work is done."
+        )
+    else:
+        msg = (
+            f"{name} is not available to a reviewer. Your endings are "
+            f"{_signature('approve', language)} if the work is acceptable, or "
+            f"{_signature('request_changes', language)} with the list of changes needed."
+        )
+    return Refusal(call=call, reason="unavailable", message=msg)
+
+
+def _shape(call: str, problem: str, language: Language) -> Refusal:
+    fixes = {
+        "finish": 'send finish(summary="<what you did and how you checked it>")',
+        "approve": "send approve() with no arguments",
+        "request_changes": (
+            f'send {spell("request_changes", language)}(["<a change the implementer must '
+            f'make>", ...]) with at least one non-blank item, or approve() if none is needed'
+        ),
+    }
+    msg = f"{spell(call, language)} was refused: {problem}. Instead, {fixes[call]}."
+    return Refusal(call=call, reason="shape", message=msg)
+
+
+def _check_shape(call: str, args: Mapping[str, Any], language: Language) -> Ending | Refusal:
+    allowed = {"finish": {"summary"}, "approve": set(), "request_changes": {"items"}}[call]
+    extra = sorted(set(args) - allowed)
+    if extra:
+        return _shape(call, f"unexpected argument(s) {', '.join(map(repr, extra))}", language)
+    if call == "approve":
+        return Approve()
+    if call == "finish":
+        summary = args.get("summary")
+        if not isinstance(summary, str):
+            return _shape(call, "the summary is missing or not a string", language)
+        if not summary.strip():
+            return _shape(call, "the summary is empty", language)
+        return Finish(summary=summary.strip())
+    items = args.get("items")
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+        return _shape(call, "items must be a list of strings", language)
+    kept = tuple(s for s in (i.strip() for i in items) if s)
+    if not kept:
+        return _shape(call, "it has no non-blank items", language)
+    return RequestChanges(items=kept)
+
+
+def check_ending(
+    call: str,
+    arguments: Mapping[str, Any] | None,
+    *,
+    role: Role | None,
+    language: Language = "python",
+) -> Ending | Refusal:
+    """Check one ending call: role first, then shape (SPEC S3, S4).
+
+    Args:
+        call: the call's name in any spelling (``request_changes`` or ``requestChanges``).
+        arguments: the call's arguments by name; ``None`` is treated as ``{}``.
+            Positional arguments must be mapped to names by the caller's SDK.
+        role: the caller's role, or ``None`` for an on-use script (SPEC S13).
+        language: how refusal messages spell the calls.
+
+    Returns:
+        The typed ending (with trimmed summary / items) or a :class:`Refusal`.
+
+    Raises:
+        ValueError: if ``call`` is not an ending call at all (see :func:`is_ending_name`).
+    """
+    name = canonical_call(call)
+    if name not in ENDING_CALLS:
+        raise ValueError(f"{call!r} is not an ending call")
+    if name not in ending_group(role):
+        return _unavailable(name, role, language)
+    return _check_shape(name, arguments or {}, language)
+
+
+_TOOL_SPECS: dict[str, dict[str, Any]] = {
+    "finish": {
+        "name": "finish",
+        "description": (
+            "End the session: report what you did. Only call it when the work is done; "
+            "the run's agent-stop hooks check it before the session ends."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "summary": {"type": "string", "description": "What you did, non-empty."}
+            },
+            "required": ["summary"],
+            "additionalProperties": False,
+        },
+    },
+    "approve": {
+        "name": "approve",
+        "description": "End the review: the work is acceptable as it is.",
+        "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+    },
+    "request_changes": {
+        "name": "request_changes",
+        "description": "End the review: the work needs these changes (at least one).",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Each change the implementer must make.",
+                }
+            },
+            "required": ["items"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def ending_tool_specs(role: Role) -> list[dict[str, Any]]:
+    """The synthetic ending tools offered to ``role`` in tool-calling mode (SPEC S2, M1).
+
+    Returns:
+        A list of ``{"name", "description", "parameters"}`` dicts (JSON Schema
+        parameters), only for the role's own group.
+    """
+    return [_TOOL_SPECS[c] for c in ending_group(role)]
+
+
+@dataclass(slots=True)
+class Declarations:
+    """The declarations of one turn (SPEC S8, S9): last one read, superseded count, revoke.
+
+    Declaring sets a flag; it does not unwind anything. Use one instance per
+    turn (per program or per reply).
+    """
+
+    current: Ending | None = None
+    """The declaration that counts so far (the last one)."""
+    count: int = field(default=0)
+    """How many endings were declared in this turn."""
+    revoked: Ending | None = None
+    """The declaration withdrawn by :meth:`revoke`, if any."""
+
+    def declare(self, ending: Ending) -> None:
+        """Record ``ending``; it supersedes any earlier declaration of this turn."""
+        self.current = ending
+        self.count += 1
+
+    @property
+    def superseded(self) -> int:
+        """How many declarations were replaced by a later one (SPEC S8)."""
+        return max(self.count - 1, 0)
+
+    def revoke(self) -> Ending | None:
+        """Withdraw the current declaration (SPEC S9); returns what was withdrawn."""
+        self.revoked, self.current = self.current, None
+        return self.revoked

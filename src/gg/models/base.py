@@ -1,0 +1,148 @@
+"""The model seam (SPEC M4): messages and tool specs in, a :class:`Reply` out.
+
+One protocol for every provider. A model knows nothing of roles, endings or
+modes: it is handed the conversation and the offered tools, and returns text,
+tool calls and usage.
+
+What :meth:`Model.respond` does not promise: that the reply calls a tool, that
+the tool exists, or that its arguments fit the schema. The session turns those
+into error turns (SPEC S5). It raises :class:`gg.errors.ModelError` only when
+no reply could be had at all (provider down, retries exhausted, script done).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "Model",
+    "Reply",
+    "SystemMessage",
+    "ToolCall",
+    "ToolMessage",
+    "ToolSpec",
+    "Usage",
+    "UserMessage",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A tool offered to the model.
+
+    Attributes:
+        name: the tool's name as the model must call it.
+        description: what it does (first paragraph of the docstring for functions).
+        parameters: a JSON Schema object for its arguments.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"name", "description", "parameters"}``."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """One tool call in a reply.
+
+    Attributes:
+        name: the called tool's name, as the model wrote it.
+        arguments: the decoded arguments, or the raw text when they did not
+            decode to a JSON object (then ``parse_error`` says why).
+        id: the provider's call id; gg makes one up when the provider has none.
+        parse_error: why ``arguments`` could not be decoded, else ``None``.
+    """
+
+    name: str
+    arguments: dict[str, Any] | str
+    id: str = ""
+    parse_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Token usage of one reply (0 when the provider does not say)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    """Cost in the price table's currency unit; 0 when no price is configured."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """A model's reply: text, tool calls (in order) and usage."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SystemMessage:
+    """The system prompt."""
+
+    role: Literal["system"] = "system"
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessage:
+    """A user (or gg feedback) message."""
+
+    role: Literal["user"] = "user"
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantMessage:
+    """A model's earlier reply, as it goes back into the conversation."""
+
+    role: Literal["assistant"] = "assistant"
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolMessage:
+    """The result of one tool call, answering the call with ``call_id``."""
+
+    role: Literal["tool"] = "tool"
+    call_id: str
+    name: str
+    content: str
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+"""A conversation item, tagged by ``role``."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """What every provider implements (SPEC M4).
+
+    Attributes:
+        name: the model spec as the stream shows it, e.g. ``"local"``,
+            ``"scripted:replies.json"``, ``"openai:gpt-4o-mini"``.
+    """
+
+    name: str
+
+    async def respond(self, messages: list[Message], tools: list[ToolSpec]) -> Reply:
+        """Return the model's next reply.
+
+        Args:
+            messages: the conversation so far, oldest first. Do not mutate.
+            tools: the tools offered this turn (the only ones the model may call).
+
+        Raises:
+            gg.errors.ModelError: when no reply can be had at all.
+        """
+        ...

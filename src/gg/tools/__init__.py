@@ -1,0 +1,1 @@
+"""Registry tools, capabilities and toolset arms (SPEC T1)."""
