@@ -1,0 +1,200 @@
+"""The Python API: build an agent in a few lines and run it (SPEC C2).
+
+Example::
+
+    import gg
+
+    agent = gg.Agent(model="scripted:replies.json", workspace="examples/tiny")
+    result = agent.run("Make the failing test pass.")
+    print(result.status, result.ending, result.diagnosis)
+
+Everything ``gg run`` does goes through :class:`Agent`: the CLI parses its
+flags into the same keyword arguments. Bad settings raise
+:class:`gg.errors.UserError` (or its subclass ``ConfigError``) from the
+constructor, before anything is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from gg.config import Settings, load_settings, settings_from_dict
+from gg.endings import Ending, Language, Role
+from gg.errors import UserError
+from gg.hooks import CallableHook, CommandHook, Gate
+from gg.models.base import Model
+from gg.models.recording import RecordingModel
+from gg.run import Run, arm_from_settings
+from gg.session import SessionResult
+from gg.tools.builtins import default_registry
+from gg.tools.registry import Registry, Tool, tool
+
+__all__ = ["Agent", "RunResult"]
+
+Hook = CommandHook | CallableHook | Callable[..., Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult:
+    """The outcome of a run (the ``--json`` object of SPEC §10).
+
+    Attributes:
+        run_id: the run's id.
+        status: ``"ended"`` or ``"stopped"``.
+        ending: the root session's typed ending, ``None`` when stopped.
+        diagnosis: why it stopped, ``None`` when ended.
+        stream: the stream file.
+        session: the root session's result.
+    """
+
+    run_id: str
+    status: Literal["ended", "stopped"]
+    ending: Ending | None
+    diagnosis: str | None
+    stream: Path
+    session: SessionResult
+
+    @property
+    def exit_code(self) -> int:
+        """0 when ended by an ending, 1 when stopped (SPEC O3)."""
+        return 0 if self.status == "ended" else 1
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"run_id", "status", "ending", "diagnosis", "stream"}`` exactly as SPEC §10."""
+        ending = None if self.ending is None else {"call": self.ending.call,
+                                                   **self.ending.arguments()}
+        return {"run_id": self.run_id, "status": self.status, "ending": ending,
+                "diagnosis": self.diagnosis, "stream": str(self.stream)}
+
+
+def _merge(settings: Settings, overrides: dict[str, dict[str, Any]]) -> Settings:
+    data = settings.model_dump(mode="json")
+    for section, values in overrides.items():
+        data.setdefault(section, {}).update({k: v for k, v in values.items() if v is not None})
+    return settings_from_dict(data, source="settings")
+
+
+def _hook(h: Hook) -> CommandHook | CallableHook:
+    if isinstance(h, CommandHook | CallableHook):
+        return h
+    if callable(h):
+        return CallableHook(fn=h, name=getattr(h, "__name__", "hook"))
+    raise UserError(f"a hook must be a CommandHook, a CallableHook or a callable, not {h!r}")
+
+
+class Agent:
+    """An agent: a model, a workspace, tools, hooks and settings, ready to run tasks.
+
+    Args:
+        model: a model spec (``"local"``, ``"scripted:PATH"``, ``"openai:MODEL"``,
+            ``"anthropic:MODEL"``, ``"openai-compat:MODEL@URL"``) or a :class:`Model`.
+            Default: ``[model] spec`` from settings (``"local"``).
+        workspace: the directory the agent works in; must exist.
+        settings: explicit settings; default: ``gg.toml`` in the workspace or ``config``.
+        config: a ``gg.toml`` path (instead of the workspace's).
+        role, mode, language: override ``[session]`` (SPEC §10).
+        ceilings: overrides for ``[ceilings]``, e.g. ``{"max_turns": 10}``.
+        tools: extra registry tools: functions (schema from hints and docstring) or
+            :class:`Tool` objects, offered under the ``user`` capability.
+        hooks: extra agent-stop hooks: callables ``(StopEvent) -> None|bool|str|dict``
+            or hook objects (SPEC H1), run after the ``gg.toml`` ones.
+        listeners: callables that get every stream event as it is written.
+        record: write the run's replies to this file in the scripted format.
+        progress: called with short status lines while a local model loads.
+        constrained: override ``[model] constrained`` (local model grammar, SPEC M5).
+
+    Raises:
+        UserError: a missing workspace, a bad model spec, a bad setting.
+        ConfigError: a bad ``gg.toml`` key (names it).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | Model | None = None,
+        workspace: str | Path = ".",
+        settings: Settings | None = None,
+        config: str | Path | None = None,
+        role: Role | str | None = None,
+        mode: str | None = None,
+        language: Language | None = None,
+        ceilings: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any] | Tool] = (),
+        hooks: Sequence[Hook] = (),
+        listeners: Sequence[Callable[[Any], None]] = (),
+        record: str | Path | None = None,
+        progress: Callable[[str], None] | None = None,
+        constrained: bool | None = None,
+    ) -> None:
+        ws = Path(workspace).expanduser()
+        if not ws.is_dir():
+            raise UserError(f"workspace {str(ws)!r} does not exist or is not a directory")
+        self.workspace = ws.resolve()
+        base = settings or load_settings(Path(config) if config else None, workspace=self.workspace)
+        spec = model if isinstance(model, str) else None
+        self.settings = _merge(base, {
+            "model": {"spec": spec, "constrained": constrained},
+            "session": {"role": role, "mode": mode, "language": language},
+            "ceilings": dict(ceilings or {}),
+        })
+        self.registry: Registry = default_registry()
+        for t in tools:
+            self.registry.register(t if isinstance(t, Tool) else tool(t), capability="user")
+        self.model: Model = model if model is not None and not isinstance(model, str) else \
+            self._make_model(progress)
+        if record is not None:
+            self.model = RecordingModel(self.model, Path(record))
+        self.hooks = [self._toml_hook(h) for h in self.settings.hooks.agent_stop]
+        self.hooks += [_hook(h) for h in hooks]
+        self.listeners = list(listeners)
+        self._check_arm()
+
+    def _make_model(self, progress: Callable[[str], None] | None) -> Model:
+        from gg.models.factory import model_from_spec
+
+        m = self.settings.model
+        return model_from_spec(m.spec, prices={k: v.model_dump() for k, v in m.prices.items()},
+                               constrained=m.constrained, progress=progress,
+                               timeout_s=m.timeout_s, max_retries=m.max_retries)
+
+    @staticmethod
+    def _toml_hook(h: Any) -> CommandHook:
+        return CommandHook(command=h.command, timeout_s=h.timeout_s, roles=tuple(h.roles),
+                           on_error=h.on_error)
+
+    def _check_arm(self) -> None:
+        tools = self.settings.tools
+        if self.registry.capabilities.get("user") and "user" not in tools.capabilities:
+            self.settings = _merge(self.settings, {
+                "tools": {"capabilities": [*tools.capabilities, "user"]}})
+        arm_from_settings(self.settings.tools).select(self.registry)
+
+    def new_run(self, *, run_id: str | None = None) -> Run:
+        """A new :class:`Run` with this agent's model, settings, tools and hooks."""
+        return Run(workspace=self.workspace, model=self.model, settings=self.settings,
+                   registry=self.registry, gate=Gate(self.hooks), run_id=run_id,
+                   listeners=self.listeners)
+
+    async def arun(self, task: str) -> RunResult:
+        """Run ``task`` in a new run's root session (async). Never raises for model output."""
+        if not task.strip():
+            raise UserError("the task is empty")
+        run = self.new_run()
+        status: Literal["ended", "stopped"] = "stopped"
+        diagnosis: str | None = "the run was interrupted"
+        try:
+            session = await run.session(task)
+            status = session.status
+            diagnosis = str(session.diagnosis) if session.diagnosis else None
+        finally:
+            run.end(status, diagnosis)
+        return RunResult(run_id=run.run_id, status=status, ending=session.ending,
+                         diagnosis=diagnosis, stream=run.stream.path, session=session)
+
+    def run(self, task: str) -> RunResult:
+        """Run ``task`` to its ending or a ceiling (blocking wrapper of :meth:`arun`)."""
+        return asyncio.run(self.arun(task))

@@ -1,0 +1,170 @@
+"""The ``gg`` command (SPEC O2, O3, §10 CLI). Thin: parses, calls the API, renders.
+
+Exit codes (SPEC O3): 0 a session ended by an ending; 1 stopped by a ceiling or
+a model failure (diagnosis printed); 2 bad usage or configuration (the message
+names the flag or key, and nothing is written).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.console import Console
+
+from gg.agent import Agent
+from gg.config import CONFIG_NAME, default_toml
+from gg.errors import UserError
+from gg.render import Renderer, summary_table
+from gg.stream import read_events
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="gg",
+    help="gg drives LLM agents through sessions that end only by an explicit, typed ending "
+    "call: finish(summary) for work, approve() / request_changes(items) for reviews.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _fail(message: str) -> typer.Exit:
+    Console(stderr=True, highlight=False).print(f"[red]gg: error:[/] {message}")
+    return typer.Exit(2)
+
+
+Mode = Literal["tool-calling", "code"]
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Argument(help="What the agent should do.")],
+    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Directory the agent "
+                                            "works in (default: current).")] = Path("."),
+    model: Annotated[str | None, typer.Option(help="local | scripted:PATH | openai:MODEL | "
+                                              "anthropic:MODEL | openai-compat:MODEL@URL "
+                                              "(default: [model] spec, 'local').")] = None,
+    mode: Annotated[str | None, typer.Option(help="tool-calling | code")] = None,
+    language: Annotated[str | None, typer.Option(help="python | javascript (code mode)")] = None,
+    role: Annotated[str | None, typer.Option(help="standard (ends with finish) | review "
+                                             "(approve / request_changes)")] = None,
+    config: Annotated[Path | None, typer.Option(help="A gg.toml to use instead of the "
+                                                "workspace's.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON result object on "
+                                           "stdout at the end (live view goes to stderr).")] = False,
+    record: Annotated[Path | None, typer.Option(help="Write the model's replies to FILE in "
+                                                "the scripted format, to replay the run.")] = None,
+    max_turns: Annotated[int | None, typer.Option(help="Override [ceilings] max_turns.")] = None,
+    no_grammar: Annotated[bool, typer.Option("--no-grammar", help="Local model: don't "
+                                             "constrain output to valid calls.")] = False,
+) -> None:
+    """Run TASK in one session to its ending (exit 0) or a ceiling (exit 1)."""
+    for flag, value, allowed in (("--mode", mode, ("tool-calling", "code")),
+                                 ("--language", language, ("python", "javascript")),
+                                 ("--role", role, ("standard", "review"))):
+        if value is not None and value not in allowed:
+            raise _fail(f"{flag}: {value!r} is not one of {', '.join(allowed)}")
+    console = Console(stderr=json_out, highlight=False)
+    renderer = Renderer(console, spinner=True)
+    try:
+        agent = Agent(
+            model=model, workspace=workspace, config=config, role=role, mode=mode,
+            language=language,  # type: ignore[arg-type]
+            ceilings={"max_turns": max_turns} if max_turns else None,
+            listeners=[renderer], record=record, constrained=False if no_grammar else None,
+            progress=lambda line: console.print(f"[dim]{line}[/]"),
+        )
+        result = agent.run(task)
+    except UserError as e:
+        raise _fail(str(e)) from None
+    if json_out:
+        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+    else:
+        _print_result(console, result.to_json())
+    raise typer.Exit(result.exit_code)
+
+
+def _print_result(console: Console, data: dict[str, object]) -> None:
+    ending = data["ending"]
+    if isinstance(ending, dict):
+        console.print(f"[bold green]{ending['call']}[/]", end="")
+        if "summary" in ending:
+            console.print(f": {ending['summary']}", markup=False)
+        elif "items" in ending:
+            console.print(":")
+            for item in ending["items"]:  # type: ignore[attr-defined]
+                console.print(f"  - {item}", markup=False)
+        else:
+            console.print()
+    else:
+        console.print(f"[bold red]stopped:[/] {data['diagnosis']}")
+    console.print(f"[dim]stream: {data['stream']}  (replay: gg show {data['run_id']})[/]")
+
+
+def _find_stream(ref: str, workspace: Path) -> Path:
+    path = Path(ref)
+    if path.is_file():
+        return path
+    candidate = workspace / ".gg" / "runs" / ref / "stream.jsonl"
+    if candidate.is_file():
+        return candidate
+    raise UserError(f"no run {ref!r}: not a stream file, and no {candidate} (use --workspace)")
+
+
+@app.command()
+def show(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN_ID|STREAM_PATH")],
+    workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
+) -> None:
+    """Replay a finished run's stream as a report."""
+    try:
+        path = _find_stream(run_ref, workspace)
+    except UserError as e:
+        raise _fail(str(e)) from None
+    console = Console(highlight=False)
+    renderer = Renderer(console)
+    events = []
+    for event in read_events(path):
+        events.append(event)
+        renderer(event)
+    console.print(summary_table(events))
+
+
+@app.command()
+def watch(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN_ID|STREAM_PATH")],
+    workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
+) -> None:
+    """Follow a live run's stream until it ends."""
+    try:
+        path = _find_stream(run_ref, workspace)
+    except UserError as e:
+        raise _fail(str(e)) from None
+    renderer = Renderer(Console(highlight=False))
+    for event in read_events(path, follow=True):
+        renderer(event)
+
+
+@app.command()
+def init(
+    workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
+    force: Annotated[bool, typer.Option(help="Overwrite an existing gg.toml.")] = False,
+) -> None:
+    """Write a commented gg.toml with every default into the workspace."""
+    target = workspace / CONFIG_NAME
+    if target.exists() and not force:
+        raise _fail(f"{target} exists (use --force to overwrite)")
+    if not workspace.is_dir():
+        raise _fail(f"workspace {str(workspace)!r} does not exist")
+    target.write_text(default_toml(), encoding="utf-8")
+    Console().print(f"wrote {target}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,293 @@
+"""``gg.toml``: the schema, defaults and loading (SPEC C1, §10).
+
+Every setting has a default, so an empty file (or none) is valid. An unknown
+key or a bad value raises :class:`gg.errors.ConfigError` whose message names
+the dotted key (``ceilings.max_turns: Input should be greater than 0``); the
+CLI turns it into exit 2 before anything is written.
+
+Ending calls are never registry tools (SPEC §1): a capability or toolset arm
+that names ``finish``, ``approve`` or ``request_changes`` is a configuration
+error that says so.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gg.endings import Role, is_ending_name
+from gg.errors import ConfigError
+
+__all__ = [
+    "ArmSettings",
+    "BoardSettings",
+    "CeilingSettings",
+    "HookSettings",
+    "HooksSettings",
+    "ModelSettings",
+    "Price",
+    "SandboxSettings",
+    "SessionSettings",
+    "Settings",
+    "StreamSettings",
+    "ToolsSettings",
+    "default_toml",
+    "load_settings",
+]
+
+CONFIG_NAME = "gg.toml"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Price(_Section):
+    """Price of a model per million tokens, in any currency unit (SPEC S6 budget)."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+class ModelSettings(_Section):
+    """``[model]``: which model drives sessions (SPEC M4, M5, §10 ``--model``)."""
+
+    spec: str = "local"
+    constrained: bool = True
+    """Embedded model: constrain output to valid calls by grammar (SPEC M5)."""
+    timeout_s: float = Field(default=120, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    prices: dict[str, Price] = {}
+
+
+class SessionSettings(_Section):
+    """``[session]``: execution mode, language arm and role of the root session."""
+
+    mode: Literal["tool-calling", "code"] = "tool-calling"
+    language: Literal["python", "javascript"] = "python"
+    role: Role = Role.STANDARD
+
+
+class CeilingSettings(_Section):
+    """``[ceilings]`` (SPEC S6, §10). Budgets of 0 mean none."""
+
+    consecutive_errors: int = Field(default=3, ge=1)
+    error_rate: float = Field(default=0.5, gt=0, le=1)
+    error_window: int = Field(default=10, ge=1)
+    gate_blocks: int = Field(default=8, ge=1)
+    max_turns: int = Field(default=50, ge=1)
+    max_tokens: int = Field(default=0, ge=0)
+    max_seconds: float = Field(default=0, ge=0)
+    max_cost: float = Field(default=0, ge=0)
+
+
+class HookSettings(_Section):
+    """One ``[[hooks.agent_stop]]`` entry (SPEC H1, §10)."""
+
+    command: str = Field(min_length=1)
+    timeout_s: float = Field(default=600, gt=0)
+    roles: list[Role] = [Role.STANDARD, Role.REVIEW]
+    on_error: Literal["block", "pass"] = "block"
+
+
+class HooksSettings(_Section):
+    """``[hooks]``: hooks by event. ``agent_stop`` runs in the ending gate (SPEC S12)."""
+
+    agent_stop: list[HookSettings] = []
+
+
+def _no_endings(names: list[str] | None, what: str) -> list[str] | None:
+    for name in names or []:
+        if is_ending_name(name):
+            raise ValueError(
+                f"{name!r} is an ending call, and ending calls are never registry tools: "
+                f"no capability offers them and no toolset arm {what} them"
+            )
+    return names
+
+
+class ArmSettings(_Section):
+    """``[tools.arms.NAME]``: a toolset arm, a selection over the offered tools."""
+
+    capabilities: list[str] | None = None
+    offer: list[str] | None = None
+    withhold: list[str] = []
+
+    @field_validator("offer")
+    @classmethod
+    def _offer(cls, v: list[str] | None) -> list[str] | None:
+        return _no_endings(v, "offers")
+
+    @field_validator("withhold")
+    @classmethod
+    def _withhold(cls, v: list[str]) -> list[str]:
+        return _no_endings(v, "withholds") or []
+
+
+class ToolsSettings(_Section):
+    """``[tools]``: capabilities offered and the toolset arm in use (SPEC T1)."""
+
+    capabilities: list[str] = ["files", "shell"]
+    arm: str = "all"
+    arms: dict[str, ArmSettings] = {}
+    output_cap: int = Field(default=64_000, ge=1_000)
+
+    @field_validator("capabilities")
+    @classmethod
+    def _caps(cls, v: list[str]) -> list[str]:
+        return _no_endings(v, "offers") or []
+
+
+class SandboxSettings(_Section):
+    """``[sandbox]``: isolation layer and limits for programs (SPEC M3)."""
+
+    isolation: Literal["auto", "bwrap", "unshare", "rlimit"] = "auto"
+    wall_s: float = Field(default=30, gt=0)
+    cpu_s: float = Field(default=20, gt=0)
+    memory_mb: int = Field(default=1024, ge=64)
+    processes: int = Field(default=64, ge=1)
+    output_bytes: int = Field(default=200_000, ge=1_000)
+
+
+class StreamSettings(_Section):
+    """``[stream]``: durability of the stream file (SPEC O1)."""
+
+    fsync: Literal["turn", "never"] = "turn"
+
+
+class BoardSettings(_Section):
+    """``[board]``: the issue workflow (SPEC B1-B5)."""
+
+    reviewers: int = Field(default=1, ge=1)
+    max_rounds: int = Field(default=3, ge=1)
+    concurrency: int = Field(default=2, ge=1)
+    base_branch: str = "main"
+    store: str = "sqlite"
+
+
+class Settings(_Section):
+    """The whole ``gg.toml``. Every key has a default (SPEC C1)."""
+
+    model: ModelSettings = ModelSettings()
+    session: SessionSettings = SessionSettings()
+    ceilings: CeilingSettings = CeilingSettings()
+    hooks: HooksSettings = HooksSettings()
+    tools: ToolsSettings = ToolsSettings()
+    sandbox: SandboxSettings = SandboxSettings()
+    stream: StreamSettings = StreamSettings()
+    board: BoardSettings = BoardSettings()
+
+
+def _key_error(e: ValidationError, source: str) -> ConfigError:
+    err = e.errors()[0]
+    key = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    return ConfigError(f"{source}: {key}: {msg}", key=key)
+
+
+def settings_from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME) -> Settings:
+    """Validate a parsed ``gg.toml``.
+
+    Raises:
+        ConfigError: naming the first bad key.
+    """
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as e:
+        raise _key_error(e, source) from None
+
+
+def load_settings(path: Path | None = None, *, workspace: Path | None = None) -> Settings:
+    """Load settings from ``path``, else ``<workspace>/gg.toml`` if it exists, else defaults.
+
+    Raises:
+        ConfigError: the file given does not exist, is not TOML, or has a bad key.
+    """
+    if path is None:
+        candidate = (workspace or Path.cwd()) / CONFIG_NAME
+        if not candidate.is_file():
+            return Settings()
+        path = candidate
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read config {str(path)!r}: {e.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    return settings_from_dict(data, source=str(path))
+
+
+def default_toml() -> str:
+    """A commented ``gg.toml`` holding every default (what ``gg init`` writes)."""
+    return _DEFAULT_TOML
+
+
+_DEFAULT_TOML = """\
+# gg.toml: settings for gg runs in this workspace. Every key has a default;
+# delete what you don't change. Reference: SPEC section 10.
+
+[model]
+spec = "local"            # local | scripted:PATH | openai:MODEL | anthropic:MODEL
+                          # | openai-compat:MODEL@BASE_URL  (keys from env vars only)
+constrained = true        # local model: constrain output to valid tool calls
+timeout_s = 120           # per request to a provider
+max_retries = 3           # on 429, 5xx, timeouts, dropped connections
+# [model.prices."gpt-4o-mini"]
+# input_per_mtok = 0.15
+# output_per_mtok = 0.60
+
+[session]
+mode = "tool-calling"     # tool-calling | code (responses as code)
+language = "python"       # python | javascript (code mode)
+role = "standard"         # standard (ends with finish) | review (approve / request_changes)
+
+[ceilings]
+consecutive_errors = 3    # error turns in a row
+error_rate = 0.5          # stop when more than this share of the window are error turns
+error_window = 10         # turns in the sliding window
+gate_blocks = 8           # endings blocked by agent-stop hooks in a row
+max_turns = 50            # turns per session
+max_tokens = 0            # run budget; 0 = none
+max_seconds = 0           # run budget; 0 = none
+max_cost = 0              # run budget in price-table units; 0 = none
+
+# Agent-stop hooks run before a session ends (the ending gate). Exit 0 passes;
+# exit 2 (reason on stderr) or stdout {"decision": "block", "reason": "..."} blocks.
+# [[hooks.agent_stop]]
+# command = "python -m pytest -q"
+# timeout_s = 600
+# roles = ["standard"]
+# on_error = "block"      # or "pass": what a crashing or timed-out hook does
+
+[tools]
+capabilities = ["files", "shell"]   # files: read/write/list/search; shell: run_command
+arm = "all"                          # the toolset arm this run uses
+output_cap = 64000                   # characters of a tool result shown to the model
+# [tools.arms.readonly]
+# withhold = ["write_file", "run_command"]
+
+[sandbox]
+isolation = "auto"        # auto | bwrap | unshare | rlimit
+wall_s = 30
+cpu_s = 20
+memory_mb = 1024
+processes = 64
+output_bytes = 200000
+
+[stream]
+fsync = "turn"            # turn | never
+
+[board]
+reviewers = 1
+max_rounds = 3
+concurrency = 2
+base_branch = "main"
+store = "sqlite"
+"""

@@ -1,0 +1,412 @@
+"""Agent-stop hooks and the ending gate (SPEC S12, H1, §10 gg.toml and Hooks).
+
+Before a session ends, the :class:`Gate` runs the hooks bound to the
+session's role, in order, and stops at the first that blocks. A block hands
+its reason back to the model and the session continues (S12).
+
+A hook is a shell command (:class:`CommandHook`) or a Python callable
+(:class:`CallableHook`). What a command answers:
+
+======================================  ==========================================
+exit 0                                  pass
+exit 0, stdout ``{"decision": "block",  block with that reason
+"reason": ...}``
+exit 2                                  block; the reason is stderr (else stdout's tail)
+any other exit, no start, a timeout     a failure, handled by ``on_error``
+======================================  ==========================================
+
+A failure (crash, timeout, nonsense answer) is recorded with ``failed=True``
+so a diagnosis can blame the hook, not the model (S6). With
+``on_error="block"`` (the default, H1) it blocks with the failure as the
+reason; with ``"pass"`` it passes.
+
+What this module does not promise: a sync callable that times out cannot be
+stopped; its thread runs on in the background while the gate moves on.
+Command hooks run with :func:`gg.tools.builtins.scrubbed_env` (no API keys:
+they typically run model-written code, e.g. tests); a hook that needs a
+variable names it in ``pass_env``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+from gg.endings import Ending, Role
+from gg.errors import UserError
+from gg.tools.builtins import ShellResult, run_shell, scrubbed_env
+
+__all__ = [
+    "CallableHook",
+    "CommandHook",
+    "Gate",
+    "GateResult",
+    "Hook",
+    "HookAnswer",
+    "HookOutcome",
+    "StopEvent",
+]
+
+_REASON_CAP = 4_000  # characters of a reason kept (the tail: where test summaries are)
+_CAPTURE = 256_000  # bytes of each of a command hook's stdout and stderr kept
+_PASS_DECISIONS = frozenset({"pass", "approve"})
+
+HookAnswer: TypeAlias = bool | str | Mapping[str, Any] | None
+"""What a callable hook returns: ``None``/``True`` pass; ``False`` or a string
+block (the string is the reason); a dict ``{"decision": "pass"|"block", "reason": str}``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StopEvent:
+    """The ``agent-stop`` event: a session is about to end with ``ending`` (SPEC §10)."""
+
+    event: Literal["agent-stop"] = "agent-stop"
+    """The event's name; always ``"agent-stop"``."""
+    role: Role
+    """The session's role."""
+    ending: dict[str, Any]
+    """The declared ending: ``{"call": "finish", "summary": ...}`` and so on."""
+    session_id: str
+    """The session about to end."""
+    workspace: Path
+    """The session's workspace; a command hook runs there."""
+    blocked_before: int = 0
+    """How many times this session's gate has blocked already."""
+
+    @classmethod
+    def for_ending(
+        cls,
+        ending: Ending,
+        *,
+        role: Role,
+        session_id: str,
+        workspace: Path,
+        blocked_before: int = 0,
+    ) -> StopEvent:
+        """The event for a typed ending (``{"call": ending.call, **ending.arguments()}``)."""
+        return cls(
+            role=role,
+            ending={"call": ending.call, **ending.arguments()},
+            session_id=session_id,
+            workspace=workspace,
+            blocked_before=blocked_before,
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        """Exactly the SPEC §10 object a command hook reads on stdin.
+
+        Returns:
+            ``{"event", "role", "ending", "session_id", "workspace", "blocked_before"}``
+            with the role as its value (``"standard"``) and the workspace as a string.
+        """
+        return {
+            "event": self.event,
+            "role": Role(self.role).value,
+            "ending": dict(self.ending),
+            "session_id": self.session_id,
+            "workspace": str(self.workspace),
+            "blocked_before": self.blocked_before,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class HookOutcome:
+    """What one hook decided about one ending."""
+
+    hook: str
+    """The hook's display name: the command, or the callable's name."""
+    decision: Literal["pass", "block"]
+    """Whether the hook let the ending through."""
+    reason: str = ""
+    """Why it blocked (handed to the model), or what went wrong when ``failed``."""
+    failed: bool = False
+    """True when the hook itself crashed, timed out or answered nonsense (S6 blame)."""
+    exit_code: int | None = None
+    """A command hook's exit status (``None`` for callables, timeouts, no start)."""
+    seconds: float = 0.0
+    """How long the hook ran."""
+
+
+def _tail(text: str, cap: int = _REASON_CAP) -> str:
+    text = text.strip()
+    return text if len(text) <= cap else f"[... earlier output cut ...]\n{text[-cap:]}"
+
+
+def _roles(value: Iterable[Role | str]) -> tuple[Role, ...]:
+    if isinstance(value, str):
+        value = (value,)
+    try:
+        roles = tuple(Role(r) for r in value)
+    except ValueError as exc:
+        raise UserError(f"hook roles: {exc}; use 'standard' and/or 'review'") from None
+    if not roles:
+        raise UserError("a hook needs at least one role")
+    return roles
+
+
+@dataclass(frozen=True, kw_only=True)
+class _HookBase:
+    timeout_s: float = 600
+    """Seconds the hook may run; past that it is a failure."""
+    roles: tuple[Role, ...] = (Role.STANDARD, Role.REVIEW)
+    """The roles whose sessions it checks (strings are accepted and converted)."""
+    on_error: Literal["block", "pass"] = "block"
+    """What a failure of the hook itself decides (SPEC H1: block by default)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "roles", _roles(self.roles))
+        if not self.timeout_s > 0:
+            raise UserError(f"hook timeout_s must be more than 0, got {self.timeout_s!r}")
+        if self.on_error not in ("block", "pass"):
+            raise UserError(f"hook on_error must be 'block' or 'pass', got {self.on_error!r}")
+
+    def _display(self) -> str:
+        raise NotImplementedError
+
+    def applies_to(self, role: Role) -> bool:
+        """Whether this hook checks sessions of ``role``."""
+        return role in self.roles
+
+    def _outcome(
+        self, decision: Literal["pass", "block"], reason: str = "", **extra: Any
+    ) -> HookOutcome:
+        return HookOutcome(hook=self._display(), decision=decision, reason=reason, **extra)
+
+    def _failure(self, reason: str, **extra: Any) -> HookOutcome:
+        return self._outcome(self.on_error, reason, failed=True, **extra)
+
+    def _judge(self, answer: object, *, seconds: float, **extra: Any) -> HookOutcome:
+        """Turn an answer (callable return or parsed stdout JSON) into an outcome."""
+        if answer is None or answer is True:
+            return self._outcome("pass", seconds=seconds, **extra)
+        if answer is False:
+            return self._outcome("block", self._no_reason(), seconds=seconds, **extra)
+        if isinstance(answer, str):
+            return self._outcome(
+                "block", _tail(answer) or self._no_reason(), seconds=seconds, **extra
+            )
+        if isinstance(answer, Mapping):
+            decision, reason = answer.get("decision"), answer.get("reason")
+            if decision == "block":
+                text = _tail(reason) if isinstance(reason, str) else ""
+                return self._outcome("block", text or self._no_reason(), seconds=seconds, **extra)
+            if decision is None or decision in _PASS_DECISIONS:
+                return self._outcome("pass", seconds=seconds, **extra)
+            return self._failure(
+                f"hook {self._display()!r} answered an unknown decision {decision!r}; "
+                "expected 'block' or 'pass'",
+                seconds=seconds,
+                **extra,
+            )
+        return self._failure(
+            f"hook {self._display()!r} answered {type(answer).__name__}; expected None, a bool, "
+            "a reason string or {'decision': ..., 'reason': ...}",
+            seconds=seconds,
+            **extra,
+        )
+
+    def _no_reason(self) -> str:
+        return f"hook {self._display()!r} blocked the ending without giving a reason"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommandHook(_HookBase):
+    """A shell command bound to ``agent-stop`` (SPEC H1, §10 ``[[hooks.agent_stop]]``)."""
+
+    command: str
+    """A ``/bin/sh`` command line, run in the workspace with the event JSON on stdin."""
+    pass_env: tuple[str, ...] = ()
+    """Names of gg's environment variables the command may see beyond the scrubbed set."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.command.strip():
+            raise UserError("a command hook needs a non-empty command")
+        object.__setattr__(self, "pass_env", tuple(self.pass_env))
+
+    @property
+    def name(self) -> str:
+        """The display name: the command line."""
+        return self.command
+
+    def _display(self) -> str:
+        return self.command
+
+    async def run(self, event: StopEvent) -> HookOutcome:
+        """Run the command on ``event``; never raises for the command's own failures.
+
+        Returns:
+            The outcome: exit 0 passes unless stdout is a JSON block decision;
+            exit 2 blocks with stderr; anything else is a failure (``on_error``).
+        """
+        start = time.monotonic()
+        try:
+            result = await run_shell(
+                self.command,
+                cwd=event.workspace,
+                env=scrubbed_env(self.pass_env),
+                timeout_s=self.timeout_s,
+                stdin=json.dumps(event.as_json()).encode(),
+                capture_limit=_CAPTURE,
+            )
+        except OSError as exc:
+            return self._failure(
+                f"hook {self._display()!r} could not start: {exc}", seconds=time.monotonic() - start
+            )
+        return self._read(result)
+
+    def _read(self, result: ShellResult) -> HookOutcome:
+        code, seconds = result.exit_code, result.seconds
+        if result.timed_out:
+            return self._failure(
+                f"hook {self._display()!r} timed out after {self.timeout_s:g} s", seconds=seconds
+            )
+        if code == 0:
+            answer = _stdout_answer(result.stdout)
+            return self._judge(answer, seconds=seconds, exit_code=code)
+        if code == 2:
+            reason = _tail(result.stderr) or _tail(result.stdout)
+            return self._outcome(
+                "block", reason or "exit 2 with no reason", seconds=seconds, exit_code=code
+            )
+        output = _tail(f"{result.stdout.rstrip()}\n{result.stderr.rstrip()}")
+        detail = f"; its output ends:\n{output}" if output else " and printed nothing"
+        return self._failure(
+            f"hook {self._display()!r} failed with {_describe_exit(code)}{detail}",
+            seconds=seconds,
+            exit_code=code,
+        )
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is not None and code < 0:
+        return f"signal {-code}"
+    notes = {126: " (command not executable)", 127: " (command not found)"}
+    return f"exit code {code}{notes.get(code or 0, '')}"
+
+
+def _stdout_answer(stdout: str) -> object:
+    """A JSON object answer on stdout (the whole of it, or its last line), else ``None``."""
+    text = stdout.strip()
+    if not text:
+        return None
+    for candidate in (text, text.rsplit("\n", 1)[-1].strip()):
+        if candidate.startswith("{"):
+            try:
+                parsed = json.loads(candidate)
+            except ValueError:
+                continue
+            if isinstance(parsed, dict):
+                return parsed
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallableHook(_HookBase):
+    """A Python callable bound to ``agent-stop`` (SPEC H1).
+
+    Sync callables run in a worker thread under the timeout; async ones are
+    awaited under it. An exception is a failure (``on_error``).
+    """
+
+    fn: Callable[[StopEvent], HookAnswer | Awaitable[HookAnswer]]
+    """Called with the event; returns a :data:`HookAnswer`."""
+    name: str = ""
+    """The display name; defaults to the callable's qualified name."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not callable(self.fn):
+            raise UserError(f"a callable hook needs a callable, got {type(self.fn).__name__}")
+        if not self.name:
+            label = getattr(self.fn, "__qualname__", None) or repr(self.fn)
+            object.__setattr__(self, "name", label)
+
+    def _display(self) -> str:
+        return self.name
+
+    async def run(self, event: StopEvent) -> HookOutcome:
+        """Call the hook on ``event``; never raises for the hook's own failures."""
+        start = time.monotonic()
+        try:
+            answer = await asyncio.wait_for(self._answer(event), self.timeout_s)
+        except TimeoutError:
+            return self._failure(
+                f"hook {self._display()!r} timed out after {self.timeout_s:g} s",
+                seconds=time.monotonic() - start,
+            )
+        except Exception as exc:
+            return self._failure(
+                f"hook {self._display()!r} raised {type(exc).__name__}: {exc}",
+                seconds=time.monotonic() - start,
+            )
+        return self._judge(answer, seconds=time.monotonic() - start)
+
+    async def _answer(self, event: StopEvent) -> object:
+        is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
+            type(self.fn).__call__  # an object with an async __call__
+        )
+        if is_async:
+            answer: object = self.fn(event)
+        else:
+            answer = await asyncio.to_thread(self.fn, event)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return answer
+
+
+Hook: TypeAlias = CommandHook | CallableHook
+"""An agent-stop hook."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateResult:
+    """What the ending gate decided (SPEC S12)."""
+
+    passed: bool
+    """True when no hook blocked: the session may end."""
+    outcomes: tuple[HookOutcome, ...]
+    """Each hook run, in order (hooks after a block are not run)."""
+    blocking: HookOutcome | None
+    """The outcome that blocked, or ``None`` when passed."""
+
+
+class Gate:
+    """The ending gate: a session's agent-stop hooks, run before it ends (SPEC S12, H1)."""
+
+    def __init__(self, hooks: Sequence[Hook] = ()) -> None:
+        """Hold ``hooks`` in order.
+
+        Raises:
+            UserError: an item is not a :class:`CommandHook` or :class:`CallableHook`.
+        """
+        for hook in hooks:
+            if not isinstance(hook, CommandHook | CallableHook):
+                raise UserError(
+                    f"a gate takes CommandHook or CallableHook objects, got {type(hook).__name__}"
+                )
+        self.hooks: tuple[Hook, ...] = tuple(hooks)
+
+    def hooks_for(self, role: Role) -> tuple[Hook, ...]:
+        """The hooks bound to ``role``, in order."""
+        return tuple(h for h in self.hooks if h.applies_to(role))
+
+    async def check(self, event: StopEvent) -> GateResult:
+        """Run the hooks bound to ``event.role`` in order; stop at the first block.
+
+        Returns:
+            A :class:`GateResult`; a role with no hooks passes with no outcomes.
+        """
+        outcomes: list[HookOutcome] = []
+        for hook in self.hooks_for(event.role):
+            outcome = await hook.run(event)
+            outcomes.append(outcome)
+            if outcome.decision == "block":
+                return GateResult(passed=False, outcomes=tuple(outcomes), blocking=outcome)
+        return GateResult(passed=True, outcomes=tuple(outcomes), blocking=None)

@@ -1,0 +1,192 @@
+"""The tool-calling mode (SPEC M1, S2-S5, S8).
+
+Offered tools: the arm's registry tools plus the role's synthetic ending
+tools, and nothing else (S2).
+
+**Ending policy in one reply: "ordered, last wins, revoke on failure".**
+The calls of a reply run in order, all of them, including any after an
+ending call. Every ending call is checked (role, then shape); each accepted
+one is a declaration and the last is read (S8), the others are counted as
+superseded on the stream. The model wrote the whole reply before seeing any
+result, so the reply is one unit, like a program: if any call in it fails (an
+error-turn call, or a tool that raised), the reply's declaration is revoked
+(S9), the feedback is the failing results alone, and the session continues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gg.ceilings import ErrorKind
+from gg.endings import (
+    Declarations,
+    Refusal,
+    Role,
+    canonical_call,
+    check_ending,
+    ending_group,
+    ending_tool_specs,
+    is_ending_name,
+    spell,
+)
+from gg.errors import ToolError
+from gg.models.base import Reply, ToolCall, ToolMessage, ToolSpec, UserMessage
+from gg.modes.base import TurnContext, TurnOutcome
+from gg.stream import (
+    EndingDeclared,
+    EndingRefused,
+    EndingRevoked,
+    EndingSuperseded,
+    ToolCalled,
+    ToolResult,
+    excerpt,
+)
+from gg.tools.registry import ArgumentsError, Tool, ToolContext
+
+__all__ = ["ToolCallingMode", "no_tool_call_feedback"]
+
+
+def no_tool_call_feedback(role: Role) -> str:
+    """Feedback for a reply with no tool call (SPEC S5), naming the role's endings."""
+    if role is Role.STANDARD:
+        end = 'call finish(summary="...") with what you did'
+    else:
+        end = 'call approve() or request_changes(items=["..."])'
+    return (
+        "Your reply called no tool, so nothing happened. Every reply must call a tool. "
+        f"Continue the task with the tools offered; when you are done, {end}."
+    )
+
+
+class _CallOutcome:
+    __slots__ = ("content", "kind", "ok")
+
+    def __init__(self, content: str, *, ok: bool = True, kind: ErrorKind | None = None) -> None:
+        self.content, self.ok, self.kind = content, ok, kind
+
+
+class ToolCallingMode:
+    """Runs the tool calls of a reply in order (SPEC M1).
+
+    Args:
+        role: the session's role; decides the synthetic ending tools.
+        tools: the arm's registry tools (already selected by the toolset arm).
+        context: what the tools get (workspace, output cap).
+        arm: the arm's name, for the stream.
+    """
+
+    name = "tool-calling"
+    language: Any = "python"
+
+    def __init__(
+        self, *, role: Role, tools: Sequence[Tool], context: ToolContext, arm: str = "all"
+    ) -> None:
+        self.role = role
+        self.arm = arm
+        self._tools = {t.name: t for t in tools}
+        self._context = context
+        self._specs = [t.spec() for t in tools] + [
+            ToolSpec(**spec) for spec in ending_tool_specs(role)
+        ]
+        self._offered = ", ".join(s.name for s in self._specs)
+
+    def offered_tools(self) -> list[ToolSpec]:
+        """Registry tools of the arm + the role's ending tools (SPEC S2)."""
+        return self._specs
+
+    def prompt_part(self) -> str:
+        """Nothing beyond the tool schemas the model is given."""
+        return ""
+
+    def describe(self) -> dict[str, Any]:
+        """``{"arm": ...}`` for ``session_started``."""
+        return {"arm": self.arm}
+
+    async def act(self, reply: Reply, ctx: TurnContext) -> TurnOutcome:
+        """Run the reply's calls in order under the ending policy (module docstring)."""
+        if not reply.tool_calls:
+            msg = no_tool_call_feedback(self.role)
+            return TurnOutcome(messages=[UserMessage(content=msg)], error="no_tool_call",
+                               error_message=msg)
+        out = TurnOutcome()
+        decl = Declarations()
+        failed = ""
+        for call in reply.tool_calls:
+            ctx.emit(ToolCalled, name=call.name, arguments=call.arguments)
+            res = await self._one(call, decl, ctx)
+            ctx.emit(ToolResult, name=call.name, ok=res.ok, excerpt=excerpt(res.content, 300))
+            out.messages.append(ToolMessage(call_id=call.id, name=call.name, content=res.content))
+            if res.kind is not None and out.error is None:
+                out.error, out.error_message = res.kind, res.content
+            if not res.ok and not failed:
+                failed = f"{call.name}: {res.content}"
+        if decl.superseded:
+            ctx.emit(EndingSuperseded, count=decl.superseded)
+        if decl.current is not None and failed:
+            ctx.emit(EndingRevoked, call=decl.current.call, error=excerpt(failed, 500))
+            decl.revoke()
+        out.ending = decl.current
+        return out
+
+    async def _one(self, call: ToolCall, decl: Declarations, ctx: TurnContext) -> _CallOutcome:
+        if is_ending_name(call.name):
+            return self._ending(call, decl, ctx)
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return _CallOutcome(
+                f"There is no tool {call.name!r} here. The tools offered are: {self._offered}.",
+                ok=False, kind="unknown_tool",
+            )
+        if isinstance(call.arguments, str):
+            return _bad_args(call, tool.parameters)
+        try:
+            args = tool.validate(call.arguments)
+        except ArgumentsError as e:
+            return _CallOutcome(
+                f"The arguments of {call.name} do not fit its schema: {e}. Call it again with "
+                f"arguments that fit: {_schema_hint(tool.parameters)}.",
+                ok=False, kind="bad_arguments",
+            )
+        try:
+            return _CallOutcome(await tool.call(args, self._context))
+        except ToolError as e:
+            return _CallOutcome(f"Error: {e}", ok=False)
+        except Exception as e:  # a user tool's bug must not crash the session
+            return _CallOutcome(f"Error: {type(e).__name__}: {e}", ok=False)
+
+    def _ending(self, call: ToolCall, decl: Declarations, ctx: TurnContext) -> _CallOutcome:
+        name = canonical_call(call.name)
+        args = call.arguments
+        if isinstance(args, str):
+            if name in ending_group(self.role):
+                return _bad_args(call, None)
+            args = {}
+        result = check_ending(name, args, role=self.role)
+        if isinstance(result, Refusal):
+            ctx.emit(EndingRefused, call=result.call, reason=result.reason,
+                     message=result.message)
+            return _CallOutcome(result.message, ok=False, kind="ending_refused")
+        decl.declare(result)
+        ctx.emit(EndingDeclared, call=result.call, arguments=result.arguments())
+        return _CallOutcome(f"{spell(result.call)} declared.")
+
+
+def _schema_hint(parameters: dict[str, Any] | None) -> str:
+    props = (parameters or {}).get("properties", {})
+    required = set((parameters or {}).get("required", []))
+    fields = [
+        f"{k}: {v.get('type', 'any')}{'' if k in required else ' (optional)'}"
+        for k, v in props.items()
+    ]
+    return "{" + ", ".join(fields) + "}"
+
+
+def _bad_args(call: ToolCall, parameters: dict[str, Any] | None) -> _CallOutcome:
+    hint = f" matching {_schema_hint(parameters)}" if parameters is not None else ""
+    return _CallOutcome(
+        f"The arguments of {call.name} are not a JSON object ({call.parse_error or 'unreadable'})."
+        f" Send them as a JSON object{hint}.",
+        ok=False, kind="bad_arguments",
+    )
+

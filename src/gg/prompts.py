@@ -1,0 +1,87 @@
+"""System prompts. The ending rule is stated here, once (SPEC S10).
+
+The rule covers: sessions end only by the role's ending calls; the ending
+gate (agent-stop hooks) checks an ending before the session ends; declaring
+does not stop anything and the last declaration counts (S8); an ending is
+revoked when the turn fails after it (S9). Feedback texts elsewhere never
+restate it: they say what went wrong and what to send instead.
+"""
+
+from __future__ import annotations
+
+from gg.endings import Language, Role, spell
+
+__all__ = ["ENDING_RULE_MARK", "ending_rule", "system_prompt"]
+
+ENDING_RULE_MARK = "How your session ends"
+"""The heading of the rule; tests count it to check the rule is stated once."""
+
+
+def _endings_text(role: Role, language: Language) -> str:
+    if role is Role.STANDARD:
+        return (
+            f"You are doing the work. Your one ending call is {spell('finish', language)}"
+            "(summary): call it when the work is done, with a summary of what you did and "
+            "how you checked it."
+        )
+    return (
+        f"You are reviewing. Your ending calls are {spell('approve', language)}() when the "
+        f"work is acceptable, or {spell('request_changes', language)}(items) with the list of "
+        "changes the implementer must make. Your verdict is read from the call alone, not "
+        "from your prose."
+    )
+
+
+def ending_rule(role: Role, *, mode: str, language: Language = "python") -> str:
+    """The ending rule for ``role`` in ``mode`` (``"tool-calling"`` or ``"code"``), SPEC S10."""
+    if mode == "code":
+        unit = "program"
+        failing = "your program raises an error after declaring"
+        turn = (
+            "Every reply must call submit_program with a program; text in a reply is never run."
+        )
+    else:
+        unit = "reply"
+        failing = "any call in the same reply fails (an error or a tool failure)"
+        turn = "Every reply must call at least one tool; a reply with text alone does nothing."
+    return (
+        f"## {ENDING_RULE_MARK}\n"
+        f"{turn} Your session ends only by an ending call; nothing else ends it. "
+        f"{_endings_text(role, language)}\n"
+        f"Declaring an ending does not stop your {unit}: it runs on, and you may declare "
+        f"again; the last declaration counts. If {failing}, the ending is revoked and the "
+        "session continues. Before the session ends, the run's agent-stop hooks check the "
+        "ending; if one blocks, you are given its reason: fix the problem and declare again."
+    )
+
+
+def system_prompt(
+    role: Role,
+    *,
+    mode: str,
+    language: Language = "python",
+    mode_part: str = "",
+    extra: str = "",
+) -> str:
+    """The whole system prompt of a session.
+
+    Args:
+        role: the session's role (decides the endings named).
+        mode: ``"tool-calling"`` or ``"code"``.
+        language: the language arm (spelling of the calls in code mode).
+        mode_part: what the mode adds (e.g. the SDK's signatures).
+        extra: anything else the caller adds (skills list, instructions).
+
+    Returns:
+        The prompt text, with the ending rule stated exactly once.
+    """
+    parts = [
+        "You are an agent driven by gg. You work in a workspace through the tools you are "
+        "offered, one turn at a time, until you end your session.",
+        ending_rule(role, mode=mode, language=language),
+    ]
+    if mode_part:
+        parts.append(mode_part)
+    if extra:
+        parts.append(extra)
+    return "\n\n".join(parts)

@@ -1,0 +1,165 @@
+"""A run: one stream, its ceilings and budget, its gate, and its sessions (SPEC §1, O1).
+
+:class:`Run` wires the parts; the loop lives in :mod:`gg.session`. Sessions of
+one run may run concurrently (``asyncio.gather``); they share the model, the
+stream, the budget and the gate, and each keeps its own ceiling counts.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from gg.ceilings import Budget, Ceilings
+from gg.config import Settings, ToolsSettings
+from gg.endings import Language, Role
+from gg.errors import UserError
+from gg.hooks import Gate
+from gg.models.base import Model
+from gg.modes.base import Mode
+from gg.modes.tool_calling import ToolCallingMode
+from gg.session import SessionResult, run_session
+from gg.stream import RunEnded, RunStarted, StreamWriter
+from gg.tools.arms import ToolsetArm
+from gg.tools.registry import Registry, ToolContext
+
+__all__ = ["Run", "arm_from_settings", "new_run_id", "stream_path"]
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: ``YYYYMMDD-HHMMSS-xxxxxx`` (UTC)."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def stream_path(workspace: Path, run_id: str) -> Path:
+    """``<workspace>/.gg/runs/<run_id>/stream.jsonl`` (SPEC §10)."""
+    return workspace / ".gg" / "runs" / run_id / "stream.jsonl"
+
+
+def arm_from_settings(tools: ToolsSettings) -> ToolsetArm:
+    """The toolset arm named by ``[tools] arm`` (``"all"``: every configured capability).
+
+    Raises:
+        UserError: no arm of that name in ``[tools.arms]``.
+    """
+    if tools.arm == "all" and "all" not in tools.arms:
+        return ToolsetArm(name="all", capabilities=tuple(tools.capabilities))
+    if tools.arm not in tools.arms:
+        raise UserError(f"tools.arm: no toolset arm named {tools.arm!r} in [tools.arms]")
+    spec = tools.arms[tools.arm]
+    caps = spec.capabilities if spec.capabilities is not None else tools.capabilities
+    return ToolsetArm(name=tools.arm, capabilities=tuple(caps),
+                      offer=None if spec.offer is None else tuple(spec.offer),
+                      withhold=tuple(spec.withhold))
+
+
+class Run:
+    """One invocation of gg: a stream, ceilings, a budget, a gate and sessions.
+
+    Args:
+        workspace: the directory agents work in (must exist).
+        model: the model every session of the run asks.
+        settings: the effective configuration.
+        registry: the shared tool registry.
+        gate: the ending gate with the run's agent-stop hooks.
+        run_id: an id to use (default: a new one).
+        listeners: callables that get every event as it is written (live display).
+        isolation: the sandbox layer in force, for ``run_started``.
+        mode_factory: builds the mode for a session (default: tool-calling, or
+            code mode when registered by :mod:`gg.modes.code`).
+    """
+
+    def __init__(
+        self,
+        *,
+        workspace: Path,
+        model: Model,
+        settings: Settings,
+        registry: Registry,
+        gate: Gate,
+        run_id: str | None = None,
+        listeners: Sequence[Callable[[Any], None]] = (),
+        isolation: str = "none",
+        mode_factory: Callable[..., Mode] | None = None,
+    ) -> None:
+        self.workspace = workspace.resolve()
+        self.model = model
+        self.settings = settings
+        self.registry = registry
+        self.gate = gate
+        self.run_id = run_id or new_run_id()
+        self.isolation = isolation
+        self.ceilings = Ceilings(**settings.ceilings.model_dump())
+        self.budget = Budget(self.ceilings)
+        self.stream = StreamWriter(
+            stream_path(self.workspace, self.run_id),
+            fsync=settings.stream.fsync,
+            listeners=list(listeners),
+        )
+        self._mode_factory = mode_factory
+        self._sessions = 0
+        self.stream.emit(RunStarted(
+            run_id=self.run_id,
+            settings=settings.model_dump(mode="json"),
+            isolation=isolation,
+            workspace=str(self.workspace),
+        ))
+
+    def new_session_id(self) -> str:
+        """The next session id of this run: ``s1``, ``s2``, ..."""
+        self._sessions += 1
+        return f"s{self._sessions}"
+
+    def tool_context(self) -> ToolContext:
+        """What registry tools get: the workspace and the output cap."""
+        return ToolContext(workspace=self.workspace, output_cap=self.settings.tools.output_cap)
+
+    def arm(self) -> ToolsetArm:
+        """The toolset arm the run uses (``[tools] arm``), a filter over the registry."""
+        return arm_from_settings(self.settings.tools)
+
+    def make_mode(self, *, role: Role, mode: str, language: Language) -> Mode:
+        """Build the execution mode of a session (SPEC M1, M2)."""
+        if self._mode_factory is not None:
+            return self._mode_factory(run=self, role=role, mode=mode, language=language)
+        arm = self.arm()
+        return ToolCallingMode(role=role, tools=arm.select(self.registry),
+                               context=self.tool_context(), arm=arm.name)
+
+    async def session(
+        self,
+        task: str,
+        *,
+        role: Role | str | None = None,
+        mode: str | None = None,
+        language: Language | None = None,
+        parent: str | None = None,
+        extra_prompt: str = "",
+    ) -> SessionResult:
+        """Run one session of this run to its ending or a ceiling.
+
+        Args:
+            task: the task text.
+            role: ``standard`` or ``review``; default from ``[session] role``.
+            mode: ``tool-calling`` or ``code``; default from ``[session] mode``.
+            language: ``python`` or ``javascript``; default from ``[session] language``.
+            parent: the spawning session's id (subagents).
+            extra_prompt: appended to the system prompt.
+        """
+        s = self.settings.session
+        r = Role(role) if role is not None else s.role
+        m = self.make_mode(role=r, mode=mode or s.mode, language=language or s.language)
+        return await run_session(self, task=task, role=r, mode=m, parent=parent,
+                                 extra_prompt=extra_prompt)
+
+    def end(self, status: Literal["ended", "stopped"], diagnosis: str | None = None) -> int:
+        """Write ``run_ended`` and close the stream. Returns the exit code (SPEC O3)."""
+        code = 0 if status == "ended" else 1
+        if not self.stream.closed:
+            self.stream.emit(RunEnded(run_id=self.run_id, status=status, exit_code=code,
+                                      diagnosis=diagnosis))
+            self.stream.close()
+        return code

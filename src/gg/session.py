@@ -1,0 +1,198 @@
+"""The turn loop: one session from its first turn to its ending (SPEC S1, S5, S6, S12).
+
+A session ends in exactly two ways (S1): an ending declared in a turn passes
+the ending gate, or a ceiling (or a model failure) stops it. A text reply, a
+program that returns, or a model saying "done" never ends it.
+
+Each turn: ask the model; hand the reply to the mode, which runs calls or the
+program and checks endings; record error turns; put a declared ending
+through the gate (agent-stop hooks); check ceilings; sync the stream.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from gg.ceilings import Diagnosis, SessionCeilings
+from gg.endings import Ending, Role
+from gg.errors import ModelError, ScriptExhausted
+from gg.hooks import StopEvent
+from gg.models.base import AssistantMessage, Message, Reply, SystemMessage, UserMessage
+from gg.modes.base import Mode, TurnContext, TurnOutcome
+from gg.prompts import system_prompt
+from gg.stream import (
+    CeilingTripped,
+    ErrorTurn,
+    GateBlocked,
+    GatePassed,
+    SessionEnded,
+    SessionStarted,
+    TurnEvent,
+    Usage,
+    excerpt,
+)
+
+if TYPE_CHECKING:
+    from gg.run import Run
+
+__all__ = ["SessionResult", "run_session"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionResult:
+    """How a session ended.
+
+    Attributes:
+        session_id: the session's id in the run's stream.
+        role: its role.
+        status: ``"ended"`` (by an ending that passed the gate) or ``"stopped"``.
+        ending: the typed ending when ended; ``None`` when stopped (never invented).
+        diagnosis: why it stopped (SPEC S6), ``None`` when ended.
+        turns: how many turns it took.
+    """
+
+    session_id: str
+    role: Role
+    status: Literal["ended", "stopped"]
+    ending: Ending | None
+    diagnosis: Diagnosis | None
+    turns: int
+
+
+def _with_ids(reply: Reply, turn: int) -> Reply:
+    if all(c.id for c in reply.tool_calls):
+        return reply
+    calls = tuple(
+        c if c.id else dataclasses.replace(c, id=f"call_{turn}_{i}")
+        for i, c in enumerate(reply.tool_calls)
+    )
+    return dataclasses.replace(reply, tool_calls=calls)
+
+
+def _reply_excerpt(reply: Reply) -> str:
+    if reply.text.strip():
+        return excerpt(reply.text.strip(), 160)
+    return ", ".join(f"{c.name}(…)" for c in reply.tool_calls) or "(empty reply)"
+
+
+class _Loop:
+    """The state of one running session; :func:`run_session` drives it."""
+
+    def __init__(self, run: Run, *, task: str, role: Role, mode: Mode, parent: str | None,
+                 extra_prompt: str) -> None:
+        self.run = run
+        self.role = role
+        self.mode = mode
+        self.parent = parent
+        self.task = task
+        self.session_id = run.new_session_id()
+        self.ceilings = SessionCeilings(run.ceilings)
+        self.blocked_total = 0
+        self.turn = 0
+        prompt = system_prompt(role, mode=mode.name, language=mode.language,
+                               mode_part=mode.prompt_part(), extra=extra_prompt)
+        self.messages: list[Message] = [SystemMessage(content=prompt), UserMessage(content=task)]
+
+    def emit(self, cls: Any, **fields: Any) -> None:
+        self.run.stream.emit(cls(run_id=self.run.run_id, session_id=self.session_id,
+                                 turn=self.turn or None, **fields))
+
+    def result(self, ending: Ending | None, diagnosis: Diagnosis | None) -> SessionResult:
+        ending_obj = None if ending is None else {"call": ending.call, **ending.arguments()}
+        self.emit(SessionEnded, ending=ending_obj,
+                  ceiling=diagnosis.ceiling if diagnosis else None,
+                  diagnosis=diagnosis.message if diagnosis else None, turns=self.turn)
+        self.run.stream.sync()
+        return SessionResult(session_id=self.session_id, role=self.role,
+                             status="ended" if ending else "stopped", ending=ending,
+                             diagnosis=diagnosis, turns=self.turn)
+
+    async def ask(self) -> Reply | Diagnosis:
+        tools = self.mode.offered_tools()
+        started = time.perf_counter()
+        try:
+            reply = await self.run.model.respond(self.messages, tools)
+        except ScriptExhausted as e:
+            return Diagnosis(ceiling=None, message=f"{e}; the run stops here.")
+        except ModelError as e:
+            return Diagnosis(ceiling=None, message=f"the model ({e.provider}) failed: {e}")
+        reply = _with_ids(reply, self.turn)
+        u = reply.usage
+        self.emit(TurnEvent, text=excerpt(reply.text, 500),
+                  calls=[c.name for c in reply.tool_calls],
+                  usage=Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                              cost=u.cost),
+                  seconds=round(time.perf_counter() - started, 6))
+        self.run.budget.add(tokens=u.input_tokens + u.output_tokens, cost=u.cost)
+        self.messages.append(AssistantMessage(content=reply.text, tool_calls=reply.tool_calls))
+        return reply
+
+    async def gate(self, ending: Ending) -> bool:
+        event = StopEvent(role=self.role, ending={"call": ending.call, **ending.arguments()},
+                          session_id=self.session_id, workspace=self.run.workspace,
+                          blocked_before=self.blocked_total)
+        result = await self.run.gate.check(event)
+        if result.passed:
+            self.ceilings.record_gate(blocked=False)
+            self.emit(GatePassed, call=ending.call, hooks=len(result.outcomes))
+            return True
+        block = result.blocking
+        hook, reason, failed = ("", "", False)
+        if block is not None:
+            hook, reason, failed = block.hook, block.reason, block.failed
+        self.blocked_total += 1
+        self.ceilings.record_gate(blocked=True, hook=hook, reason=reason, failed=failed)
+        self.emit(GateBlocked, hook=hook, reason=excerpt(reason, 2000), failed=failed)
+        self.messages.append(UserMessage(content=(
+            f"Your {ending.call} was blocked by the agent-stop hook {hook!r}; the session goes "
+            f"on. The hook's reason:\n{reason}\nFix the problem, then declare again."
+        )))
+        return False
+
+    def record(self, reply: Reply, outcome: TurnOutcome) -> None:
+        self.messages.extend(outcome.messages)
+        if outcome.error is not None:
+            self.emit(ErrorTurn, kind=outcome.error, message=excerpt(outcome.error_message, 1000))
+        self.ceilings.record_turn(outcome.error, _reply_excerpt(reply))
+
+
+async def run_session(
+    run: Run, *, task: str, role: Role, mode: Mode, parent: str | None = None,
+    extra_prompt: str = "",
+) -> SessionResult:
+    """Drive one session to its ending or to a ceiling (SPEC S1).
+
+    Args:
+        run: the run the session belongs to (stream, gate, ceilings, budget, model).
+        task: the user's task, the session's first user message.
+        role: decides the ending group (SPEC S2).
+        mode: the execution mode, already built for this role.
+        parent: the spawning session's id, for subagents.
+        extra_prompt: text appended to the system prompt.
+
+    Returns:
+        The :class:`SessionResult`. Never raises for anything a model sends.
+    """
+    loop = _Loop(run, task=task, role=role, mode=mode, parent=parent, extra_prompt=extra_prompt)
+    loop.emit(SessionStarted, role=role.value, mode=mode.name, language=mode.language,
+              arm=str(mode.describe().get("arm", "")), model=run.model.name, parent=parent,
+              task=excerpt(task, 500))
+    while True:
+        loop.turn += 1
+        reply = await loop.ask()
+        if isinstance(reply, Diagnosis):
+            return loop.result(None, reply)
+        ctx = TurnContext(run_id=run.run_id, session_id=loop.session_id, turn=loop.turn,
+                          role=role, workspace=run.workspace, emit=loop.emit)
+        outcome = await mode.act(reply, ctx)
+        loop.record(reply, outcome)
+        if outcome.ending is not None and await loop.gate(outcome.ending):
+            return loop.result(outcome.ending, None)
+        diagnosis = loop.ceilings.check() or run.budget.check()
+        if diagnosis is not None:
+            loop.emit(CeilingTripped, ceiling=diagnosis.ceiling, diagnosis=diagnosis.message)
+            return loop.result(None, diagnosis)
+        run.stream.sync()

@@ -1,0 +1,347 @@
+"""The stream: typed events, the append-only JSONL writer, and readers (SPEC O1, §10).
+
+Every run writes one file, ``<workspace>/.gg/runs/<run_id>/stream.jsonl``, one
+JSON object per line. Every event has ``type``, ``run_id``, ``at`` (ISO 8601
+UTC) and, where it applies, ``session_id`` and ``turn``. Events are pydantic
+models tagged by ``type``; :data:`Event` is their union.
+
+Durability: the writer flushes after every event and, with ``fsync="turn"``
+(the default), calls ``fsync`` at the end of each turn and at session and run
+ends, so a crash loses at most the current turn's tail. The file is only ever
+appended to. Values of secret-looking environment variables (names containing
+KEY, TOKEN, SECRET or PASSWORD) are replaced by ``[redacted]`` before a line is
+written, so no secret reaches the stream even if a model echoes one.
+
+What it does not promise: ordering across processes (one writer per run), or
+that a reader sees a half-written last line (readers skip a torn tail).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from gg.ceilings import CeilingName, ErrorKind
+
+__all__ = [
+    "CeilingTripped",
+    "EndingDeclared",
+    "EndingRefused",
+    "EndingRevoked",
+    "EndingSuperseded",
+    "ErrorTurn",
+    "Event",
+    "GateBlocked",
+    "GatePassed",
+    "RunEnded",
+    "RunStarted",
+    "SessionEnded",
+    "SessionStarted",
+    "StreamWriter",
+    "ToolCalled",
+    "ToolResult",
+    "TurnEvent",
+    "excerpt",
+    "now_iso",
+    "parse_event",
+    "read_events",
+]
+
+
+def now_iso() -> str:
+    """The current time as ISO 8601 UTC with milliseconds, e.g. ``2026-11-30T14:51:17.123Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def excerpt(text: str, limit: int = 500) -> str:
+    """``text`` cut to ``limit`` characters, with a marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit} more characters]"
+
+
+class _Base(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    run_id: str
+    at: str = Field(default_factory=now_iso)
+    session_id: str | None = None
+    turn: int | None = None
+
+
+class RunStarted(_Base):
+    """A run began. ``settings``: the effective configuration; ``isolation``: the sandbox layer."""
+
+    type: Literal["run_started"] = "run_started"
+    settings: dict[str, Any]
+    isolation: str
+    workspace: str
+
+
+class SessionStarted(_Base):
+    """A session began (SPEC §10)."""
+
+    type: Literal["session_started"] = "session_started"
+    role: str
+    mode: str
+    language: str
+    arm: str
+    model: str
+    parent: str | None = None
+    task: str = ""
+
+
+class Usage(BaseModel):
+    """Token usage of one reply."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+
+class TurnEvent(_Base):
+    """One model reply: text excerpt, called tool names, usage, model latency in seconds."""
+
+    type: Literal["turn"] = "turn"
+    text: str
+    calls: list[str]
+    usage: Usage
+    seconds: float
+
+
+class ToolCalled(_Base):
+    """A call in a reply or a program, before it runs."""
+
+    type: Literal["tool_call"] = "tool_call"
+    name: str
+    arguments: dict[str, Any] | str
+
+
+class ToolResult(_Base):
+    """What a call gave back: ``ok`` false for a tool error; ``excerpt`` of the result."""
+
+    type: Literal["tool_result"] = "tool_result"
+    name: str
+    ok: bool
+    excerpt: str
+
+
+class ErrorTurn(_Base):
+    """A turn gg could not act on (SPEC S5), with the feedback the model was given."""
+
+    type: Literal["error_turn"] = "error_turn"
+    kind: ErrorKind
+    message: str
+
+
+class EndingDeclared(_Base):
+    """An ending call passed the role and shape checks and was declared (SPEC S8)."""
+
+    type: Literal["ending_declared"] = "ending_declared"
+    call: str
+    arguments: dict[str, Any]
+
+
+class EndingRefused(_Base):
+    """An ending call was refused: ``unavailable`` (SPEC S3) or ``shape`` (SPEC S4)."""
+
+    type: Literal["ending_refused"] = "ending_refused"
+    call: str
+    reason: Literal["unavailable", "shape"]
+    message: str
+
+
+class EndingSuperseded(_Base):
+    """``count`` earlier declarations of the turn were replaced by the last one (SPEC S8)."""
+
+    type: Literal["ending_superseded"] = "ending_superseded"
+    count: int
+
+
+class EndingRevoked(_Base):
+    """A declared ending was withdrawn because the turn failed after it (SPEC S9)."""
+
+    type: Literal["ending_revoked"] = "ending_revoked"
+    call: str
+    error: str
+
+
+class GatePassed(_Base):
+    """The ending gate let the ending through (SPEC S12); ``hooks``: how many ran."""
+
+    type: Literal["gate_passed"] = "gate_passed"
+    call: str
+    hooks: int = 0
+
+
+class GateBlocked(_Base):
+    """An agent-stop hook blocked the ending; ``failed``: the hook itself broke (SPEC H1)."""
+
+    type: Literal["gate_blocked"] = "gate_blocked"
+    hook: str
+    reason: str
+    failed: bool = False
+
+
+class CeilingTripped(_Base):
+    """A ceiling stopped the session (SPEC S6), with the operator's diagnosis."""
+
+    type: Literal["ceiling_tripped"] = "ceiling_tripped"
+    ceiling: CeilingName
+    diagnosis: str
+
+
+class SessionEnded(_Base):
+    """A session is over: by an ``ending`` (``{"call", **arguments}``) or stopped."""
+
+    type: Literal["session_ended"] = "session_ended"
+    ending: dict[str, Any] | None
+    ceiling: CeilingName | None = None
+    diagnosis: str | None = None
+    turns: int = 0
+
+
+class RunEnded(_Base):
+    """The run is over: ``status`` ``ended`` (exit 0) or ``stopped`` (exit 1)."""
+
+    type: Literal["run_ended"] = "run_ended"
+    status: Literal["ended", "stopped"]
+    exit_code: int
+    diagnosis: str | None = None
+
+
+Event: TypeAlias = Annotated[
+    RunStarted
+    | SessionStarted
+    | TurnEvent
+    | ToolCalled
+    | ToolResult
+    | ErrorTurn
+    | EndingDeclared
+    | EndingRefused
+    | EndingSuperseded
+    | EndingRevoked
+    | GatePassed
+    | GateBlocked
+    | CeilingTripped
+    | SessionEnded
+    | RunEnded,
+    Field(discriminator="type"),
+]
+"""Any stream event, discriminated by ``type``."""
+
+_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+
+
+def parse_event(line: str | bytes) -> Event:
+    """Parse one stream line into its event type.
+
+    Raises:
+        pydantic.ValidationError: if the line is not a known event.
+    """
+    return _ADAPTER.validate_json(line)
+
+
+def _secret_values() -> list[str]:
+    return [
+        v
+        for k, v in os.environ.items()
+        if len(v) >= 8 and any(m in k.upper() for m in _SECRET_MARKERS)
+    ]
+
+
+class StreamWriter:
+    """Appends events to a run's JSONL file (SPEC O1). One writer per run.
+
+    Args:
+        path: the stream file; its parent directories are created.
+        fsync: ``"turn"`` to fsync at turn, session and run ends (default), or
+            ``"never"`` to leave it to the OS (faster; a crash may lose the tail).
+        listeners: callables that get each event after it is written (live display).
+
+    Raises:
+        OSError: if the file cannot be opened.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        fsync: Literal["turn", "never"] = "turn",
+        listeners: list[Any] | None = None,
+    ) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._fsync = fsync == "turn"
+        self._file: IO[str] = path.open("a", encoding="utf-8")
+        self._secrets = _secret_values()
+        self.listeners: list[Any] = list(listeners or [])
+        self.closed = False
+
+    def emit(self, event: _Base) -> None:
+        """Append ``event`` as one line and flush it; then tell the listeners."""
+        line = event.model_dump_json()
+        for secret in self._secrets:
+            if secret in line:
+                line = line.replace(secret, "[redacted]")
+        self._file.write(line + "\n")
+        self._file.flush()
+        for listener in self.listeners:
+            listener(event)
+
+    def sync(self) -> None:
+        """fsync the file (a turn's end) when durability is ``"turn"``."""
+        if self._fsync and not self.closed:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Sync and close. Idempotent."""
+        if not self.closed:
+            self.sync()
+            self._file.close()
+            self.closed = True
+
+
+def read_events(path: Path, *, follow: bool = False, poll_s: float = 0.2) -> Iterator[Event]:
+    """Yield the events of a stream file in order.
+
+    Args:
+        path: a ``stream.jsonl`` file.
+        follow: keep waiting for new lines until a ``run_ended`` event is read.
+        poll_s: seconds between polls when following.
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+    """
+    with path.open("r", encoding="utf-8") as f:
+        buffer = ""
+        while True:
+            chunk = f.readline()
+            if chunk:
+                buffer += chunk
+                if not buffer.endswith("\n"):
+                    continue
+                line, buffer = buffer.strip(), ""
+                if not line:
+                    continue
+                event = parse_event(line)
+                yield event
+                if follow and event.type == "run_ended":
+                    return
+            elif follow:
+                time.sleep(poll_s)
+            else:
+                return
+
+
+def dump_line(obj: Any) -> str:
+    """Compact JSON for ``obj`` (helper for renderers)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

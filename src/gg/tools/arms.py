@@ -1,0 +1,116 @@
+"""Toolset arms: named selections over the registry's offered tools (SPEC §1).
+
+An arm is a filter, not a copy: :meth:`ToolsetArm.select` reads the shared
+:class:`~gg.tools.registry.Registry` each time. Ending calls are never
+registry tools, so no arm may offer or withhold one: every agent always has
+the endings its role gives it (SPEC §1, S2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gg.endings import is_ending_name
+from gg.errors import UserError
+from gg.tools.registry import Registry, Tool
+
+__all__ = ["ToolsetArm"]
+
+_ENDING_REFUSAL = "ending calls are never registry tools: no arm offers or withholds them"
+
+
+def _as_tuple(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolsetArm:
+    """A named selection over the tools the registry's capabilities offer (SPEC §1).
+
+    Lists given for the tuple fields are stored as tuples. Construction refuses
+    an ending call named in ``offer`` or ``withhold``; :meth:`select` checks
+    the names against a registry.
+    """
+
+    name: str = "all"
+    """The arm's name, as the stream shows it."""
+    capabilities: tuple[str, ...] | None = None
+    """The capabilities whose tools the arm draws from; ``None`` = every capability."""
+    offer: tuple[str, ...] | None = None
+    """The tools offered, in this order; ``None`` = every tool of those capabilities."""
+    withhold: tuple[str, ...] = ()
+    """Tools never offered, even if ``offer`` names them."""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise UserError("a toolset arm needs a non-empty name")
+        object.__setattr__(self, "capabilities", _as_tuple(self.capabilities))
+        object.__setattr__(self, "offer", _as_tuple(self.offer))
+        object.__setattr__(self, "withhold", _as_tuple(self.withhold) or ())
+        for field_name in ("offer", "withhold"):
+            for tool_name in getattr(self, field_name) or ():
+                if is_ending_name(tool_name):
+                    raise UserError(
+                        f"toolset arm {self.name!r} {field_name}s {tool_name!r}: "
+                        f"{_ENDING_REFUSAL} (SPEC §1)"
+                    )
+
+    def select(self, registry: Registry) -> list[Tool]:
+        """The arm's tools from ``registry``, in a deterministic order.
+
+        Order: ``offer``'s order when given, else registration order.
+
+        Args:
+            registry: the shared registry.
+
+        Returns:
+            The offered tools, withheld ones removed, each once.
+
+        Raises:
+            UserError: naming this arm and the unknown capability or tool, a tool
+                ``offer`` names from a capability the arm does not draw from, or
+                an ending call (SPEC §1).
+        """
+        caps = registry.capabilities
+        chosen = tuple(caps) if self.capabilities is None else self.capabilities
+        for cap in chosen:
+            if cap not in caps:
+                raise UserError(
+                    f"toolset arm {self.name!r} names unknown capability {cap!r}; "
+                    f"known capabilities: {', '.join(map(repr, caps)) or 'none'}"
+                )
+        pool = [name for cap in chosen for name in caps[cap]]
+        for name in (*(self.offer or ()), *self.withhold):
+            self._check_known(registry, name)
+        if self.offer is None:
+            wanted = pool
+        else:
+            wanted = list(dict.fromkeys(self.offer))
+            for name in wanted:
+                if name not in pool:
+                    raise UserError(
+                        f"toolset arm {self.name!r} offers {name!r}, but its capability "
+                        f"{registry.capability_of(name)!r} is not among the arm's capabilities"
+                    )
+        out: list[Tool] = []
+        for name in wanted:
+            if is_ending_name(name):
+                raise UserError(f"toolset arm {self.name!r} has {name!r}: {_ENDING_REFUSAL}")
+            tool = registry.get(name)
+            if tool is not None and name not in self.withhold:
+                out.append(tool)
+        return out
+
+    def _check_known(self, registry: Registry, name: str) -> None:
+        if is_ending_name(name):
+            raise UserError(f"toolset arm {self.name!r} names {name!r}: {_ENDING_REFUSAL}")
+        if name not in registry:
+            raise UserError(
+                f"toolset arm {self.name!r} names unknown tool {name!r}; "
+                f"known tools: {', '.join(map(repr, registry.names)) or 'none'}"
+            )

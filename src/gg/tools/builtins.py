@@ -1,0 +1,492 @@
+"""Built-in registry tools (SPEC T1, §10 Built-in tools) and the shell runner they share.
+
+Capabilities: ``files`` offers ``read_file``, ``write_file``, ``list_dir`` and
+``search_text``; ``shell`` offers ``run_command``. Every path is relative to
+the workspace; one that leaves it (``..``, absolute, or a symlink pointing
+out) raises :class:`gg.errors.WorkspaceEscape`, a tool error the model sees,
+not a crash.
+
+What this module does not promise: it is **not a sandbox**. Path checks
+resolve symlinks at call time, so a process racing the check can still win;
+``run_command`` runs a real shell with the user's rights, a scrubbed
+environment and a timeout. The sandbox (SPEC M3) replaces :func:`spawn_command`.
+
+:func:`run_shell` is also what agent-stop command hooks run on (:mod:`gg.hooks`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Protocol
+
+from pydantic import Field
+
+from gg.errors import ToolError, WorkspaceEscape
+from gg.tools.registry import Registry, ToolContext, cap_text, tool
+
+__all__ = [
+    "ShellResult",
+    "Spawn",
+    "default_registry",
+    "list_dir",
+    "read_file",
+    "resolve_path",
+    "run_command",
+    "run_shell",
+    "scrubbed_env",
+    "search_text",
+    "spawn_command",
+    "spawn_shell",
+    "write_file",
+]
+
+_READ_LIMIT = 8_000_000  # bytes: read_file refuses larger files
+_SEARCH_FILE_LIMIT = 2_000_000  # bytes: search_text skips larger files
+_SEARCH_MAX_HITS = 200
+_SEARCH_MAX_FILES = 20_000
+_LIST_MAX = 1_000
+_LINE_MAX = 300  # characters of a matching line shown
+_SKIP_DIRS = frozenset(
+    {".git", ".hg", ".svn", ".gg", ".venv", "venv", "node_modules", "__pycache__",
+     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}
+)  # fmt: skip
+_ENV_KEEP = frozenset(
+    {"PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME", "SHELL",
+     "TMPDIR", "TEMP", "TMP", "COLUMNS", "LINES"}
+)  # fmt: skip
+
+
+# ---------------------------------------------------------------- paths
+
+
+def resolve_path(ctx: ToolContext, path: str) -> Path:
+    """Resolve a tool path inside the workspace (SPEC §10 Built-in tools).
+
+    Args:
+        ctx: the call's context; ``ctx.workspace`` is resolved.
+        path: a path relative to the workspace.
+
+    Returns:
+        The resolved absolute path (symlinks followed), inside the workspace.
+
+    Raises:
+        WorkspaceEscape: ``path`` is absolute, climbs out with ``..``, or
+            resolves outside through a symlink.
+        ToolError: ``path`` contains a NUL character.
+    """
+    if "\x00" in path:
+        raise ToolError(f"path {path!r} contains a NUL character")
+    ws = ctx.workspace
+    if os.path.isabs(path):
+        raise WorkspaceEscape(
+            f"path {path!r} is absolute; paths are relative to the workspace "
+            "(e.g. 'src/main.py'), and nothing outside it can be reached"
+        )
+    if not Path(os.path.normpath(ws / path)).is_relative_to(ws):
+        raise WorkspaceEscape(f"path {path!r} leaves the workspace; paths must stay inside it")
+    real = (ws / path).resolve()
+    if not real.is_relative_to(ws):
+        raise WorkspaceEscape(
+            f"path {path!r} resolves outside the workspace through a symbolic link; "
+            "paths must stay inside it"
+        )
+    return real
+
+
+def _rel(ctx: ToolContext, path: Path) -> str:
+    return path.relative_to(ctx.workspace).as_posix() or "."
+
+
+# ---------------------------------------------------------------- files
+
+
+@tool
+def read_file(path: str, *, ctx: ToolContext) -> str:
+    """Read a text file of the workspace and return its content.
+
+    Args:
+        path: The file to read, relative to the workspace root.
+    """
+    target = resolve_path(ctx, path)
+    if target.is_dir():
+        raise ToolError(f"{path!r} is a directory; use list_dir to see what it holds")
+    try:
+        size = target.stat().st_size
+        if size > _READ_LIMIT:
+            raise ToolError(
+                f"{path!r} is {size:,} bytes, too large to read whole; "
+                "use search_text, or run_command with head/sed"
+            )
+        data = target.read_bytes()
+    except FileNotFoundError:
+        raise ToolError(f"no such file: {path!r}") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+    if b"\x00" in data[:8192]:
+        raise ToolError(f"{path!r} is a binary file ({size:,} bytes); read_file reads text only")
+    return data.decode("utf-8", errors="replace")
+
+
+@tool
+def write_file(path: str, content: str, *, ctx: ToolContext) -> str:
+    """Write a text file in the workspace, replacing it if it exists.
+
+    Missing parent directories are created.
+
+    Args:
+        path: The file to write, relative to the workspace root.
+        content: The file's whole new content (UTF-8 text).
+    """
+    target = resolve_path(ctx, path)
+    if target.is_dir():
+        raise ToolError(f"{path!r} is a directory; give a file path")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    except OSError as exc:
+        raise ToolError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+    return f"wrote {len(content):,} characters to {_rel(ctx, target)}"
+
+
+@tool
+def list_dir(path: str = ".", *, ctx: ToolContext) -> str:
+    """List a workspace directory: one entry a line, directories ending in '/'.
+
+    Args:
+        path: The directory to list, relative to the workspace root.
+    """
+    target = resolve_path(ctx, path)
+    try:
+        entries = sorted(os.scandir(target), key=lambda e: e.name)
+    except FileNotFoundError:
+        raise ToolError(f"no such directory: {path!r}") from None
+    except NotADirectoryError:
+        raise ToolError(f"{path!r} is a file, not a directory; use read_file") from None
+    except OSError as exc:
+        raise ToolError(f"cannot list {path!r}: {exc.strerror or exc}") from None
+    if not entries:
+        return f"{_rel(ctx, target)} is empty"
+    lines = [_entry_line(e) for e in entries[:_LIST_MAX]]
+    if len(entries) > _LIST_MAX:
+        lines.append(f"[... {len(entries) - _LIST_MAX:,} more entries not shown]")
+    return "\n".join(lines)
+
+
+def _entry_line(entry: os.DirEntry[str]) -> str:
+    if entry.is_symlink():
+        return f"{entry.name}@"
+    return f"{entry.name}/" if entry.is_dir() else entry.name
+
+
+@tool
+def search_text(pattern: str, path: str = ".", *, ctx: ToolContext) -> str:
+    """Search the workspace's text files for a regular expression.
+
+    Returns one hit a line as 'file:line: text', at most 200 hits. Skips binary
+    files, files over 2 MB, symlinks, and directories such as .git and node_modules.
+
+    Args:
+        pattern: A Python regular expression, matched against each line.
+        path: The file or directory to search, relative to the workspace root.
+    """
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
+    root = resolve_path(ctx, path)
+    if not root.exists():
+        raise ToolError(f"no such file or directory: {path!r}")
+    hits: list[str] = []
+    for file in _text_files(root):
+        for number, line in enumerate(file.read_bytes().decode("utf-8", "replace").splitlines()):
+            if regex.search(line):
+                hits.append(f"{_rel(ctx, file)}:{number + 1}: {line[:_LINE_MAX]}")
+                if len(hits) >= _SEARCH_MAX_HITS:
+                    hits.append(f"[stopped at {_SEARCH_MAX_HITS} hits; narrow the pattern or path]")
+                    return "\n".join(hits)
+    return "\n".join(hits) if hits else f"no match for {pattern!r} in {_rel(ctx, root)}"
+
+
+def _text_files(root: Path) -> Iterator[Path]:
+    """Regular, non-symlink, small, non-binary files under ``root``, in sorted order."""
+    if root.is_file():
+        candidates: Iterator[Path] = iter((root,))
+    else:
+        candidates = _walk(root)
+    for count, file in enumerate(candidates):
+        if count >= _SEARCH_MAX_FILES:
+            return
+        try:
+            if file.is_symlink() or not file.is_file():
+                continue
+            if file.stat().st_size > _SEARCH_FILE_LIMIT:
+                continue
+            with file.open("rb") as fh:
+                if b"\x00" in fh.read(8192):
+                    continue
+        except OSError:
+            continue
+        yield file
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        for name in sorted(filenames):
+            yield Path(dirpath) / name
+
+
+# ---------------------------------------------------------------- shell
+
+
+def scrubbed_env(pass_env: tuple[str, ...] = ()) -> dict[str, str]:
+    """The environment a command gets: gg's, minus everything not on a short allowlist.
+
+    Kept: ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TERM``, ``TZ``, ``USER``,
+    ``SHELL``, temp-dir variables and the like; never API keys or other
+    secrets (SPEC M3, C3).
+
+    Args:
+        pass_env: further variable names to pass through (a hook's explicit opt-in).
+    """
+    keep = _ENV_KEEP.union(pass_env)
+    return {k: v for k, v in os.environ.items() if k in keep or k.startswith("LC_")}
+
+
+class Spawn(Protocol):
+    """Starts a shell command as a process; swap it to run commands elsewhere (a sandbox)."""
+
+    async def __call__(
+        self, command: str, *, cwd: Path, env: Mapping[str, str], stdin: bool
+    ) -> asyncio.subprocess.Process:
+        """Start ``command`` with pipes for stdout and stderr (and stdin when asked)."""
+        ...
+
+
+async def spawn_shell(
+    command: str, *, cwd: Path, env: Mapping[str, str], stdin: bool
+) -> asyncio.subprocess.Process:
+    """Start ``command`` through ``/bin/sh`` in its own session (so its group can be killed).
+
+    Raises:
+        OSError: the process could not start (e.g. ``cwd`` is missing).
+    """
+    return await asyncio.create_subprocess_shell(
+        command,
+        cwd=cwd,
+        env=dict(env),
+        stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+async def spawn_command(
+    command: str, *, cwd: Path, env: Mapping[str, str], stdin: bool
+) -> asyncio.subprocess.Process:
+    """The one place ``run_command`` starts its process. The sandbox (SPEC M3) replaces it."""
+    return await spawn_shell(command, cwd=cwd, env=env, stdin=stdin)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShellResult:
+    """What a finished (or killed) shell command left behind."""
+
+    exit_code: int | None
+    """The exit status; negative for a signal; ``None`` when killed on timeout."""
+    stdout: str
+    """Standard output, head and tail kept when longer than the capture limit."""
+    stderr: str
+    """Standard error, same capping."""
+    timed_out: bool
+    """True when the timeout killed it."""
+    seconds: float
+    """Wall time from start to exit."""
+
+
+class _Capture:
+    """Keeps the head and tail of a byte stream, up to ``limit`` bytes in all."""
+
+    def __init__(self, limit: int) -> None:
+        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+        self.head_limit, self.tail_limit = limit - limit // 2, limit // 2
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk and self.tail_limit:
+            self.tail += chunk
+            del self.tail[: max(len(self.tail) - self.tail_limit, 0)]
+
+    def text(self) -> str:
+        cut = self.total - len(self.head) - len(self.tail)
+        mid = f"\n[... {cut:,} bytes cut ...]\n" if cut else ""
+        return self.head.decode("utf-8", "replace") + mid + self.tail.decode("utf-8", "replace")
+
+
+async def _pump(stream: asyncio.StreamReader | None, capture: _Capture) -> None:
+    if stream is None:
+        return
+    while chunk := await stream.read(65_536):
+        capture.add(chunk)
+
+
+async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
+    if proc.stdin is None:
+        return
+    try:
+        proc.stdin.write(data)
+        await proc.stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the command does not read its stdin: fine
+    finally:
+        proc.stdin.close()
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def run_shell(
+    command: str,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    stdin: bytes | None = None,
+    capture_limit: int = 64_000,
+    spawn: Spawn = spawn_shell,
+) -> ShellResult:
+    """Run a shell command to its end or its timeout, then kill what it left running.
+
+    The command runs in its own process group. When it exits, or its timeout
+    passes, or the caller is cancelled, the whole group is killed (background
+    jobs do not outlive it), and pipes still held open by an escaped
+    grandchild are abandoned after a short grace, never waited on.
+
+    Args:
+        command: a ``/bin/sh`` command line.
+        cwd: its working directory.
+        env: its whole environment (see :func:`scrubbed_env`).
+        timeout_s: wall-time limit in seconds.
+        stdin: bytes written to its standard input, or ``None`` for no input.
+        capture_limit: bytes kept of each of stdout and stderr (head and tail).
+        spawn: how to start the process.
+
+    Returns:
+        A :class:`ShellResult`.
+
+    Raises:
+        OSError: the process could not be started.
+    """
+    start = time.monotonic()
+    proc = await spawn(command, cwd=cwd, env=env, stdin=stdin is not None)
+    out, err = _Capture(capture_limit), _Capture(capture_limit)
+    tasks = [
+        asyncio.create_task(_pump(proc.stdout, out)),
+        asyncio.create_task(_pump(proc.stderr, err)),
+    ]
+    if stdin is not None:
+        tasks.append(asyncio.create_task(_feed(proc, stdin)))
+    timed_out = False
+    try:
+        await asyncio.wait_for(proc.wait(), timeout_s)
+    except TimeoutError:
+        timed_out = True
+    finally:
+        _kill_group(proc)
+        await _settle(proc, tasks)
+    return ShellResult(
+        exit_code=None if timed_out else proc.returncode,
+        stdout=out.text(),
+        stderr=err.text(),
+        timed_out=timed_out,
+        seconds=time.monotonic() - start,
+    )
+
+
+async def _settle(proc: asyncio.subprocess.Process, tasks: list[asyncio.Task[None]]) -> None:
+    """Reap the killed process; give the pipe readers a short grace, then drop them."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(proc.wait(), 5)
+    _, pending = await asyncio.wait(tasks, timeout=0.5)
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending)
+        transport = getattr(proc, "_transport", None)  # no public way to drop held pipes
+        if transport is not None:
+            transport.close()
+
+
+def _format_result(result: ShellResult) -> str:
+    parts = [f"exit code: {result.exit_code}" if not result.timed_out else "timed out"]
+    if result.stdout:
+        parts.append(f"stdout:\n{result.stdout.rstrip()}")
+    if result.stderr:
+        parts.append(f"stderr:\n{result.stderr.rstrip()}")
+    if not (result.stdout or result.stderr):
+        parts.append("(no output)")
+    return "\n".join(parts)
+
+
+@tool
+async def run_command(
+    command: Annotated[str, Field(min_length=1)],
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60,
+    *,
+    ctx: ToolContext,
+) -> str:
+    """Run a shell command in the workspace and return its exit code and output.
+
+    The command runs through /bin/sh with the workspace as its working directory
+    and no secrets in its environment. It and every process it started are
+    killed when it ends or times out.
+
+    Args:
+        command: The shell command line to run.
+        timeout_s: Seconds before the command is killed (at most 3600).
+    """
+    try:
+        result = await run_shell(
+            command,
+            cwd=ctx.workspace,
+            env={**scrubbed_env(), "PWD": str(ctx.workspace)},
+            timeout_s=timeout_s,
+            capture_limit=ctx.output_cap,
+            spawn=spawn_command,
+        )
+    except OSError as exc:
+        raise ToolError(f"could not start the command: {exc}") from None
+    text = _format_result(result)
+    if result.timed_out:
+        raise ToolError(
+            cap_text(
+                f"command timed out after {timeout_s:g} s; it and its child processes "
+                f"were killed. Output so far:\n{text}",
+                ctx.output_cap,
+            )
+        )
+    return text
+
+
+def default_registry() -> Registry:
+    """A new registry holding the built-ins: capabilities ``files`` and ``shell`` (SPEC T1)."""
+    registry = Registry()
+    for builtin in (read_file, write_file, list_dir, search_text):
+        registry.register(builtin, capability="files")
+    registry.register(run_command, capability="shell")
+    return registry

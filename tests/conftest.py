@@ -1,0 +1,43 @@
+"""Shared fixtures: a temp workspace, the corpora directory, a scripted-agent runner."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import CORPORA, RunScripted
+
+import gg
+from gg.models.base import Reply
+from gg.testing import ScriptedModel
+
+
+@pytest.fixture
+def corpora() -> Path:
+    """``../shared/corpora`` beside the repository (missing: the test fails, never skips)."""
+    assert CORPORA.is_dir(), f"corpora not found at {CORPORA}: shared/ must sit beside the repo"
+    return CORPORA
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A fresh workspace directory with one file."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("# demo\n")
+    return ws
+
+
+@pytest.fixture
+def run_scripted(workspace: Path) -> RunScripted:
+    """Run a task with a scripted model: ``run_scripted([replies], role=..., hooks=...)``."""
+
+    def go(replies: Sequence[Reply | dict[str, Any]], task: str = "do the task",
+           **kwargs: Any) -> tuple[gg.RunResult, ScriptedModel]:
+        model = ScriptedModel(replies)
+        agent = gg.Agent(model=model, workspace=workspace, **kwargs)
+        return agent.run(task), model
+
+    return go
