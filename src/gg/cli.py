@@ -14,10 +14,12 @@ from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from gg.agent import Agent
 from gg.config import CONFIG_NAME, default_toml
 from gg.errors import UserError
+from gg.models.factory import validate_spec
 from gg.render import Renderer, summary_table
 from gg.stream import read_events
 
@@ -34,7 +36,10 @@ app = typer.Typer(
 
 
 def _fail(message: str) -> typer.Exit:
-    Console(stderr=True, highlight=False).print(f"[red]gg: error:[/] {message}")
+    """Print a one-line error on stderr; return the exit-2 exception (SPEC O3)."""
+    one_line = " ".join(message.split())
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        f"[red]gg: error:[/] {escape(one_line)}")
     return typer.Exit(2)
 
 
@@ -69,6 +74,11 @@ def run(
                                  ("--role", role, ("standard", "review"))):
         if value is not None and value not in allowed:
             raise _fail(f"{flag}: {value!r} is not one of {', '.join(allowed)}")
+    if model is not None:
+        try:
+            validate_spec(model)
+        except UserError as e:
+            raise _fail(f"--model: {e}") from None
     console = Console(stderr=json_out, highlight=False)
     renderer = Renderer(console, spinner=True)
     try:

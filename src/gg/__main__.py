@@ -1,0 +1,5 @@
+"""``python -m gg``: the same as the ``gg`` command."""
+
+from gg.cli import main
+
+main()

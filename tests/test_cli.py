@@ -1,0 +1,138 @@
+"""The ``gg`` command: exit codes, --json, bad input, show/watch, init, record/replay (SPEC O2, O3, §10)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support import write_script
+
+GG = [sys.executable, "-m", "gg"]
+
+
+def gg(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+       ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*GG, *args], capture_output=True, text=True, timeout=120, cwd=cwd,
+                          env={**os.environ, **(env or {})})
+
+
+def test_json_result_and_exit_0(workspace: Path, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "r.json", [
+        {"text": "looking", "tool_calls": [{"name": "list_dir", "arguments": {}}]},
+        {"tool_calls": [{"name": "finish", "arguments": {"summary": "Listed it."}}]},
+    ])
+    p = gg("run", "list the workspace", "--workspace", str(workspace),
+           "--model", f"scripted:{script}", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert set(out) == {"run_id", "status", "ending", "diagnosis", "stream"}
+    assert out["status"] == "ended" and out["diagnosis"] is None
+    assert out["ending"] == {"call": "finish", "summary": "Listed it."}
+    assert Path(out["stream"]).is_file()
+    assert Path(out["stream"]) == workspace / ".gg" / "runs" / out["run_id"] / "stream.jsonl"
+
+
+def test_stopped_run_exit_1_with_diagnosis(workspace: Path, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "r.json", [{"text": "I am done."}] * 3)
+    p = gg("run", "t", "-w", str(workspace), "--model", f"scripted:{script}")
+    assert p.returncode == 1
+    assert "replied with prose 3 times in a row" in p.stdout
+    p = gg("run", "t", "-w", str(workspace), "--model", f"scripted:{script}", "--json")
+    out = json.loads(p.stdout)
+    assert out["status"] == "stopped" and out["ending"] is None
+    assert "never called a tool" in out["diagnosis"]
+
+
+def test_review_role_request_changes_json(workspace: Path, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "r.json", [
+        {"tool_calls": [{"name": "request_changes", "arguments": {"items": [" a ", " "]}}]}])
+    p = gg("run", "review", "-w", str(workspace), "--model", f"scripted:{script}",
+           "--role", "review", "--json")
+    assert json.loads(p.stdout)["ending"] == {"call": "request_changes", "items": ["a"]}
+
+
+@pytest.mark.parametrize(
+    ("args", "files", "needle"),
+    [
+        (["--model", "nope:x"], {}, "--model"),
+        (["--model", "scripted:{tmp}/bad.json"], {"bad.json": "{not json"}, "bad.json"),
+        (["--model", "scripted:{tmp}/missing.json"], {}, "missing.json"),
+        (["--config", "{tmp}/gg.toml"], {"gg.toml": "[ceilings]\nmax_turns = 'x'\n"},
+         "ceilings.max_turns"),
+        (["--config", "{tmp}/gg.toml"], {"gg.toml": "[ceilings]\nmax_turnz = 3\n"},
+         "ceilings.max_turnz"),
+        (["--config", "{tmp}/gg.toml"], {"gg.toml": "[[[bad toml"}, "not valid TOML"),
+        (["--config", "{tmp}/gg.toml"], {"gg.toml": "[tools.arms.x]\nwithhold = ['finish']\n"},
+         "ending calls are never registry tools"),
+        (["--mode", "fast"], {}, "--mode"),
+        (["--role", "boss"], {}, "--role"),
+    ],
+)
+def test_bad_input_exit_2_nothing_written(
+    workspace: Path, tmp_path: Path, args: list[str], files: dict[str, str], needle: str,
+) -> None:
+    for name, content in files.items():
+        (tmp_path / name).write_text(content)
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    if "--model" not in args:
+        args += ["--model", f"scripted:{write_script(tmp_path / 'ok.json', [])}"]
+    p = gg("run", "task", "-w", str(workspace), *args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert needle in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1  # a one-line error, no traceback
+    assert not (workspace / ".gg").exists()
+
+
+def test_missing_workspace_exit_2(tmp_path: Path) -> None:
+    p = gg("run", "task", "-w", str(tmp_path / "nope"), "--model", "local")
+    assert p.returncode == 2 and "does not exist" in p.stderr
+
+
+def test_show_replays_and_watch_follows(workspace: Path, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "r.json", [
+        {"tool_calls": [{"name": "finish", "arguments": {"summary": "All good."}}]}])
+    out = json.loads(gg("run", "t", "-w", str(workspace), "--model", f"scripted:{script}",
+                        "--json").stdout)
+    shown = gg("show", out["run_id"], "-w", str(workspace))
+    assert shown.returncode == 0
+    assert "finish declared" in shown.stdout and "run ended" in shown.stdout
+    assert "sessions" in shown.stdout  # the summary table
+    watched = gg("watch", out["stream"])
+    assert watched.returncode == 0 and "run ended" in watched.stdout
+    assert gg("show", "no-such-run", "-w", str(workspace)).returncode == 2
+
+
+def test_record_then_replay(workspace: Path, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "r.json", [
+        {"text": "hm", "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+        {"tool_calls": [{"name": "finish", "arguments": {"summary": "Read it."}}]}])
+    rec = tmp_path / "rec.json"
+    first = json.loads(gg("run", "t", "-w", str(workspace), "--model", f"scripted:{script}",
+                          "--record", str(rec), "--json").stdout)
+    assert json.loads(rec.read_text())["replies"][1]["tool_calls"][0]["name"] == "finish"
+    again = json.loads(gg("run", "t", "-w", str(workspace), "--model", f"scripted:{rec}",
+                          "--json").stdout)
+    assert again["ending"] == first["ending"] == {"call": "finish", "summary": "Read it."}
+
+
+def test_init_writes_a_valid_commented_default(tmp_path: Path) -> None:
+    p = gg("init", "-w", str(tmp_path))
+    assert p.returncode == 0
+    text = (tmp_path / "gg.toml").read_text()
+    assert text.count("#") > 10
+    from gg.config import Settings, load_settings
+
+    assert load_settings(tmp_path / "gg.toml") == Settings()
+    assert gg("init", "-w", str(tmp_path)).returncode == 2  # exists
+
+
+def test_help_answers() -> None:
+    p = gg("run", "--help")
+    assert p.returncode == 0
+    for flag in ("--workspace", "--model", "--mode", "--language", "--role", "--config",
+                 "--json", "--record"):
+        assert flag in p.stdout

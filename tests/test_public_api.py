@@ -1,0 +1,29 @@
+"""The public API is pinned: what ``gg/__init__.py`` exports (STYLE 1)."""
+
+from __future__ import annotations
+
+import gg
+
+EXPECTED = [
+    "Agent", "Approve", "CallableHook", "Ceilings", "CommandHook", "ConfigError", "Declarations",
+    "Diagnosis", "Ending", "Event", "Finish", "GGError", "Gate", "HookError", "Model",
+    "ModelError", "ModelUnavailable", "Refusal", "Registry", "Reply", "RequestChanges", "Role",
+    "Run", "RunFailure", "RunResult", "SandboxError", "ScriptExhausted", "SessionResult",
+    "Settings", "StopEvent", "Tool", "ToolCall", "ToolContext", "ToolError", "ToolSpec",
+    "ToolsetArm", "Usage", "UserError", "WorkspaceEscape", "__version__", "check_ending",
+    "load_settings", "read_events", "tool",
+]
+
+
+def test_exports_are_pinned_and_sorted() -> None:
+    assert gg.__all__ == EXPECTED
+    assert gg.__all__ == sorted(gg.__all__)
+    for name in gg.__all__:
+        assert hasattr(gg, name), name
+
+
+def test_every_export_is_documented() -> None:
+    for name in gg.__all__:
+        obj = getattr(gg, name)
+        if callable(obj) and not isinstance(obj, type(gg.Ending)):
+            assert (obj.__doc__ or "").strip(), f"{name} has no docstring"
