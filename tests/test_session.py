@@ -189,7 +189,7 @@ def test_gate_blocks_then_passes_and_hook_sees_blocked_before(
                                 "blocked_before"}
 
 
-@pytest.mark.parametrize("hook_cmd", ["sleep 5", "exit 1"])
+@pytest.mark.parametrize("hook_cmd", ["sleep 5", "no-such-command-gg-test"])
 def test_broken_hook_blames_the_hook(run_scripted: RunScripted, hook_cmd: str) -> None:
     replies = [call("finish", summary=f"try {i}") for i in range(3)]
     result, _ = run_scripted(
@@ -260,3 +260,15 @@ def test_user_function_named_like_an_ending_is_refused(workspace: Path) -> None:
 
     with pytest.raises(gg.UserError, match="never registry tools"):
         gg.Agent(model=ScriptedModel([]), workspace=workspace, tools=[finish])
+
+
+def test_failing_check_is_not_called_broken(run_scripted: RunScripted) -> None:
+    # A test command that exits 1 with output blocks (on_error="block") but the diagnosis
+    # must not call the hook broken: the model's work is what fails the check.
+    replies = [call("finish", summary=f"try {i}") for i in range(2)]
+    result, _ = run_scripted(
+        replies, hooks=[gg.CommandHook(command="echo '1 test failed'; exit 1")],
+        ceilings={"gate_blocks": 2},
+    )
+    assert result.status == "stopped" and result.diagnosis is not None
+    assert "is broken" not in result.diagnosis and "1 test failed" in result.diagnosis

@@ -164,7 +164,7 @@ class Agent:
     @staticmethod
     def _toml_hook(h: Any) -> CommandHook:
         return CommandHook(command=h.command, timeout_s=h.timeout_s, roles=tuple(h.roles),
-                           on_error=h.on_error)
+                           on_error=h.on_error, pass_env=tuple(h.pass_env))
 
     def _check_arm(self) -> None:
         tools = self.settings.tools
@@ -191,6 +191,7 @@ class Agent:
             status = session.status
             diagnosis = str(session.diagnosis) if session.diagnosis else None
         finally:
+            await run.aclose()
             run.end(status, diagnosis)
         return RunResult(run_id=run.run_id, status=status, ending=session.ending,
                          diagnosis=diagnosis, stream=run.stream.path, session=session)

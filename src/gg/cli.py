@@ -112,8 +112,10 @@ def _print_result(console: Console, data: dict[str, object]) -> None:
         else:
             console.print()
     else:
-        console.print(f"[bold red]stopped:[/] {data['diagnosis']}")
-    console.print(f"[dim]stream: {data['stream']}  (replay: gg show {data['run_id']})[/]")
+        console.print("[bold red]stopped:[/] ", end="")
+        console.print(str(data["diagnosis"]), markup=False)
+    console.print(f"[dim]stream: {escape(str(data['stream']))}  (replay: gg show "
+                  f"{data['run_id']})[/]")
 
 
 def _find_stream(ref: str, workspace: Path) -> Path:

@@ -91,6 +91,8 @@ class HookSettings(_Section):
     timeout_s: float = Field(default=600, gt=0)
     roles: list[Role] = [Role.STANDARD, Role.REVIEW]
     on_error: Literal["block", "pass"] = "block"
+    pass_env: list[str] = []
+    """Environment variables passed to the hook (hooks get a scrubbed environment)."""
 
 
 class HooksSettings(_Section):
@@ -265,6 +267,7 @@ max_cost = 0              # run budget in price-table units; 0 = none
 # timeout_s = 600
 # roles = ["standard"]
 # on_error = "block"      # or "pass": what a crashing or timed-out hook does
+# pass_env = []           # env vars the hook may see (its environment is scrubbed)
 
 [tools]
 capabilities = ["files", "shell"]   # files: read/write/list/search; shell: run_command

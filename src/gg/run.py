@@ -82,7 +82,7 @@ class Run:
         gate: Gate,
         run_id: str | None = None,
         listeners: Sequence[Callable[[Any], None]] = (),
-        isolation: str = "none",
+        isolation: str | None = None,
         mode_factory: Callable[..., Mode] | None = None,
     ) -> None:
         self.workspace = workspace.resolve()
@@ -91,7 +91,8 @@ class Run:
         self.registry = registry
         self.gate = gate
         self.run_id = run_id or new_run_id()
-        self.isolation = isolation
+        self._sandbox: Any = None
+        self.isolation = isolation or self._probe()
         self.ceilings = Ceilings(**settings.ceilings.model_dump())
         self.budget = Budget(self.ceilings)
         self.stream = StreamWriter(
@@ -104,9 +105,41 @@ class Run:
         self.stream.emit(RunStarted(
             run_id=self.run_id,
             settings=settings.model_dump(mode="json"),
-            isolation=isolation,
+            isolation=self.isolation,
             workspace=str(self.workspace),
         ))
+
+    def _probe(self) -> str:
+        """Name the sandbox layer in force (SPEC M3), or why there is none."""
+        try:
+            from gg.sandbox import probe
+
+            forced = self.settings.sandbox.isolation
+            return str(probe(None if forced == "auto" else forced))
+        except Exception as e:  # reported on run_started; code mode then fails clearly
+            return f"unavailable ({type(e).__name__}: {e})"
+
+    def sandbox(self) -> Any:
+        """The run's sandbox, created on first use (responses as code, on-use scripts).
+
+        Raises:
+            gg.errors.SandboxError: if no isolation layer works here.
+        """
+        if self._sandbox is None:
+            from gg.sandbox import Limits, Sandbox, probe
+
+            cfg = self.settings.sandbox
+            forced = None if cfg.isolation == "auto" else cfg.isolation
+            limits = Limits(wall_s=cfg.wall_s, cpu_s=cfg.cpu_s, memory_mb=cfg.memory_mb,
+                            processes=cfg.processes, output_bytes=cfg.output_bytes)
+            self._sandbox = Sandbox(limits=limits, isolation=probe(forced))
+        return self._sandbox
+
+    async def aclose(self) -> None:
+        """Release the sandbox (its worker processes), if one was started."""
+        if self._sandbox is not None:
+            await self._sandbox.aclose()
+            self._sandbox = None
 
     def new_session_id(self) -> str:
         """The next session id of this run: ``s1``, ``s2``, ..."""
@@ -126,8 +159,14 @@ class Run:
         if self._mode_factory is not None:
             return self._mode_factory(run=self, role=role, mode=mode, language=language)
         arm = self.arm()
-        return ToolCallingMode(role=role, tools=arm.select(self.registry),
-                               context=self.tool_context(), arm=arm.name)
+        tools = arm.select(self.registry)
+        if mode == "code":
+            from gg.modes.code import CodeMode
+
+            return CodeMode(role=role, language=language, tools=tools,
+                            context=self.tool_context(), sandbox=self.sandbox(), arm=arm.name)
+        return ToolCallingMode(role=role, tools=tools, context=self.tool_context(),
+                               arm=arm.name)
 
     async def session(
         self,

@@ -78,6 +78,14 @@ def _reply_excerpt(reply: Reply) -> str:
     return ", ".join(f"{c.name}(…)" for c in reply.tool_calls) or "(empty reply)"
 
 
+def _hook_broken(block: Any) -> bool:
+    """A hook is broken (not merely failing) when it timed out, could not start, was
+    killed by a signal, or its command was not found / not executable (126, 127).
+    A test command exiting 1 with its output is a failing check, not a broken hook."""
+    code = getattr(block, "exit_code", None)
+    return code is None or code < 0 or code in (126, 127)
+
+
 class _Loop:
     """The state of one running session; :func:`run_session` drives it."""
 
@@ -143,8 +151,9 @@ class _Loop:
         hook, reason, failed = ("", "", False)
         if block is not None:
             hook, reason, failed = block.hook, block.reason, block.failed
+        broken = failed and _hook_broken(block)
         self.blocked_total += 1
-        self.ceilings.record_gate(blocked=True, hook=hook, reason=reason, failed=failed)
+        self.ceilings.record_gate(blocked=True, hook=hook, reason=reason, failed=broken)
         self.emit(GateBlocked, hook=hook, reason=excerpt(reason, 2000), failed=failed)
         self.messages.append(UserMessage(content=(
             f"Your {ending.call} was blocked by the agent-stop hook {hook!r}; the session goes "

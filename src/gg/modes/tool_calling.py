@@ -144,8 +144,7 @@ class ToolCallingMode:
             args = tool.validate(call.arguments)
         except ArgumentsError as e:
             return _CallOutcome(
-                f"The arguments of {call.name} do not fit its schema: {e}. Call it again with "
-                f"arguments that fit: {_schema_hint(tool.parameters)}.",
+                f"{e} Call it again with arguments that fit.",
                 ok=False, kind="bad_arguments",
             )
         try:

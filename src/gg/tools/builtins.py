@@ -355,6 +355,22 @@ async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
         proc.stdin.close()
 
 
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    """Return once ``proc`` has exited, even while a grandchild holds its pipes open.
+
+    Python 3.11's ``Process.wait()`` also waits for every pipe to close, so
+    this polls the exit status (backing off from 1 ms to 50 ms) beside it.
+    """
+    waiter = asyncio.ensure_future(proc.wait())
+    delay = 0.001
+    try:
+        while proc.returncode is None and not waiter.done():
+            await asyncio.wait({waiter}, timeout=delay)
+            delay = min(delay * 2, 0.05)
+    finally:
+        waiter.cancel()
+
+
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -403,7 +419,7 @@ async def run_shell(
         tasks.append(asyncio.create_task(_feed(proc, stdin)))
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), timeout_s)
+        await asyncio.wait_for(_exited(proc), timeout_s)
     except TimeoutError:
         timed_out = True
     finally:
@@ -421,7 +437,7 @@ async def run_shell(
 async def _settle(proc: asyncio.subprocess.Process, tasks: list[asyncio.Task[None]]) -> None:
     """Reap the killed process; give the pipe readers a short grace, then drop them."""
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(proc.wait(), 5)
+        await asyncio.wait_for(_exited(proc), 5)
     _, pending = await asyncio.wait(tasks, timeout=0.5)
     for task in pending:
         task.cancel()
@@ -433,7 +449,7 @@ async def _settle(proc: asyncio.subprocess.Process, tasks: list[asyncio.Task[Non
 
 
 def _format_result(result: ShellResult) -> str:
-    parts = [f"exit code: {result.exit_code}" if not result.timed_out else "timed out"]
+    parts = [] if result.timed_out else [f"exit code: {result.exit_code}"]
     if result.stdout:
         parts.append(f"stdout:\n{result.stdout.rstrip()}")
     if result.stderr:

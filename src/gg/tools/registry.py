@@ -229,7 +229,7 @@ class FunctionTool(Tool):
             arguments = {**arguments, self.ctx_param: ctx}
         try:
             value = self.fn(**arguments)
-            if inspect.isawaitable(value):
+            if type(value) is not str and inspect.isawaitable(value):
                 value = await value
         except ToolError:
             raise

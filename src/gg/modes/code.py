@@ -1,0 +1,263 @@
+"""Responses as code (SPEC M2, S2-S9, S13).
+
+The only offered tool is ``submit_program(program: str)``. A reply without it
+is an error turn (``no_program``), even when its text holds a code block:
+reply text is never compiled. The program is compiled (``compile_error`` with
+the compiler's line and column), then run in the sandbox in the run's
+language arm, importing the SDK bound to the name ``gg``.
+
+Every SDK call crosses the membrane to :meth:`CodeMode._answer`: registry
+tools run here, in gg, under the arm's selection; ending calls go through
+:func:`gg.endings.check_ending` (role, then shape), the same check as in
+tool-calling mode (S7). A refused call raises inside the program and makes
+the turn an error turn (``ending_refused``). Declaring sets a flag and
+returns (S8): the last declaration is read, superseded ones are counted on
+the stream. If the program raises after declaring, the ending is revoked
+(S9) and the turn's feedback is the runtime error alone.
+
+One program per reply: further ``submit_program`` calls in the same reply are
+answered "not run" and do not count as error turns.
+
+On-use scripts (S13) run through :func:`run_on_use_script` with no ending
+group: every ending call from one is refused as unavailable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gg.ceilings import ErrorKind
+from gg.endings import Declarations, Language, Refusal, Role, check_ending, is_ending_name
+from gg.errors import ToolError
+from gg.models.base import Reply, ToolCall, ToolMessage, ToolSpec, UserMessage
+from gg.modes.base import Emit, TurnContext, TurnOutcome
+from gg.sandbox import CallAnswer, CallRequest, ProgramResult, Sandbox, sdk_signatures
+from gg.stream import (
+    EndingDeclared,
+    EndingRefused,
+    EndingRevoked,
+    EndingSuperseded,
+    ToolCalled,
+    ToolResult,
+    excerpt,
+)
+from gg.tools.registry import ArgumentsError, Tool, ToolContext
+
+__all__ = ["SUBMIT_PROGRAM", "CodeMode", "ProgramTurn", "run_on_use_script"]
+
+SUBMIT_PROGRAM = ToolSpec(
+    name="submit_program",
+    description=(
+        "Submit a program to run in the sandbox. The SDK is bound to the name `gg`: call "
+        "registry tools as gg.tools.<name>(...) and end the session with gg.session.<ending>."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {"program": {"type": "string", "description": "The program's source."}},
+        "required": ["program"],
+        "additionalProperties": False,
+    },
+)
+
+
+@dataclass(slots=True, kw_only=True)
+class ProgramTurn:
+    """The membrane's side of one program run: its declarations and refusals."""
+
+    role: Role | None
+    language: Language
+    emit: Emit
+    tools: dict[str, Tool]
+    context: ToolContext
+    declarations: Declarations = field(default_factory=Declarations)
+    refused: list[Refusal] = field(default_factory=list)
+
+    async def answer(self, request: CallRequest) -> CallAnswer:
+        """Answer one SDK call that crossed the membrane (never raises)."""
+        if request.kind == "ending" or is_ending_name(request.name):
+            return self._ending(request)
+        return await self._tool(request)
+
+    def _ending(self, request: CallRequest) -> CallAnswer:
+        result = check_ending(request.name, request.arguments, role=self.role,
+                              language=self.language)
+        if isinstance(result, Refusal):
+            self.refused.append(result)
+            self.emit(EndingRefused, call=result.call, reason=result.reason,
+                      message=result.message)
+            return CallAnswer(ok=False, error=result.message, error_type="ending_refused")
+        self.declarations.declare(result)
+        self.emit(EndingDeclared, call=result.call, arguments=result.arguments())
+        return CallAnswer(ok=True, value=None)
+
+    async def _tool(self, request: CallRequest) -> CallAnswer:
+        self.emit(ToolCalled, name=request.name, arguments=request.arguments)
+        tool = self.tools.get(request.name)
+        if tool is None:
+            answer = CallAnswer(ok=False, error_type="bad_call",
+                                error=f"there is no tool {request.name!r}; the SDK's tools are: "
+                                f"{', '.join(self.tools) or '(none)'}")
+        else:
+            answer = await _call_tool(tool, request.arguments, self.context)
+        text = str(answer.value) if answer.ok else answer.error
+        self.emit(ToolResult, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300))
+        return answer
+
+
+async def _call_tool(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> CallAnswer:
+    try:
+        args = tool.validate(arguments)
+    except ArgumentsError as e:
+        return CallAnswer(ok=False, error=str(e), error_type="bad_call")
+    try:
+        return CallAnswer(ok=True, value=await tool.call(args, ctx))
+    except ToolError as e:
+        return CallAnswer(ok=False, error=str(e), error_type="tool_error")
+    except Exception as e:  # a user tool's bug is the program's error, not gg's
+        return CallAnswer(ok=False, error=f"{type(e).__name__}: {e}", error_type="tool_error")
+
+
+def _feedback(result: ProgramResult) -> str:
+    parts = []
+    if result.output:
+        parts.append(f"Output:\n{result.output}")
+    if result.returned is not None:
+        parts.append(f"Returned: {result.returned}")
+    if result.error:
+        parts.append(f"Error:\n{result.error}")
+    return "\n".join(parts) or "The program ran and printed nothing."
+
+
+class CodeMode:
+    """The responses-as-code mode (SPEC M2).
+
+    Args:
+        role: the session's role (``None`` is not allowed here; see on-use scripts).
+        language: the language arm, ``"python"`` or ``"javascript"``.
+        tools: the arm's registry tools, offered through the SDK.
+        context: what the tools get (workspace, output cap).
+        sandbox: the run's sandbox.
+        arm: the arm's name, for the stream.
+    """
+
+    name = "code"
+
+    def __init__(self, *, role: Role, language: Language, tools: Sequence[Tool],
+                 context: ToolContext, sandbox: Sandbox, arm: str = "all") -> None:
+        self.role = role
+        self.language: Language = language
+        self.arm = arm
+        self._tools = {t.name: t for t in tools}
+        self._specs = [t.spec() for t in tools]
+        self._context = context
+        self._sandbox = sandbox
+
+    def offered_tools(self) -> list[ToolSpec]:
+        """Only ``submit_program`` (SPEC M2)."""
+        return [SUBMIT_PROGRAM]
+
+    def prompt_part(self) -> str:
+        """How to answer, and the SDK's signatures for this arm and language."""
+        return (
+            f"## Answering with programs ({self.language})\n"
+            "Answer every turn by calling submit_program with a complete program. It runs in "
+            "a sandbox with the SDK bound to the name `gg`; what it prints and returns, and "
+            "any error, come back to you as the result.\n"
+            + sdk_signatures(self._specs, language=self.language)
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """``{"arm": ...}`` for ``session_started``."""
+        return {"arm": self.arm}
+
+    async def act(self, reply: Reply, ctx: TurnContext) -> TurnOutcome:
+        """Compile and run the reply's program; read its declarations (SPEC S5, S8, S9)."""
+        programs = [c for c in reply.tool_calls if c.name == "submit_program"]
+        if not programs:
+            return _no_program(reply)
+        first, *rest = programs
+        out = TurnOutcome()
+        for extra in rest:
+            out.messages.append(ToolMessage(call_id=extra.id, name=extra.name, content=(
+                "Not run: submit one program per reply.")))
+        program = first.arguments.get("program") if isinstance(first.arguments, dict) else None
+        if not isinstance(program, str):
+            return _error(out, first, "bad_arguments", (
+                "submit_program needs one argument, program, a string holding the program's "
+                "source."))
+        problem = self._sandbox.compile(program, language=self.language)
+        if problem is not None:
+            where = f"line {problem.line}, column {problem.column}: " if problem.line else ""
+            return _error(out, first, "compile_error",
+                          f"The program does not compile: {where}{problem.message}")
+        turn = ProgramTurn(role=self.role, language=self.language, emit=ctx.emit,
+                           tools=self._tools, context=self._context)
+        ctx.emit(ToolCalled, name="submit_program", arguments={"program": excerpt(program, 2000)})
+        result = await self._sandbox.run(program, language=self.language,
+                                         workspace=ctx.workspace, tools=self._specs,
+                                         handler=turn.answer)
+        return _read_program(out, first, result, turn, ctx)
+
+
+def _read_program(out: TurnOutcome, call: ToolCall, result: ProgramResult, turn: ProgramTurn,
+                  ctx: TurnContext) -> TurnOutcome:
+    decl = turn.declarations
+    if decl.superseded:
+        ctx.emit(EndingSuperseded, count=decl.superseded)
+    feedback = _feedback(result)
+    if result.error is not None and decl.current is not None:
+        ctx.emit(EndingRevoked, call=decl.current.call, error=excerpt(result.error, 1000))
+        decl.revoke()
+        feedback = result.error  # S9: the runtime error alone
+    ctx.emit(ToolResult, name="submit_program", ok=result.error is None,
+             excerpt=excerpt(feedback, 300))
+    out.messages.insert(0, ToolMessage(call_id=call.id, name=call.name, content=feedback))
+    if turn.refused:
+        out.error, out.error_message = "ending_refused", turn.refused[-1].message
+    out.ending = decl.current
+    return out
+
+
+def _error(out: TurnOutcome, call: ToolCall, kind: ErrorKind, message: str) -> TurnOutcome:
+    out.messages.insert(0, ToolMessage(call_id=call.id, name=call.name, content=message))
+    out.error, out.error_message = kind, message
+    return out
+
+
+def _no_program(reply: Reply) -> TurnOutcome:
+    has_code = "```" in reply.text or "gg.session" in reply.text
+    hint = " Reply text is never run, even when it holds a code block." if has_code else ""
+    message = (
+        f"Your reply did not call submit_program, so nothing ran.{hint} Put your program in the "
+        "program argument of a submit_program call."
+    )
+    msgs: list[Any] = [ToolMessage(call_id=c.id, name=c.name, content=(
+        f"There is no tool {c.name!r}: the only tool is submit_program.")) for c in
+        reply.tool_calls]
+    msgs.append(UserMessage(content=message))
+    return TurnOutcome(messages=msgs, error="no_program", error_message=message)
+
+
+async def run_on_use_script(
+    script: str,
+    *,
+    language: Language,
+    sandbox: Sandbox,
+    tools: Sequence[Tool],
+    context: ToolContext,
+    emit: Emit,
+) -> ProgramResult:
+    """Run a skill's or memory's on-use script with the SDK and no ending group (SPEC S13).
+
+    Every ending call from the script is refused as unavailable ("on-use scripts
+    cannot end a session"), raised inside the script, and reported on the stream.
+
+    Returns:
+        The script's :class:`ProgramResult` (its output is what the use returns).
+    """
+    turn = ProgramTurn(role=None, language=language, emit=emit,
+                       tools={t.name: t for t in tools}, context=context)
+    return await sandbox.run(script, language=language, workspace=context.workspace,
+                             tools=[t.spec() for t in tools], handler=turn.answer)
