@@ -1,4 +1,4 @@
-"""The ``gg`` command: exit codes, --json, bad input, show/watch, init, record/replay (SPEC O2, O3, §10)."""
+"""The ``gg`` command: exit codes, --json, bad input, show, watch, init, record (SPEC O2, O3)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from support import write_script
 
 GG = [sys.executable, "-m", "gg"]

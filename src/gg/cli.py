@@ -60,8 +60,9 @@ def run(
                                              "(approve / request_changes)")] = None,
     config: Annotated[Path | None, typer.Option(help="A gg.toml to use instead of the "
                                                 "workspace's.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON result object on "
-                                           "stdout at the end (live view goes to stderr).")] = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON result object on stdout at the end (live view goes to "
+        "stderr).")] = False,
     record: Annotated[Path | None, typer.Option(help="Write the model's replies to FILE in "
                                                 "the scripted format, to replay the run.")] = None,
     max_turns: Annotated[int | None, typer.Option(help="Override [ceilings] max_turns.")] = None,

@@ -69,7 +69,7 @@ class Renderer:
         if event.type == "run_ended":
             self._status.stop()
 
-    def _line(self, e: Any) -> str | None:  # noqa: C901 - one branch per event type
+    def _line(self, e: Any) -> str | None:
         t = e.type
         sid = f"[dim]{e.session_id}[/] " if getattr(e, "session_id", None) else ""
         if t == "run_started":
@@ -93,7 +93,7 @@ class Renderer:
             return f"   [{colour}]←[/] {escape(_one_line(e.excerpt, 140))}"
         return self._line_ending(e, t, sid)
 
-    def _line_ending(self, e: Any, t: str, sid: str) -> str | None:  # noqa: C901
+    def _line_ending(self, e: Any, t: str, sid: str) -> str | None:
         if t == "error_turn":
             return f"{sid}[red]✗ error turn[/] {e.kind}: {escape(_one_line(e.message))}"
         if t == "ending_declared":
@@ -116,7 +116,8 @@ class Renderer:
             return None
         if t == "session_ended":
             if e.ending:
-                return f"{sid}[bold green]■ session ended by {e.ending['call']}[/] after {e.turns} turns"
+                call = e.ending["call"]
+                return f"{sid}[bold green]■ session ended by {call}[/] after {e.turns} turns"
             return f"{sid}[bold red]■ session stopped[/] after {e.turns} turns"
         if t == "run_ended":
             colour = "green" if e.status == "ended" else "red"
