@@ -272,3 +272,33 @@ def test_failing_check_is_not_called_broken(run_scripted: RunScripted) -> None:
     )
     assert result.status == "stopped" and result.diagnosis is not None
     assert "is broken" not in result.diagnosis and "1 test failed" in result.diagnosis
+
+
+def test_resume_continues_the_same_session_in_its_own_workspace(
+    workspace: Path, tmp_path: Path,
+) -> None:
+    import asyncio
+
+    other = tmp_path / "worktree"
+    other.mkdir()
+    model = ScriptedModel([
+        call("write_file", path="a.txt", content="1"), call("finish", summary="first"),
+        call("finish", summary="second"),
+    ])
+    agent = gg.Agent(model=model, workspace=workspace)
+
+    async def go() -> tuple[gg.SessionResult, gg.SessionResult, gg.Run]:
+        run = agent.new_run()
+        first = await run.session("implement", workspace=other)
+        again = await run.session("address: fix x", resume=first, workspace=other)
+        run.end("ended")
+        return first, again, run
+
+    first, again, run = asyncio.run(go())
+    assert (other / "a.txt").read_text() == "1" and not (workspace / "a.txt").exists()
+    assert again.session_id == first.session_id and again.ending == gg.Finish(summary="second")
+    # the resumed conversation holds the first one, then the new message
+    convo = model.calls[2][0]
+    assert convo[1].content == "implement" and convo[-1].content == "address: fix x"
+    starts = [e for e in gg.read_events(run.stream.path) if e.type == "session_started"]
+    assert [s.resumed for s in starts] == [False, True]

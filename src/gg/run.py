@@ -102,6 +102,7 @@ class Run:
         )
         self._mode_factory = mode_factory
         self._sessions = 0
+        self._overviews: dict[Path, str] = {}
         self.stream.emit(RunStarted(
             run_id=self.run_id,
             settings=settings.model_dump(mode="json"),
@@ -146,27 +147,29 @@ class Run:
         self._sessions += 1
         return f"s{self._sessions}"
 
-    def tool_context(self) -> ToolContext:
-        """What registry tools get: the workspace and the output cap."""
-        return ToolContext(workspace=self.workspace, output_cap=self.settings.tools.output_cap)
+    def tool_context(self, workspace: Path | None = None) -> ToolContext:
+        """What registry tools get: the (session's) workspace and the output cap."""
+        return ToolContext(workspace=workspace or self.workspace,
+                           output_cap=self.settings.tools.output_cap)
 
     def arm(self) -> ToolsetArm:
         """The toolset arm the run uses (``[tools] arm``), a filter over the registry."""
         return arm_from_settings(self.settings.tools)
 
-    def make_mode(self, *, role: Role, mode: str, language: Language) -> Mode:
+    def make_mode(self, *, role: Role, mode: str, language: Language,
+                  workspace: Path | None = None) -> Mode:
         """Build the execution mode of a session (SPEC M1, M2)."""
         if self._mode_factory is not None:
             return self._mode_factory(run=self, role=role, mode=mode, language=language)
         arm = self.arm()
         tools = arm.select(self.registry)
+        context = self.tool_context(workspace)
         if mode == "code":
             from gg.modes.code import CodeMode
 
-            return CodeMode(role=role, language=language, tools=tools,
-                            context=self.tool_context(), sandbox=self.sandbox(), arm=arm.name)
-        return ToolCallingMode(role=role, tools=tools, context=self.tool_context(),
-                               arm=arm.name)
+            return CodeMode(role=role, language=language, tools=tools, context=context,
+                            sandbox=self.sandbox(), arm=arm.name)
+        return ToolCallingMode(role=role, tools=tools, context=context, arm=arm.name)
 
     async def session(
         self,
@@ -177,6 +180,8 @@ class Run:
         language: Language | None = None,
         parent: str | None = None,
         extra_prompt: str = "",
+        workspace: Path | None = None,
+        resume: SessionResult | None = None,
     ) -> SessionResult:
         """Run one session of this run to its ending or a ceiling.
 
@@ -187,12 +192,34 @@ class Run:
             language: ``python`` or ``javascript``; default from ``[session] language``.
             parent: the spawning session's id (subagents).
             extra_prompt: appended to the system prompt.
+            workspace: the session's own workspace (default: the run's).
+            resume: continue this earlier session with ``task`` as the next message.
         """
         s = self.settings.session
         r = Role(role) if role is not None else s.role
-        m = self.make_mode(role=r, mode=mode or s.mode, language=language or s.language)
+        ws = workspace.resolve() if workspace is not None else self.workspace
+        m = self.make_mode(role=r, mode=mode or s.mode, language=language or s.language,
+                           workspace=ws)
+        extra = "\n\n".join(p for p in (self.workspace_overview(ws), extra_prompt) if p)
         return await run_session(self, task=task, role=r, mode=m, parent=parent,
-                                 extra_prompt=extra_prompt)
+                                 extra_prompt=extra, workspace=ws, resume=resume)
+
+    def workspace_overview(self, workspace: Path, limit: int = 40) -> str:
+        """A short listing of ``workspace``'s top level for the system prompt (cached)."""
+        if workspace not in self._overviews:
+            try:
+                names = sorted(
+                    p.name + ("/" if p.is_dir() else "")
+                    for p in workspace.iterdir() if not p.name.startswith(".")
+                )
+            except OSError:
+                names = []
+            more = f" (and {len(names) - limit} more)" if len(names) > limit else ""
+            self._overviews[workspace] = (
+                "## Workspace\nPaths are relative to the workspace root (e.g. 'README.md'). "
+                f"Its top level: {', '.join(names[:limit]) or '(empty)'}{more}."
+            )
+        return self._overviews[workspace]
 
     def end(self, status: Literal["ended", "stopped"], diagnosis: str | None = None) -> int:
         """Write ``run_ended`` and close the stream. Returns the exit code (SPEC O3)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gg.ceilings import Diagnosis, SessionCeilings
@@ -60,6 +61,10 @@ class SessionResult:
     ending: Ending | None
     diagnosis: Diagnosis | None
     turns: int
+    workspace: Path
+    """The workspace the session worked in."""
+    messages: list[Message] = dataclasses.field(default_factory=list, repr=False)
+    """The conversation, for resuming the session (see :func:`run_session`)."""
 
 
 def _with_ids(reply: Reply, turn: int) -> Reply:
@@ -90,19 +95,23 @@ class _Loop:
     """The state of one running session; :func:`run_session` drives it."""
 
     def __init__(self, run: Run, *, task: str, role: Role, mode: Mode, parent: str | None,
-                 extra_prompt: str) -> None:
+                 extra_prompt: str, workspace: Path, resume: SessionResult | None) -> None:
         self.run = run
+        self.workspace = workspace
         self.role = role
         self.mode = mode
         self.parent = parent
         self.task = task
-        self.session_id = run.new_session_id()
+        self.session_id = resume.session_id if resume else run.new_session_id()
         self.ceilings = SessionCeilings(run.ceilings)
         self.blocked_total = 0
         self.turn = 0
-        prompt = system_prompt(role, mode=mode.name, language=mode.language,
-                               mode_part=mode.prompt_part(), extra=extra_prompt)
-        self.messages: list[Message] = [SystemMessage(content=prompt), UserMessage(content=task)]
+        if resume is not None:
+            self.messages: list[Message] = [*resume.messages, UserMessage(content=task)]
+        else:
+            prompt = system_prompt(role, mode=mode.name, language=mode.language,
+                                   mode_part=mode.prompt_part(), extra=extra_prompt)
+            self.messages = [SystemMessage(content=prompt), UserMessage(content=task)]
 
     def emit(self, cls: Any, **fields: Any) -> None:
         self.run.stream.emit(cls(run_id=self.run.run_id, session_id=self.session_id,
@@ -116,7 +125,8 @@ class _Loop:
         self.run.stream.sync()
         return SessionResult(session_id=self.session_id, role=self.role,
                              status="ended" if ending else "stopped", ending=ending,
-                             diagnosis=diagnosis, turns=self.turn)
+                             diagnosis=diagnosis, turns=self.turn, workspace=self.workspace,
+                             messages=self.messages)
 
     async def ask(self) -> Reply | Diagnosis:
         tools = self.mode.offered_tools()
@@ -140,7 +150,7 @@ class _Loop:
 
     async def gate(self, ending: Ending) -> bool:
         event = StopEvent(role=self.role, ending={"call": ending.call, **ending.arguments()},
-                          session_id=self.session_id, workspace=self.run.workspace,
+                          session_id=self.session_id, workspace=self.workspace,
                           blocked_before=self.blocked_total)
         result = await self.run.gate.check(event)
         if result.passed:
@@ -170,7 +180,7 @@ class _Loop:
 
 async def run_session(
     run: Run, *, task: str, role: Role, mode: Mode, parent: str | None = None,
-    extra_prompt: str = "",
+    extra_prompt: str = "", workspace: Path | None = None, resume: SessionResult | None = None,
 ) -> SessionResult:
     """Drive one session to its ending or to a ceiling (SPEC S1).
 
@@ -181,21 +191,28 @@ async def run_session(
         mode: the execution mode, already built for this role.
         parent: the spawning session's id, for subagents.
         extra_prompt: text appended to the system prompt.
+        workspace: the session's own workspace (e.g. an issue's worktree);
+            default: the run's.
+        resume: an earlier result of the same session to continue: its
+            conversation goes on with ``task`` as the next user message, under
+            the same session id (the board's implementer after a review, B3).
 
     Returns:
         The :class:`SessionResult`. Never raises for anything a model sends.
     """
-    loop = _Loop(run, task=task, role=role, mode=mode, parent=parent, extra_prompt=extra_prompt)
+    ws = workspace or run.workspace
+    loop = _Loop(run, task=task, role=role, mode=mode, parent=parent, extra_prompt=extra_prompt,
+                 workspace=ws, resume=resume)
     loop.emit(SessionStarted, role=role.value, mode=mode.name, language=mode.language,
               arm=str(mode.describe().get("arm", "")), model=run.model.name, parent=parent,
-              task=excerpt(task, 500))
+              task=excerpt(task, 500), resumed=resume is not None)
     while True:
         loop.turn += 1
         reply = await loop.ask()
         if isinstance(reply, Diagnosis):
             return loop.result(None, reply)
         ctx = TurnContext(run_id=run.run_id, session_id=loop.session_id, turn=loop.turn,
-                          role=role, workspace=run.workspace, emit=loop.emit)
+                          role=role, workspace=ws, emit=loop.emit)
         outcome = await mode.act(reply, ctx)
         loop.record(reply, outcome)
         if outcome.ending is not None and await loop.gate(outcome.ending):

@@ -95,6 +95,7 @@ class SessionStarted(_Base):
     model: str
     parent: str | None = None
     task: str = ""
+    resumed: bool = False
 
 
 class Usage(BaseModel):
