@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import CORPORA, RunScripted
 
 import gg
 from gg.models.base import Reply
 from gg.testing import ScriptedModel
+from support import CORPORA, RunScripted
 
 
 @pytest.fixture

@@ -1,0 +1,181 @@
+"""Model specs to models (SPEC §10 ``--model``, M4, C3).
+
+A spec is one of::
+
+    local                           the embedded model (the default)
+    scripted:PATH                   replies from a JSON file
+    openai:MODEL                    OpenAI (OPENAI_API_KEY, OPENAI_BASE_URL)
+    anthropic:MODEL                 Anthropic (ANTHROPIC_API_KEY)
+    openai-compat:MODEL@BASE_URL    any chat-completions server (vLLM, llama.cpp, Ollama...)
+
+:func:`validate_spec` checks the syntax alone (the CLI calls it before writing
+anything); :func:`model_from_spec` builds the model, importing its provider
+module only then, so an unused SDK is never loaded.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from gg.errors import ModelUnavailable, UserError
+from gg.models.base import Model
+from gg.models.retry import Prices
+
+__all__ = ["VALID_FORMS", "ModelSpec", "Scheme", "model_from_spec", "parse_spec", "validate_spec"]
+
+Scheme: TypeAlias = Literal["local", "scripted", "openai", "anthropic", "openai-compat"]
+
+VALID_FORMS = "local, scripted:PATH, openai:MODEL, anthropic:MODEL, openai-compat:MODEL@BASE_URL"
+"""The valid spec forms, as error messages list them."""
+
+_COMPAT = re.compile(r"^(?P<model>[^\s@][^\s]*?)@(?P<url>https?://[^\s/@][^\s]*)$")
+_MODEL_NAME = re.compile(r"^\S+$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSpec:
+    """A parsed model spec.
+
+    Attributes:
+        scheme: which provider.
+        target: the model name, or the file path for ``scripted``; ``""`` for ``local``.
+        base_url: the endpoint, for ``openai-compat`` only.
+    """
+
+    scheme: Scheme
+    target: str = ""
+    base_url: str | None = None
+
+
+def _bad(spec: str, why: str) -> UserError:
+    return UserError(f"bad model spec {spec!r}: {why}; valid forms: {VALID_FORMS}")
+
+
+def parse_spec(spec: str) -> ModelSpec:
+    """Parse a model spec without building anything.
+
+    Args:
+        spec: e.g. ``"local"``, ``"openai:gpt-4o-mini"``,
+            ``"openai-compat:qwen2.5@http://127.0.0.1:8000/v1"``.
+
+    Returns:
+        The parsed spec.
+
+    Raises:
+        gg.errors.UserError: unknown scheme or malformed spec; the one-line
+            message lists the valid forms.
+    """
+    text = spec.strip()
+    if text == "local":
+        return ModelSpec(scheme="local")
+    scheme, colon, rest = text.partition(":")
+    if not colon:
+        return _fail_unknown(spec, scheme)
+    if scheme == "scripted":
+        if not rest.strip():
+            raise _bad(spec, "scripted needs a file path")
+        return ModelSpec(scheme="scripted", target=rest.strip())
+    if scheme in ("openai", "anthropic"):
+        if not _MODEL_NAME.match(rest):
+            raise _bad(spec, f"{scheme} needs a model name without spaces")
+        return ModelSpec(scheme=scheme, target=rest)  # type: ignore[arg-type]
+    if scheme == "openai-compat":
+        match = _COMPAT.match(rest)
+        if match is None:
+            raise _bad(spec, "openai-compat needs MODEL@BASE_URL with an http(s) URL")
+        return ModelSpec(scheme="openai-compat", target=match["model"], base_url=match["url"])
+    return _fail_unknown(spec, scheme)
+
+
+def _fail_unknown(spec: str, scheme: str) -> ModelSpec:
+    if not scheme:
+        raise _bad(spec, "it is empty")
+    raise _bad(spec, f"unknown scheme {scheme!r}")
+
+
+def validate_spec(spec: str) -> None:
+    """Check a model spec's syntax; construct nothing, read no key or file.
+
+    Raises:
+        gg.errors.UserError: as :func:`parse_spec`.
+    """
+    parse_spec(spec)
+
+
+def model_from_spec(spec: str, *, prices: Prices | None = None, **opts: Any) -> Model:
+    """Build the model a spec names.
+
+    Args:
+        spec: see the module docstring.
+        prices: ``{model: {"input_per_mtok", "output_per_mtok"}}`` for the
+            HTTP providers' cost (ignored by ``local`` and ``scripted``).
+        **opts: keyword options for the provider's constructor, e.g.
+            ``on_delta``, ``retry``, ``text_tools`` (HTTP providers),
+            ``constrained``, ``progress`` (local). Options the chosen
+            provider does not take are dropped, so one call site can pass
+            them for any spec.
+
+    Returns:
+        The model; ``model.name`` is the spec as the stream shows it.
+
+    Raises:
+        gg.errors.UserError: malformed spec, or a bad scripted file.
+        gg.errors.ModelUnavailable: a missing API key (the message names the
+            variable), or the provider's package is not installed.
+    """
+    parsed = parse_spec(spec)
+    if parsed.scheme == "scripted":
+        from gg.models.scripted import ScriptedModel
+
+        return ScriptedModel.from_file(parsed.target)
+    if parsed.scheme == "local":
+        factory: Callable[..., Model] = _import_local()
+        return factory(**_accepted(factory, opts))
+    if parsed.scheme == "anthropic":
+        cls: Callable[..., Model] = _import_provider("anthropic", "AnthropicModel")
+        kwargs = _accepted(cls, {**opts, "prices": prices})
+        return cls(parsed.target, **kwargs)
+    cls = _import_provider("openai_compat", "OpenAICompatModel")
+    kwargs = _accepted(cls, {**opts, "prices": prices})
+    kwargs.pop("provider", None)
+    kwargs.pop("base_url", None)
+    provider = "openai" if parsed.scheme == "openai" else "openai-compat"
+    return cls(parsed.target, provider=provider, base_url=parsed.base_url, **kwargs)
+
+
+def _accepted(factory: Callable[..., Any], opts: dict[str, Any]) -> dict[str, Any]:
+    """The options ``factory`` takes as keywords (all of them if it takes ``**kwargs``)."""
+    params = inspect.signature(factory).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return dict(opts)
+    names = {p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+    return {k: v for k, v in opts.items() if k in names}
+
+
+def _import_local() -> Callable[..., Model]:
+    try:
+        from gg.models.local import LocalModel
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"the embedded model cannot be loaded ({exc}); install gg with the 'local' extra",
+            provider="local",
+        ) from exc
+    return LocalModel
+
+
+def _import_provider(module: str, name: str) -> Callable[..., Model]:
+    """Import a provider class, checking that its vendor SDK is installed."""
+    sdk = "anthropic" if module == "anthropic" else "openai"
+    try:
+        __import__(sdk)
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"the {sdk!r} package is not installed; install gg with the 'providers' extra",
+            provider=sdk,
+        ) from exc
+    provider_module = __import__(f"gg.models.{module}", fromlist=[name])
+    return getattr(provider_module, name)  # type: ignore[no-any-return]

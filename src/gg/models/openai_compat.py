@@ -1,0 +1,509 @@
+"""OpenAI and OpenAI-compatible chat-completions endpoints (SPEC M4, M5, C3).
+
+One adapter for ``openai:MODEL`` (key ``OPENAI_API_KEY``, endpoint
+``OPENAI_BASE_URL`` if set) and ``openai-compat:MODEL@BASE_URL`` (vLLM,
+llama.cpp's server, Ollama...; ``OPENAI_API_KEY`` is sent when set, else a
+placeholder, since such servers mostly want none). It talks through the
+official ``openai`` SDK's async client to ``POST {base}/chat/completions``.
+
+Tool calls come one of three ways, set by ``text_tools``:
+
+- ``False`` (default): native. Tools go out as ``tools``; calls come back as
+  ``tool_calls``.
+- ``True``: for servers that do not handle tools at all. Tools are described
+  in the system prompt, the conversation is sent as plain text (tool results
+  become user messages) and calls are parsed out of the reply text with
+  :func:`gg.models.parsing.parse_tool_calls`.
+- ``"auto"``: native, and when a reply has no native call its text is parsed
+  too (for servers that accept ``tools`` but do not parse the model's calls).
+
+A reply whose text looks like a call that does not parse becomes one
+:class:`~gg.models.base.ToolCall` with the raw text as arguments and
+``parse_error`` set, so the session makes a ``bad_arguments`` error turn
+(SPEC S5) instead of a ``no_tool_call`` one.
+
+Streaming (default on) reads the reply as it arrives and hands each text
+piece to ``on_delta``; usage is asked for with ``stream_options``. Retries,
+timeouts and error translation: :mod:`gg.models.retry`.
+
+What it does not promise: that a compatible server honours ``tools``,
+``stream_options`` or usage (missing usage counts as 0 tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, assert_never
+
+from gg.models.base import (
+    AssistantMessage,
+    Message,
+    Reply,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+from gg.models.parsing import TextFormat, parse_tool_calls
+from gg.models.retry import (
+    Failure,
+    Prices,
+    RetryPolicy,
+    StreamIncomplete,
+    call_with_retries,
+    cost_of,
+    decode_arguments,
+    describe_sdk_error,
+    env_key,
+)
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["OPENAI_BASE_URL_ENV", "OPENAI_KEY_ENV", "OpenAICompatModel", "TextTools"]
+
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+"""Environment variable holding the OpenAI API key (SPEC §10 ``--model``)."""
+OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
+"""Environment variable that overrides the ``openai:`` endpoint."""
+_PLACEHOLDER_KEY = "not-needed"
+"""Sent to an ``openai-compat:`` server when no key is set (the SDK wants one)."""
+
+TextTools: TypeAlias = bool | Literal["auto"]
+"""How tool calls travel: native (``False``), in text (``True``), or both (``"auto"``)."""
+
+Provider: TypeAlias = Literal["openai", "openai-compat"]
+
+
+@dataclass(slots=True)
+class _Draft:
+    """A reply being assembled from a stream or a completion, before decoding."""
+
+    text: str = ""
+    calls: dict[int, list[str]] = field(default_factory=dict)
+    """Native calls by index: ``[id, name, arguments-json-so-far]``."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    finished: bool = False
+    """Whether a choice carried a ``finish_reason`` (the reply is whole)."""
+
+    def add_call(self, index: int, call_id: str | None, name: str | None, args: str | None) -> None:
+        """Fold one (possibly partial) native call into the draft."""
+        slot = self.calls.setdefault(index, ["", "", ""])
+        if call_id and not slot[0]:
+            slot[0] = call_id
+        if name and name != slot[1]:
+            slot[1] += name
+        if args:
+            slot[2] += args
+
+
+class OpenAICompatModel:
+    """A chat-completions endpoint as a gg :class:`~gg.models.base.Model` (SPEC M4).
+
+    Attributes:
+        name: the spec as the stream shows it, e.g. ``"openai:gpt-4o-mini"``.
+        provider: ``"openai"`` or ``"openai-compat"``; names errors.
+        model: the model name sent to the server.
+        base_url: the endpoint, or ``None`` for the SDK's default.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        provider: Provider = "openai",
+        base_url: str | None = None,
+        stream: bool = True,
+        stream_usage: bool = True,
+        on_delta: Callable[[str], None] | None = None,
+        text_tools: TextTools = False,
+        tool_format: TextFormat = "auto",
+        prices: Prices | None = None,
+        retry: RetryPolicy | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        fold_system: bool = False,
+    ) -> None:
+        """Build the client; no request is made.
+
+        Args:
+            model: the model name the server knows.
+            provider: ``"openai"`` needs ``OPENAI_API_KEY`` and reads
+                ``OPENAI_BASE_URL`` when ``base_url`` is not given;
+                ``"openai-compat"`` needs ``base_url`` and no key.
+            base_url: the endpoint, e.g. ``"http://127.0.0.1:8080/v1"``.
+            stream: read the reply as a stream (progress, stall detection).
+            stream_usage: ask a stream for usage (``stream_options``); turn
+                off for servers that reject the field.
+            on_delta: called with each piece of reply text as it arrives.
+            text_tools: see the module docstring.
+            tool_format: the text call format for the parser (``"auto"``,
+                ``"hermes"``...), when calls are parsed from text.
+            prices: ``{model: {"input_per_mtok", "output_per_mtok"}}`` for cost.
+            retry: retries, timeout and backoff; defaults to :class:`RetryPolicy`.
+            max_tokens: cap on the reply's tokens, or ``None`` for the server's.
+            temperature: sampling temperature, or ``None`` for the server's.
+            fold_system: send the system prompt at the head of the first user
+                message instead, for chat templates without a system role
+                (Gemma's drops it).
+
+        Raises:
+            gg.errors.ModelUnavailable: ``provider="openai"`` and
+                ``OPENAI_API_KEY`` is not set (SPEC C3).
+            ValueError: ``provider="openai-compat"`` without ``base_url``.
+        """
+        import openai
+
+        self.model = model
+        self.provider: Provider = provider
+        key = env_key(OPENAI_KEY_ENV, provider=provider, required=provider == "openai")
+        if provider == "openai":
+            base_url = base_url or env_key(OPENAI_BASE_URL_ENV, provider=provider, required=False)
+            self.name = f"openai:{model}"
+        elif not base_url:
+            raise ValueError("openai-compat needs a base_url")
+        else:
+            self.name = f"openai-compat:{model}@{base_url}"
+        self.base_url = base_url
+        self._secrets = (key,) if key else ()
+        self._retry = retry or RetryPolicy()
+        self._stream, self._stream_usage, self._on_delta = stream, stream_usage, on_delta
+        self._text_tools, self._tool_format = text_tools, tool_format
+        self._prices, self._max_tokens, self._temperature = prices, max_tokens, temperature
+        self._fold_system = fold_system
+        self._client: AsyncOpenAI = openai.AsyncOpenAI(
+            api_key=key or _PLACEHOLDER_KEY,
+            base_url=base_url,
+            timeout=self._retry.timeout_s,
+            max_retries=0,
+        )
+
+    async def respond(self, messages: list[Message], tools: list[ToolSpec]) -> Reply:
+        """Send the conversation and offered tools; return the reply (SPEC M4).
+
+        Args:
+            messages: the conversation, oldest first (not mutated).
+            tools: the tools offered this turn.
+
+        Returns:
+            The reply: text, tool calls in order (ids kept from the server, made
+            up when it gave none), usage with cost from the price table.
+
+        Raises:
+            gg.errors.ModelUnavailable: the server refused the key or the model.
+            gg.errors.ModelError: a non-retryable error or retries exhausted.
+        """
+        request = self._request(messages, tools)
+        draft = await call_with_retries(
+            lambda: self._attempt(request),
+            policy=self._retry,
+            describe=self._describe,
+            provider=self.provider,
+            secrets=self._secrets,
+        )
+        return self._reply(draft, tools)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
+    def _describe(self, exc: Exception) -> Failure | None:
+        import openai
+
+        failure = describe_sdk_error(exc, openai, timeout_s=self._retry.timeout_s)
+        if failure is not None and failure.unavailable and self.provider == "openai":
+            hint = f" (check {OPENAI_KEY_ENV} and the model name {self.model!r})"
+            return Failure(message=failure.message + hint, retryable=False, unavailable=True)
+        return failure
+
+    def _request(self, messages: list[Message], tools: list[ToolSpec]) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create``, minus ``stream``."""
+        request: dict[str, Any] = {"model": self.model}
+        if self._text_tools is True:
+            request["messages"] = text_messages(messages, tools)
+        else:
+            request["messages"] = native_messages(messages)
+            if tools:
+                request["tools"] = [
+                    {"type": "function", "function": spec.as_dict()} for spec in tools
+                ]
+        if self._fold_system:
+            request["messages"] = fold_system(request["messages"])
+        if self._max_tokens is not None:
+            request["max_tokens"] = self._max_tokens
+        if self._temperature is not None:
+            request["temperature"] = self._temperature
+        return request
+
+    async def _attempt(self, request: dict[str, Any]) -> _Draft:
+        """One whole request: open it, read all of it."""
+        if not self._stream:
+            completion = await self._client.chat.completions.create(**request)
+            return _draft_from_completion(completion)
+        extra: dict[str, Any] = {}
+        if self._stream_usage:
+            extra["stream_options"] = {"include_usage": True}
+        draft = _Draft()
+        stream = await self._client.chat.completions.create(**request, stream=True, **extra)
+        async with stream:
+            async for chunk in stream:
+                self._fold_chunk(draft, chunk)
+        if not draft.finished:
+            raise StreamIncomplete("no finish_reason before the stream closed")
+        return draft
+
+    def _fold_chunk(self, draft: _Draft, chunk: Any) -> None:
+        """Add one stream chunk to ``draft``; report new text to ``on_delta``."""
+        if chunk.usage is not None:
+            draft.input_tokens = chunk.usage.prompt_tokens or 0
+            draft.output_tokens = chunk.usage.completion_tokens or 0
+        for choice in chunk.choices[:1]:
+            draft.finished = draft.finished or choice.finish_reason is not None
+            delta = choice.delta
+            text = (delta.content or "") + (delta.refusal or "")
+            if text:
+                draft.text += text
+                if self._on_delta is not None:
+                    self._on_delta(text)
+            for call in delta.tool_calls or ():
+                function = call.function
+                draft.add_call(
+                    call.index,
+                    call.id,
+                    function.name if function else None,
+                    function.arguments if function else None,
+                )
+
+    def _reply(self, draft: _Draft, tools: list[ToolSpec]) -> Reply:
+        """Decode the draft's calls (or parse them from text) into a Reply."""
+        calls = tuple(
+            _native_call(call_id, name, args) for call_id, name, args in draft.calls.values()
+        )
+        text = draft.text
+        if not calls and self._text_tools is not False and tools:
+            text, calls = calls_from_text(
+                text, tool_names=[t.name for t in tools], tool_format=self._tool_format
+            )
+        cost = cost_of(self.model, draft.input_tokens, draft.output_tokens, self._prices)
+        usage = Usage(input_tokens=draft.input_tokens, output_tokens=draft.output_tokens, cost=cost)
+        return Reply(text=text, tool_calls=calls, usage=usage)
+
+
+def _draft_from_completion(completion: Any) -> _Draft:
+    """A draft from a non-streamed ``ChatCompletion``."""
+    draft = _Draft()
+    if completion.usage is not None:
+        draft.input_tokens = completion.usage.prompt_tokens or 0
+        draft.output_tokens = completion.usage.completion_tokens or 0
+    if not completion.choices:
+        return draft
+    message = completion.choices[0].message
+    draft.text = (message.content or "") + (message.refusal or "")
+    for index, call in enumerate(message.tool_calls or ()):
+        function = getattr(call, "function", None)
+        if function is None:  # a "custom" (non-function) tool call: not gg's
+            continue
+        draft.add_call(index, call.id, function.name, function.arguments)
+    return draft
+
+
+def _new_id() -> str:
+    return f"call_{uuid.uuid4().hex[:16]}"
+
+
+def _native_call(call_id: str, name: str, raw: str) -> ToolCall:
+    arguments, error = decode_arguments(raw)
+    return ToolCall(name=name, arguments=arguments, id=call_id or _new_id(), parse_error=error)
+
+
+def calls_from_text(
+    text: str, *, tool_names: Sequence[str], tool_format: TextFormat = "auto"
+) -> tuple[str, tuple[ToolCall, ...]]:
+    """Parse tool calls written in reply text (SPEC M5).
+
+    Args:
+        text: the reply text.
+        tool_names: the offered tools' names (helps the parser).
+        tool_format: the parser's format (``"auto"`` tries them all).
+
+    Returns:
+        ``(text without the calls, calls)``, each call with a fresh id unique
+        across the run (the parser's ``call_0``, ``call_1``... repeat every
+        turn). When the text holds a call that does not parse, one call whose
+        arguments are the whole raw text and whose ``parse_error`` says why;
+        its name is the first offered tool named in the text, else ``""``.
+    """
+    parsed = parse_tool_calls(text, format=tool_format, tool_names=tool_names)
+    if parsed.error is not None:
+        guess = next((name for name in tool_names if name in text), "")
+        bad = ToolCall(name=guess, arguments=text, id=_new_id(), parse_error=parsed.error)
+        return parsed.content, (bad,)
+    calls = tuple(
+        ToolCall(
+            name=call.name, arguments=call.arguments, id=_new_id(), parse_error=call.parse_error
+        )
+        for call in parsed.tool_calls
+    )
+    return parsed.content, calls
+
+
+def _arguments_json(call: ToolCall) -> str:
+    """A call's arguments as the JSON text the API carries (raw text kept as is)."""
+    if isinstance(call.arguments, str):
+        return call.arguments
+    return json.dumps(call.arguments, ensure_ascii=False)
+
+
+def native_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """gg messages as chat-completions messages, tool call ids kept.
+
+    Args:
+        messages: the conversation, oldest first.
+
+    Returns:
+        ``[{"role": ..., "content": ...}, ...]``; an assistant turn with calls
+        carries ``tool_calls``; a tool result carries ``tool_call_id``.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        match message:
+            case SystemMessage() | UserMessage():
+                out.append({"role": message.role, "content": message.content})
+            case AssistantMessage():
+                item: dict[str, Any] = {"role": "assistant", "content": message.content}
+                if message.tool_calls:
+                    item["content"] = message.content or None
+                    item["tool_calls"] = [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": _arguments_json(call)},
+                        }
+                        for call in message.tool_calls
+                    ]
+                out.append(item)
+            case ToolMessage():
+                out.append(
+                    {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+                )
+            case _:
+                assert_never(message)
+    return out
+
+
+def fold_system(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat messages with the system prompts moved into the first user message.
+
+    Args:
+        items: chat-completions messages.
+
+    Returns:
+        The messages without ``system`` ones; their text (blank-line joined)
+        heads the first user message, or a new user message at the front.
+    """
+    system = [str(item["content"]) for item in items if item["role"] == "system"]
+    rest = [dict(item) for item in items if item["role"] != "system"]
+    if not system:
+        return rest
+    head = "\n\n".join(system)
+    for item in rest:
+        if item["role"] == "user":
+            item["content"] = f"{head}\n\n{item['content']}"
+            return rest
+    return [{"role": "user", "content": head}, *rest]
+
+
+_PLACEHOLDERS: dict[str, Any] = {
+    "string": "...",
+    "integer": 0,
+    "number": 0,
+    "boolean": False,
+    "array": [],
+    "object": {},
+}
+
+
+def _example_call(tool: ToolSpec) -> str:
+    """A valid ``<tool_call>`` for ``tool``, its required parameters given placeholders."""
+    properties = tool.parameters.get("properties") or {}
+    example: dict[str, Any] = {}
+    for name in tool.parameters.get("required") or []:
+        kind = (properties.get(name) or {}).get("type", "string")
+        example[name] = _PLACEHOLDERS.get(kind if isinstance(kind, str) else "string", "...")
+    call = json.dumps({"name": tool.name, "arguments": example}, ensure_ascii=False)
+    return f"<tool_call>{call}</tool_call>"
+
+
+def tool_prompt(tools: list[ToolSpec]) -> str:
+    """The system-prompt section that offers tools in text (``text_tools=True``).
+
+    Args:
+        tools: the offered tools (at least one).
+
+    Returns:
+        Instructions naming the ``<tool_call>`` format with a valid example
+        (the first tool, placeholders for its required parameters), then one
+        JSON line per tool (``{"name", "description", "parameters"}``).
+    """
+    lines = [
+        "You can call these tools. To call one, reply with a <tool_call> tag holding a JSON "
+        "object with the tool's name and its arguments, for example:",
+        _example_call(tools[0]),
+        "You may call several tools, one <tool_call> each. The tools:",
+    ]
+    lines += [json.dumps(spec.as_dict(), ensure_ascii=False) for spec in tools]
+    return "\n".join(lines)
+
+
+def text_messages(messages: list[Message], tools: list[ToolSpec]) -> list[dict[str, str]]:
+    """gg messages as plain-text chat messages, for servers without tools.
+
+    Tools are described at the end of the system prompt; an assistant turn's
+    calls are written back in ``<tool_call>`` form; a tool result becomes a
+    user message in ``<tool_response>`` tags; consecutive messages of one
+    role are merged (some chat templates require strict alternation).
+
+    Args:
+        messages: the conversation, oldest first.
+        tools: the tools offered this turn.
+
+    Returns:
+        ``[{"role": "system"|"user"|"assistant", "content": str}, ...]``.
+    """
+    out: list[dict[str, str]] = []
+    offer = tool_prompt(tools) if tools else ""
+    if offer and not any(isinstance(m, SystemMessage) for m in messages):
+        out.append({"role": "system", "content": offer})
+    for message in messages:
+        match message:
+            case SystemMessage():
+                role, content = "system", "\n\n".join(filter(None, [message.content, offer]))
+                offer = ""
+            case UserMessage():
+                role, content = "user", message.content
+            case AssistantMessage():
+                written = [
+                    json.dumps({"name": c.name, "arguments": c.arguments}, ensure_ascii=False)
+                    for c in message.tool_calls
+                ]
+                parts = [message.content] if message.content else []
+                role = "assistant"
+                content = "\n".join(parts + [f"<tool_call>{w}</tool_call>" for w in written])
+            case ToolMessage():
+                role = "user"
+                content = (
+                    f'<tool_response name="{message.name}">\n{message.content}\n</tool_response>'
+                )
+            case _:
+                assert_never(message)
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] += "\n\n" + content
+        else:
+            out.append({"role": role, "content": content})
+    return out
