@@ -147,23 +147,26 @@ class Run:
         self._sessions += 1
         return f"s{self._sessions}"
 
-    def tool_context(self, workspace: Path | None = None) -> ToolContext:
-        """What registry tools get: the (session's) workspace and the output cap."""
+    def tool_context(self, workspace: Path | None = None, *, session_id: str | None = None,
+                     depth: int = 0) -> ToolContext:
+        """What registry tools of a session get: its workspace, the run, its id and depth."""
         return ToolContext(workspace=workspace or self.workspace,
-                           output_cap=self.settings.tools.output_cap)
+                           output_cap=self.settings.tools.output_cap, run=self,
+                           session_id=session_id, depth=depth)
 
     def arm(self) -> ToolsetArm:
         """The toolset arm the run uses (``[tools] arm``), a filter over the registry."""
         return arm_from_settings(self.settings.tools)
 
     def make_mode(self, *, role: Role, mode: str, language: Language,
-                  workspace: Path | None = None) -> Mode:
+                  workspace: Path | None = None, session_id: str | None = None,
+                  depth: int = 0) -> Mode:
         """Build the execution mode of a session (SPEC M1, M2)."""
         if self._mode_factory is not None:
             return self._mode_factory(run=self, role=role, mode=mode, language=language)
         arm = self.arm()
         tools = arm.select(self.registry)
-        context = self.tool_context(workspace)
+        context = self.tool_context(workspace, session_id=session_id, depth=depth)
         if mode == "code":
             from gg.modes.code import CodeMode
 
@@ -182,6 +185,7 @@ class Run:
         extra_prompt: str = "",
         workspace: Path | None = None,
         resume: SessionResult | None = None,
+        depth: int = 0,
     ) -> SessionResult:
         """Run one session of this run to its ending or a ceiling.
 
@@ -194,15 +198,18 @@ class Run:
             extra_prompt: appended to the system prompt.
             workspace: the session's own workspace (default: the run's).
             resume: continue this earlier session with ``task`` as the next message.
+            depth: 0 for a root session; a subagent's is its parent's + 1 (SPEC T2).
         """
         s = self.settings.session
         r = Role(role) if role is not None else s.role
         ws = workspace.resolve() if workspace is not None else self.workspace
+        sid = resume.session_id if resume is not None else self.new_session_id()
         m = self.make_mode(role=r, mode=mode or s.mode, language=language or s.language,
-                           workspace=ws)
+                           workspace=ws, session_id=sid, depth=depth)
         extra = "\n\n".join(p for p in (self.workspace_overview(ws), extra_prompt) if p)
         return await run_session(self, task=task, role=r, mode=m, parent=parent,
-                                 extra_prompt=extra, workspace=ws, resume=resume)
+                                 extra_prompt=extra, workspace=ws, resume=resume,
+                                 session_id=sid)
 
     def workspace_overview(self, workspace: Path, limit: int = 40) -> str:
         """A short listing of ``workspace``'s top level for the system prompt (cached)."""

@@ -95,14 +95,15 @@ class _Loop:
     """The state of one running session; :func:`run_session` drives it."""
 
     def __init__(self, run: Run, *, task: str, role: Role, mode: Mode, parent: str | None,
-                 extra_prompt: str, workspace: Path, resume: SessionResult | None) -> None:
+                 extra_prompt: str, workspace: Path, resume: SessionResult | None,
+                 session_id: str | None) -> None:
         self.run = run
         self.workspace = workspace
         self.role = role
         self.mode = mode
         self.parent = parent
         self.task = task
-        self.session_id = resume.session_id if resume else run.new_session_id()
+        self.session_id = session_id or (resume.session_id if resume else run.new_session_id())
         self.ceilings = SessionCeilings(run.ceilings)
         self.blocked_total = 0
         self.turn = 0
@@ -181,6 +182,7 @@ class _Loop:
 async def run_session(
     run: Run, *, task: str, role: Role, mode: Mode, parent: str | None = None,
     extra_prompt: str = "", workspace: Path | None = None, resume: SessionResult | None = None,
+    session_id: str | None = None,
 ) -> SessionResult:
     """Drive one session to its ending or to a ceiling (SPEC S1).
 
@@ -196,13 +198,14 @@ async def run_session(
         resume: an earlier result of the same session to continue: its
             conversation goes on with ``task`` as the next user message, under
             the same session id (the board's implementer after a review, B3).
+        session_id: the id to use (default: the resumed one, or the run's next).
 
     Returns:
         The :class:`SessionResult`. Never raises for anything a model sends.
     """
     ws = workspace or run.workspace
     loop = _Loop(run, task=task, role=role, mode=mode, parent=parent, extra_prompt=extra_prompt,
-                 workspace=ws, resume=resume)
+                 workspace=ws, resume=resume, session_id=session_id)
     loop.emit(SessionStarted, role=role.value, mode=mode.name, language=mode.language,
               arm=str(mode.describe().get("arm", "")), model=run.model.name, parent=parent,
               task=excerpt(task, 500), resumed=resume is not None)

@@ -63,6 +63,12 @@ class ToolContext:
     """The session's workspace: absolute, resolved. Tool paths are relative to it."""
     output_cap: int = 64_000
     """Most characters of a tool's result text; longer results are cut with a marker."""
+    run: Any = None
+    """The :class:`gg.Run` the calling session belongs to (``None`` outside a run)."""
+    session_id: str | None = None
+    """The calling session's id (the parent of any subagent it spawns, SPEC T2)."""
+    depth: int = 0
+    """How deep the calling session is: 0 for a root session, 1 for its subagents..."""
 
     def __post_init__(self) -> None:
         if self.output_cap < 1:
