@@ -137,3 +137,11 @@ def test_help_answers() -> None:
     for flag in ("--workspace", "--model", "--mode", "--language", "--role", "--config",
                  "--json", "--record"):
         assert flag in p.stdout
+
+
+def test_missing_api_key_is_exit_2(workspace: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    p = subprocess.run([*GG, "run", "t", "-w", str(workspace), "--model", "openai:gpt-4o-mini"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 2 and "OPENAI_API_KEY" in p.stderr
+    assert not (workspace / ".gg").exists()

@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from gg.agent import Agent
 from gg.config import CONFIG_NAME, default_toml
-from gg.errors import UserError
+from gg.errors import ModelUnavailable, UserError
 from gg.models.factory import validate_spec
 from gg.render import Renderer, summary_table
 from gg.stream import read_events
@@ -93,6 +93,8 @@ def run(
         result = agent.run(task)
     except UserError as e:
         raise _fail(str(e)) from None
+    except ModelUnavailable as e:  # e.g. a missing API key: configuration, before any run
+        raise _fail(f"--model: {e}") from None
     if json_out:
         sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
     else:

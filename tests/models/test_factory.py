@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from _servers import Json, serve
 
-from gg.errors import ModelUnavailable, UserError
+from gg.errors import ModelError, ModelUnavailable, UserError
 from gg.models.anthropic import AnthropicModel
 from gg.models.base import Model, UserMessage
 from gg.models.factory import VALID_FORMS, ModelSpec, model_from_spec, parse_spec, validate_spec
@@ -157,3 +157,20 @@ def test_local_spec_builds_the_embedded_model_lazily() -> None:
     model = model_from_spec("local", constrained=False, progress=print, on_delta=print)
     assert isinstance(model, Model)
     assert model.name == "local"
+
+
+async def test_timeout_and_retries_from_settings_reach_the_http_provider() -> None:
+    with serve([Json(status=503, body={"error": {"message": "busy"}})]) as server:
+        model = model_from_spec(
+            f"openai-compat:m@{server.url}/v1", timeout_s=5.0, max_retries=1, stream=False
+        )
+        with pytest.raises(ModelError, match="HTTP 503: busy"):
+            await model.respond([UserMessage(content="hello")], [])
+    assert len(server.requests) == 2  # one retry, as configured
+
+
+def test_a_retry_policy_wins_over_timeout_and_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
+    policy = RetryPolicy(max_retries=0, timeout_s=1.0)
+    model = model_from_spec("anthropic:claude-x", retry=policy, timeout_s=99.0, max_retries=9)
+    assert model._retry is policy  # type: ignore[attr-defined]

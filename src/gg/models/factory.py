@@ -18,12 +18,12 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
 from gg.errors import ModelUnavailable, UserError
 from gg.models.base import Model
-from gg.models.retry import Prices
+from gg.models.retry import Prices, RetryPolicy
 
 __all__ = ["VALID_FORMS", "ModelSpec", "Scheme", "model_from_spec", "parse_spec", "validate_spec"]
 
@@ -106,13 +106,25 @@ def validate_spec(spec: str) -> None:
     parse_spec(spec)
 
 
-def model_from_spec(spec: str, *, prices: Prices | None = None, **opts: Any) -> Model:
+def model_from_spec(
+    spec: str,
+    *,
+    prices: Prices | None = None,
+    timeout_s: float | None = None,
+    max_retries: int | None = None,
+    **opts: Any,
+) -> Model:
     """Build the model a spec names.
 
     Args:
         spec: see the module docstring.
         prices: ``{model: {"input_per_mtok", "output_per_mtok"}}`` for the
             HTTP providers' cost (ignored by ``local`` and ``scripted``).
+        timeout_s: per-request timeout of the HTTP providers, in seconds
+            (``gg.toml`` ``[model] timeout_s``); ``None`` keeps the default.
+        max_retries: retries of the HTTP providers on 429, 5xx, timeouts and
+            dropped connections (``[model] max_retries``); ``None`` keeps the
+            default. Both are ignored when ``opts`` holds a ``retry`` policy.
         **opts: keyword options for the provider's constructor, e.g.
             ``on_delta``, ``retry``, ``text_tools`` (HTTP providers),
             ``constrained``, ``progress`` (local). Options the chosen
@@ -128,6 +140,13 @@ def model_from_spec(spec: str, *, prices: Prices | None = None, **opts: Any) -> 
             variable), or the provider's package is not installed.
     """
     parsed = parse_spec(spec)
+    if "retry" not in opts and (timeout_s is not None or max_retries is not None):
+        default = RetryPolicy()
+        opts["retry"] = replace(
+            default,
+            timeout_s=default.timeout_s if timeout_s is None else timeout_s,
+            max_retries=default.max_retries if max_retries is None else max_retries,
+        )
     if parsed.scheme == "scripted":
         from gg.models.scripted import ScriptedModel
 

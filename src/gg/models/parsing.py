@@ -339,7 +339,7 @@ def _typed(raw: str) -> Any:
 
 def _segments(marks: list[_Span], end: int) -> list[tuple[int, int, int]]:
     """``(marker start, payload start, payload end)`` for markers splitting a text."""
-    stops = [start for start, _ in marks[1:]] + [end]
+    stops = [start for start, _ in marks[1:]] + [end] if marks else []
     return [(start, payload, stop) for (start, payload), stop in zip(marks, stops, strict=True)]
 
 

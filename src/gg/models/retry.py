@@ -199,8 +199,9 @@ def describe_sdk_error(exc: Exception, sdk: ModuleType, *, timeout_s: float) -> 
         timeout_s: the timeout in force, quoted in the message.
 
     Returns:
-        A :class:`Failure`, or ``None`` when ``exc`` is not the SDK's (nor a
-        :class:`StreamIncomplete`).
+        A :class:`Failure`, or ``None`` when ``exc`` is neither the SDK's, nor
+        the HTTP library's (``httpx2``/``httpx``, which some SDK stream
+        readers let through unwrapped), nor a :class:`StreamIncomplete`.
     """
     if isinstance(exc, StreamIncomplete):
         return Failure(message=f"the stream ended early ({exc})", retryable=True)
