@@ -24,6 +24,7 @@ from gg.models.parsing import ParsedText, TextFormat, detect_format, parse_tool_
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / ".." / "shared" / "corpora" / "tool_call_formats.jsonl"
 FORMATS: list[TextFormat] = list(get_args(TextFormat))
+MISSING = f"corpus not found at {CORPUS.resolve()}: shared/ must sit beside the repository"
 
 # Every key a case's ``expected`` may carry, and what this test does with it.
 ASSERTED = {"tool_calls", "content", "must_not_raise", "peer_raises", "peer_tools_called"}
@@ -67,13 +68,13 @@ def _check_invariants(parsed: ParsedText) -> None:
 
 
 def test_corpus_is_beside_the_repo_and_whole() -> None:
-    assert CORPUS.is_file(), f"corpus not found at {CORPUS.resolve()}: shared/ must sit beside the repo"
+    assert CORPUS.is_file(), MISSING
     assert len(_load_cases()) >= 124
 
 
 @pytest.mark.parametrize("case", _load_cases())
 def test_corpus_case(case: dict[str, Any] | None) -> None:
-    assert case is not None, f"corpus not found at {CORPUS.resolve()}: shared/ must sit beside the repo"
+    assert case is not None, MISSING
     expected = case["expected"]
     unknown = set(expected) - ASSERTED - FOR_TOOL_NAMES - CONTEXT_ONLY
     assert not unknown, f"new expected keys, decide what they mean: {unknown}"
@@ -116,6 +117,7 @@ BROKEN: list[tuple[str, str]] = [
     ("[finish(summary='unclosed)]", "not valid Python"),
     ("<|tool_call|> no json here", "holds no call"),
     ("<|python_tag|>x = 1", "not a tool call"),
+    ("<|python_tag|><|eom_id|>", "hold no call"),
     ("<｜tool▁call▁begin｜>finish{}<｜tool▁call▁end｜>", "separator"),  # noqa: RUF001
 ]
 
@@ -145,6 +147,18 @@ def test_a_named_call_with_unreadable_arguments_keeps_them_raw(text: str, says: 
     assert call.name == "finish" and isinstance(call.arguments, str)
     assert call.parse_error is not None and says in call.parse_error
     assert parsed.error is None
+
+
+def test_tags_inside_json_strings_do_not_end_the_call() -> None:
+    content = "a</tool_call><tool_call>b [TOOL_CALLS] </s>"
+    call = json.dumps({"name": "write_file", "arguments": {"content": content}})
+    parsed = parse_tool_calls(f"Writing.<tool_call>{call}</tool_call>")
+    assert [(c.name, c.arguments) for c in parsed.tool_calls] == [
+        ("write_file", {"content": content})]
+    assert parsed.content == "Writing."
+    mistral = parse_tool_calls('[TOOL_CALLS]write_file{"content": "<s>old</s>"}</s>')
+    assert mistral.tool_calls[0].arguments == {"content": "<s>old</s>"}
+    assert mistral.content == ""
 
 
 def test_double_encoded_arguments_are_decoded() -> None:
@@ -271,6 +285,10 @@ def _obj(name: str, args: dict[str, Any], key: str = "arguments") -> str:
     return json.dumps({"name": name, key: args})
 
 
+def _list(calls: Calls) -> str:
+    return json.dumps([{"name": n, "arguments": a} for n, a in calls])
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
@@ -292,11 +310,11 @@ RENDER: dict[str, Callable[[Calls], str]] = {
     "glm": lambda cs: "".join(
         f"<tool_call>{n}" + "".join(f"<arg_key>{k}</arg_key><arg_value>{_text(v)}</arg_value>"
                                     for k, v in a.items()) + "</tool_call>" for n, a in cs),
-    "mistral": lambda cs: "[TOOL_CALLS]" + json.dumps([{"name": n, "arguments": a} for n, a in cs]),
+    "mistral": lambda cs: "[TOOL_CALLS]" + _list(cs),
     "mistral_v11": lambda cs: "".join(f"[TOOL_CALLS]{n}{json.dumps(a)}" for n, a in cs),
-    "granite": lambda cs: "<|tool_call|>" + json.dumps([{"name": n, "arguments": a} for n, a in cs]),
+    "granite": lambda cs: "<|tool_call|>" + _list(cs),
     "llama3_json": lambda cs: "; ".join(_obj(n, a, "parameters") for n, a in cs),
-    "json": lambda cs: json.dumps([{"name": n, "arguments": a} for n, a in cs]),
+    "json": _list,
     "llama3_python_tag": lambda cs: "<|python_tag|>" + "; ".join(_obj(n, a) for n, a in cs)
     + "<|eom_id|>",
     "pythonic": lambda cs: "[" + ", ".join(
@@ -317,7 +335,8 @@ RENDER: dict[str, Callable[[Calls], str]] = {
     "longcat": lambda cs: "".join(
         f"<longcat_tool_call>{n}\n" + "".join(
             f"<longcat_arg_key>{k}</longcat_arg_key>\n<longcat_arg_value>{_text(v)}"
-            "</longcat_arg_value>\n" for k, v in a.items()) + "</longcat_tool_call>" for n, a in cs),
+            "</longcat_arg_value>\n" for k, v in a.items())
+        + "</longcat_tool_call>" for n, a in cs),
 }
 
 

@@ -31,7 +31,7 @@ Rules for all formats:
   string holding an object (double-encoded) is decoded.
 - Call-like text yielding no name (broken JSON around it, a marker followed by
   nothing readable) sets ``error``, and then ``tool_calls`` is empty. A cut-off
-  call leaves ``content``; invalid text whose end cannot be told stays in it.
+  call is taken out of ``content``; invalid text whose end cannot be told stays.
 - Untyped values (XML-like and ``k=v`` forms, Gemma scalars) are JSON when they
   parse (``12`` -> 12, ``"x"`` -> x), else a Python literal if they start with
   ``[{(``, else text. (No schema is consulted: ``"12"`` for a string parameter is 12.)
@@ -177,7 +177,6 @@ _WS = re.compile(r"\s*")
 _GAP = re.compile(r"[\s,;\]}]*")
 _TRAIL = re.compile(r"(?:\s*[;\]}])*")
 _NAME = re.compile(r"[\w.\-]+")
-_THINK = re.compile(r"<think>.*?</think>|\A(?:(?!<think>).)*?</think>", re.S)
 _QWEN_BODY = re.compile(r"\s*<function=")
 _GLM_BODY = re.compile(r"\s*[\w.\-]+\s*<arg_key>")
 
@@ -194,8 +193,15 @@ def _names(tool_names: Collection[str] | None) -> _Names:
 
 
 def _mask_thinking(text: str) -> str:
-    """``text`` with every ``<think>...</think>`` block blanked out (same length)."""
-    return _THINK.sub(lambda m: " " * len(m.group()), text)
+    """``text`` with each ``<think>...</think>`` (or a leading ``...</think>``) blanked out."""
+    pieces, pos = [], 0
+    while (close := text.find("</think>", pos)) >= 0:
+        end = close + len("</think>")
+        start = text.find("<think>", pos, close)
+        start = start if start >= 0 else 0 if pos == 0 else end  # a stray </think> stays
+        pieces += [text[pos:start], " " * (end - start)]
+        pos = end
+    return "".join([*pieces, text[pos:]])
 
 
 def _result(text: str, scan: _Scan) -> ParsedText:
@@ -237,16 +243,16 @@ def _decode_json(text: str, pos: int) -> tuple[Any, int]:
     except json.JSONDecodeError as exc:
         bad = exc
     except (ValueError, RecursionError) as exc:
-        raise _Broken(f"not readable JSON ({exc}): {_excerpt(text[pos:])}") from None
-    cut = bad.pos >= len(text.rstrip()) or bad.msg.startswith("Unterminated string")
+        raise _Broken(f"not readable JSON ({exc}): {_excerpt(text[pos:pos + 200])}") from None
+    cut = _end(_WS, text, bad.pos) == len(text) or bad.msg.startswith("Unterminated string")
     if cut and text.startswith("[", pos):
         value = _loads(text[pos:].rstrip() + "]")
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             return value, len(text)
     if cut:
-        raise _Broken(f"cut off before the end: {_excerpt(text[pos:])}", cut=True)
+        raise _Broken(f"cut off before the end: {_excerpt(text[pos:pos + 200])}", cut=True)
     raise _Broken(f"not valid JSON ({bad.msg} at character {bad.pos - pos}): "
-                  f"{_excerpt(text[pos:])}")
+                  f"{_excerpt(text[pos:pos + 200])}")
 
 
 def _make_call(name: str, args: Any) -> ToolCall:
@@ -290,7 +296,7 @@ def _json_scan(text: str, where: str) -> _Scan:
                 call = _call_from_obj(item, bare_name_ok=True)
                 if call is None:
                     raise _Broken('JSON but not a call (a call is {"name": ..., "arguments": '
-                                  f"{{...}}}}): {_excerpt(json.dumps(item))}")
+                                  f"{{...}}}}): {_excerpt(json.dumps(item, ensure_ascii=False))}")
                 calls.append(call)
             pos = _end(_GAP, text, pos)
     except _Broken as exc:
@@ -357,14 +363,18 @@ def _wrapped(text: str, open_tag: str, close_tag: str,
     """Each ``open_tag ... close_tag`` body parsed by ``body``; ``None`` if there is none.
 
     Without its close tag a body ends at the next open tag or the end; then
-    only the open tag and what ``body`` read are taken out of content.
+    only the open tag and what ``body`` read are taken out of content. Tags
+    inside the strings of a JSON body do not count.
     """
     if open_tag not in text:
         return None
-    scan, pos = _Scan(), 0
+    scan, pos, close = _Scan(), 0, 0
     while (start := text.find(open_tag, pos)) >= 0:
         inner = start + len(open_tag)
-        close, again = text.find(close_tag, inner), text.find(open_tag, inner)
+        close = text.find(close_tag, inner) if 0 <= close < inner else close
+        body_end = _json_through(text, inner, close) if close >= 0 else inner
+        close = text.find(close_tag, body_end) if body_end > close >= 0 else close
+        again = text.find(open_tag, body_end)
         closed = close >= 0 and (again < 0 or close < again)
         stop = close if closed else again if again >= 0 else len(text)
         sub = body(text[inner:stop])
@@ -374,6 +384,26 @@ def _wrapped(text: str, open_tag: str, close_tag: str,
         scan.spans.append((start, stop + len(close_tag)) if closed else (start, inner))
         pos = stop + len(close_tag) if closed else stop
     return scan
+
+
+def _json_through(text: str, inner: int, close: int) -> int:
+    """Where a JSON body starting at ``inner`` ends if a string in it holds the tag at
+    ``close`` (the body cut there leaves a string open); else ``inner``."""
+    start = _end(_WS, text, inner)
+    if not text.startswith(("{", "["), start):
+        return inner
+    try:
+        _DECODER.raw_decode(text[start:close])
+        return inner
+    except json.JSONDecodeError as exc:
+        if not exc.msg.startswith("Unterminated string"):
+            return inner
+    except (ValueError, RecursionError):
+        return inner
+    try:
+        return max(inner, _DECODER.raw_decode(text, start)[1])
+    except (ValueError, RecursionError):
+        return inner
 
 
 def _tag_body(body: str) -> _Scan:
@@ -478,9 +508,10 @@ def _parse_longcat(text: str, names: _Names) -> _Scan:
 # --- Mistral --------------------------------------------------------------------------------
 
 _MI_MARK = re.compile(r"\[TOOL_CALLS\]")
-_MI_ARGS = re.compile(r"[\w.\-]+(?:\[CALL_ID\][\w\-]*)?\[ARGS\]")
+_MI_ARGS = re.compile(r"(?<![\w.\-])[\w.\-]+(?:\[CALL_ID\][\w\-]*)?\[ARGS\]")
 _MI_HEAD = re.compile(r"([\w.\-]+)(?:\[CALL_ID\][\w\-]*)?(\[ARGS\])?")
 _MI_NOISE = re.compile(r"\[/TOOL_CALLS\]|</s>")
+_MI_CLOSE = re.compile(r"\[/TOOL_CALLS\]")
 _LIST_AT = re.compile(r"\[\s*[{\]]")
 
 
@@ -494,8 +525,8 @@ def _parse_mistral(text: str, names: _Names) -> _Scan:
     marks = marks or [(m.start(), m.start()) for m in _MI_ARGS.finditer(text)]
     scan, lists = _Scan(spans=[m.span() for m in _MI_NOISE.finditer(text)]), 0
     for start, payload, stop in _segments(marks, len(text)):
-        noise = _MI_NOISE.search(text, payload, stop)
-        sub, listed = _mistral_segment(text[payload:noise.start() if noise else stop])
+        closer = _MI_CLOSE.search(text, payload, stop)
+        sub, listed = _mistral_segment(text[payload:closer.start() if closer else stop])
         lists += listed
         scan.add(sub, payload)
         scan.spans.append((start, payload))
@@ -531,6 +562,7 @@ _JSON_AT = re.compile(r'(```(?:json)?\s*)?(?:\[\s*)?\{\s*"')
 _CALL_AT = re.compile(
     r'(```(?:json)?\s*)?(\[\s*)?\{\s*"(?:name|function|arguments|parameters)"\s*:')
 _FENCE_END = re.compile(r"\s*```")
+_MAX_JSON_STARTS = 1000
 
 
 def _parse_json(text: str, names: _Names, *, llama: bool = False) -> _Scan:
@@ -538,11 +570,12 @@ def _parse_json(text: str, names: _Names, *, llama: bool = False) -> _Scan:
 
     The first object with a ``"name"`` decides: not a call, the JSON is data
     and the text prose. A call-shaped start that does not decode, or a call
-    naming a tool outside ``names``, sets ``error``.
+    naming a tool outside ``names``, sets ``error``. At most ``_MAX_JSON_STARTS``
+    places are tried (each failed decode costs json O(position)).
     """
-    scan, pos = _Scan(drop_content=llama), 0
-    while (m := _JSON_AT.search(text, pos)) is not None:
-        start = m.end(1) if m.group(1) else m.start()
+    scan, pos, tries = _Scan(drop_content=llama), 0, 0
+    while (m := _JSON_AT.search(text, pos)) is not None and tries < _MAX_JSON_STARTS:
+        start, tries = (m.end(1) if m.group(1) else m.start()), tries + 1
         try:
             value, end = _decode_json(text, start)
         except _Broken as exc:
@@ -598,6 +631,7 @@ def _parse_pythonic(text: str, names: _Names) -> _Scan:
         return _Scan()
     scan = _Scan(spans=[wrap.span()] if wrap else [])
     start, end = wrap.span(1) if wrap else (first.start() if first else 0, text.rfind("]") + 1)
+    end = end if end > start else len(text)
     scan.add(_python_scan(text[start:end], "eval"), start)
     return scan
 
@@ -623,10 +657,13 @@ def _python_scan(source: str, mode: Literal["eval", "exec"]) -> _Scan:
         reason = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
         return _Scan(error=f"the Python-style tool calls are not valid Python ({reason}): "
                            f"{_excerpt(source.strip())}")
-    nodes: list[ast.AST] = [s.value if isinstance(s, ast.Expr) else s
-                            for s in getattr(tree, "body", [])] if mode == "exec" else []
+    nodes: list[ast.AST] = []
     if isinstance(tree, ast.Expression):
         nodes = list(tree.body.elts) if isinstance(tree.body, ast.List) else [tree.body]
+    elif isinstance(tree, ast.Module):
+        nodes = [s.value if isinstance(s, ast.Expr) else s for s in tree.body]
+    if not nodes:
+        return _Scan(error=f"the Python-style tool calls hold no call: {_excerpt(source)}")
     try:
         return _Scan(calls=[_py_call(node) for node in nodes], spans=[(0, len(source))])
     except _Broken as exc:
@@ -665,10 +702,11 @@ def _ds(words: str) -> str:
     return "<[|\uff5c]" + "\u2581".join(words.split()) + "[|\uff5c]>"
 
 
-_DS_TOKENS = (re.compile(_ds("tool call begin")), re.compile(_ds("tool sep")),
-              re.compile(_ds("tool call end")), re.compile("|".join(_ds(f"tool {w}") for w in (
-                  "calls begin", "calls end", "outputs begin", "outputs end", "output begin",
-                  "output end")) + "|" + _ds("end of sentence")))
+_DS_NOISE = "|".join(_ds(words) for words in (
+    "tool calls begin", "tool calls end", "tool outputs begin", "tool outputs end",
+    "tool output begin", "tool output end", "end of sentence"))
+_DS_TOKENS = tuple(re.compile(p) for p in (
+    _ds("tool call begin"), _ds("tool sep"), _ds("tool call end"), _DS_NOISE))
 _KIMI_TOKENS = tuple(re.compile(p) for p in (
     r"<\|tool_call_begin\|>", r"<\|tool_call_argument_begin\|>", r"<\|tool_call_end\|>",
     r"<\|tool_calls_section_(?:begin|end)\|>"))
@@ -805,7 +843,7 @@ _FORMATS: tuple[str, ...] = get_args(TextFormat)
 assert set(_FORMATS) == {"auto", *_PARSERS}, "every TextFormat needs a parser"
 
 _MARKERS: tuple[tuple[TextFormat, re.Pattern[str]], ...] = (
-    ("deepseek", re.compile(_DS_TOKENS[0].pattern + "|" + _DS_TOKENS[3].pattern)),
+    ("deepseek", re.compile(_ds("tool call begin") + "|" + _DS_NOISE)),
     ("kimi_k2", re.compile(r"<\|tool_call(?:s_section)?_begin\|>")),
     ("llama3_python_tag", re.compile(r"<\|python_tag\|>")),
     ("pythonic", re.compile(r"<\|python_start\|>|\A\s*\[\s*[A-Za-z_][\w.]*\(")),
