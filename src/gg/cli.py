@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from gg.agent import Agent
+from gg.board.cli import board_app
 from gg.config import CONFIG_NAME, default_toml
 from gg.errors import ModelUnavailable, UserError
 from gg.models.factory import validate_spec
@@ -33,6 +34,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+app.add_typer(board_app, name="board")
 
 
 def _fail(message: str) -> typer.Exit:

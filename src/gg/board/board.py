@@ -1,0 +1,369 @@
+"""The board's Python API (SPEC B1-B5, C2): add, list, show and run issues.
+
+Example::
+
+    from gg.board import Board
+
+    board = Board("path/to/repo", model="scripted:replies.json")
+    board.add("Make divide by zero return None", body="See test_calc.py.")
+    result = board.run(concurrency=2)
+    for issue in result.issues:
+        print(issue.number, issue.state, issue.merge_sha or issue.diagnosis)
+
+A board run is one :class:`gg.Run` (one stream, one budget, one gate): each
+issue's implementer, reviewers and merge agent are sessions of it, and up to
+``concurrency`` issues go at once, each in its own asyncio task (B5). The run
+holds a file lock (``.gg/board.lock``) so two runs never drive the same
+board; a killed run's lock dies with it, and running again resumes every
+issue from its stored state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import fcntl
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import gg
+from gg.board.git import Git, worktree_path
+from gg.board.merge import MergeGuard
+from gg.board.sqlite import SqliteStore, default_path
+from gg.board.store import TERMINAL, Issue, IssueDetail, IssueState, Store
+from gg.board.workflow import CURRENT, BoardContext, IssueFlow, Progress
+from gg.config import settings_from_dict
+
+__all__ = ["Board", "BoardResult", "open_store"]
+
+
+def open_store(spec: str, workspace: Path) -> Store:
+    """The store ``[board] store`` names: ``sqlite`` (default file) or ``sqlite:PATH``.
+
+    Raises:
+        UserError: an unknown or not yet supported store (PostgreSQL).
+    """
+    if spec == "sqlite":
+        return SqliteStore(default_path(workspace))
+    if spec.startswith("sqlite:"):
+        path = Path(spec.removeprefix("sqlite:")).expanduser()
+        return SqliteStore(path if path.is_absolute() else workspace / path)
+    if spec.startswith(("postgres:", "postgresql:")):
+        raise gg.UserError("board.store: PostgreSQL is not supported yet; use 'sqlite'")
+    raise gg.UserError(f"board.store: unknown store {spec!r} (use 'sqlite' or 'sqlite:PATH')")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BoardResult:
+    """What a board run did.
+
+    Attributes:
+        run_id: the run's id (its stream: ``.gg/runs/<run_id>/stream.jsonl``).
+        status: ``"ended"`` when every issue the run took is ``done``, else ``"stopped"``.
+        issues: the issues the run took, as they are now, by number.
+        diagnosis: which issues are not done and why, ``None`` when all are.
+        stream: the stream file.
+    """
+
+    run_id: str
+    status: Literal["ended", "stopped"]
+    issues: tuple[Issue, ...]
+    diagnosis: str | None
+    stream: Path
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every issue taken is done, else 1 (SPEC O3)."""
+        return 0 if self.status == "ended" else 1
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"run_id", "status", "diagnosis", "stream", "issues": [{number, title, state,
+        round, merge_sha, diagnosis}]}``."""
+        return {"run_id": self.run_id, "status": self.status, "diagnosis": self.diagnosis,
+                "stream": str(self.stream),
+                "issues": [issue_json(i) for i in self.issues]}
+
+
+def issue_json(issue: Issue) -> dict[str, Any]:
+    """An issue as a JSON object (``--json`` outputs)."""
+    return {"number": issue.number, "title": issue.title, "state": issue.state.value,
+            "round": issue.round, "branch": issue.branch, "merge_sha": issue.merge_sha,
+            "diagnosis": issue.diagnosis}
+
+
+class _Tracker:
+    """A stream listener that tells observers what each issue's session is doing."""
+
+    def __init__(self, board: Board) -> None:
+        self.board = board
+
+    def __call__(self, event: Any) -> None:
+        slot = CURRENT.get()
+        if slot is None:
+            return
+        with contextlib.suppress(Exception):  # the display never stops a session
+            if event.type == "session_started" and slot.session_id is None:
+                slot.session_id = event.session_id
+                self.board.store.session_started(slot.record, event.session_id)
+                return
+            if event.session_id != slot.session_id:
+                return  # a subagent's event
+            head = f"{slot.label} {slot.session_id}"
+            if event.type == "turn":
+                slot.turn = event.turn or slot.turn
+                what = ", ".join(event.calls) or "no call"
+                activity = f"{head} · turn {slot.turn} · {what}"
+            elif event.type == "gate_blocked":
+                activity = f"{head} · gate blocked by {event.hook}"
+            elif event.type == "error_turn":
+                activity = f"{head} · error turn ({event.kind})"
+            else:
+                return
+            self.board.notify(Progress(issue=slot.issue, activity=activity, event="turn"))
+
+
+class _RunLock:
+    """An exclusive ``flock`` on ``.gg/board.lock`` for the length of a board run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def __enter__(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise gg.UserError(f"another `gg board run` is running on this board "
+                               f"(it holds {str(self.path)!r})") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+class Board:
+    """A board of issues in a git repository (SPEC B1-B5).
+
+    Args:
+        workspace: the repository's top level (must exist; a git repo to ``run``).
+        model: a model spec or :class:`gg.Model` for every session (default: ``[model]``).
+        settings / config: as for :class:`gg.Agent` (default: the workspace's ``gg.toml``).
+        store: a :class:`Store` to use instead of the one ``[board] store`` names.
+        reviewers, max_rounds, concurrency, base_branch: override ``[board]``.
+        ceilings: overrides for ``[ceilings]``, e.g. ``{"max_turns": 4}``.
+        tools, hooks, listeners: as for :class:`gg.Agent` (hooks are agent-stop hooks
+            added to the ``gg.toml`` ones; listeners get every stream event).
+        observers: called with a :class:`Progress` on every issue change (displays).
+        progress: called with status lines while a local model loads.
+
+    Raises:
+        UserError: a missing workspace; ConfigError: a bad setting (names the key).
+    """
+
+    def __init__(
+        self, workspace: str | Path = ".", *, model: str | gg.Model | None = None,
+        settings: gg.Settings | None = None, config: str | Path | None = None,
+        store: Store | None = None, reviewers: int | None = None,
+        max_rounds: int | None = None, concurrency: int | None = None,
+        base_branch: str | None = None, ceilings: dict[str, Any] | None = None,
+        tools: Sequence[Any] = (), hooks: Sequence[Any] = (),
+        listeners: Sequence[Callable[[Any], None]] = (),
+        observers: Sequence[Callable[[Progress], None]] = (),
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        ws = Path(workspace).expanduser()
+        if not ws.is_dir():
+            raise gg.UserError(f"workspace {str(ws)!r} does not exist or is not a directory")
+        self.workspace = ws.resolve()
+        base = settings or gg.load_settings(Path(config) if config else None,
+                                            workspace=self.workspace)
+        overrides = {"reviewers": reviewers, "max_rounds": max_rounds,
+                     "concurrency": concurrency, "base_branch": base_branch}
+        data = base.model_dump(mode="json")
+        data["board"].update({k: v for k, v in overrides.items() if v is not None})
+        self.settings = settings_from_dict(data, source="board options")
+        self._model, self._ceilings = model, dict(ceilings or {})
+        self._tools, self._hooks, self._listeners = list(tools), list(hooks), list(listeners)
+        self.observers = list(observers)
+        self._progress = progress
+        self._store = store
+
+    # -- the store ---------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The board's store, opened on first use."""
+        if self._store is None:
+            self._store = open_store(self.settings.board.store, self.workspace)
+            _ignore_gg_dir(self.workspace)
+        return self._store
+
+    def _exists(self) -> bool:
+        spec = self.settings.board.store
+        return self._store is not None or spec != "sqlite" or \
+            default_path(self.workspace).exists()
+
+    def add(self, title: str, body: str = "") -> Issue:
+        """Add an ``open`` issue (B1).
+
+        Raises:
+            UserError: an empty title.
+        """
+        title = " ".join(title.split())
+        if not title:
+            raise gg.UserError("an issue needs a title")
+        return self.store.add_issue(title, body.strip())
+
+    def list(self) -> list[Issue]:
+        """Every issue, by number (none when the board has no store yet)."""
+        return self.store.issues() if self._exists() else []
+
+    def show(self, number: int) -> IssueDetail:
+        """Issue ``#number`` with its sessions, verdicts and history.
+
+        Raises:
+            UserError: no such issue.
+        """
+        if not self._exists():
+            raise gg.UserError(f"no issue #{number}: this workspace has no board yet")
+        return self.store.detail(number)
+
+    def notify(self, progress: Progress) -> None:
+        """Tell every observer (an observer's failure is ignored)."""
+        for observer in self.observers:
+            with contextlib.suppress(Exception):
+                observer(progress)
+
+    def close(self) -> None:
+        """Close the store."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> Board:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run(self, *, concurrency: int | None = None) -> BoardResult:
+        """Run every issue not done or stuck (blocking wrapper of :meth:`arun`)."""
+        return asyncio.run(self.arun(concurrency=concurrency))
+
+    async def arun(self, *, concurrency: int | None = None) -> BoardResult:
+        """Run every issue that is not ``done`` or ``stuck``, up to ``concurrency`` at once.
+
+        Issues added while it runs are taken too. Never raises for what a
+        model does; an issue that fails in gg itself is left in its state.
+
+        Raises:
+            UserError: not a git repository's top level, no base branch, bad
+                ``concurrency``, a bad model spec, or another run holds the board.
+        """
+        k = concurrency or self.settings.board.concurrency
+        if k < 1:
+            raise gg.UserError(f"--concurrency: must be at least 1, not {k}")
+        git = Git(self.workspace)
+        await git.check_repo(self.settings.board.base_branch)
+        guard = MergeGuard(git)
+        agent = gg.Agent(model=self._model, workspace=self.workspace, settings=self.settings,
+                         ceilings=self._ceilings, tools=self._tools,
+                         hooks=[*self._hooks, guard.hook()],
+                         listeners=[_Tracker(self), *self._listeners], progress=self._progress)
+        with _RunLock(self.workspace / ".gg" / "board.lock"):
+            await self._recover(git)
+            run = agent.new_run()
+            ctx = BoardContext(run=run, store=self.store, git=git, settings=self.settings.board,
+                               workspace=self.workspace, notify=self.notify, guard=guard)
+            status: Literal["ended", "stopped"] = "stopped"
+            diagnosis: str | None = "the board run was interrupted"
+            try:
+                taken = await self._schedule(ctx, k)
+                status, diagnosis = _outcome(taken, ctx.halt)
+            finally:
+                await run.aclose()
+                run.end(status, diagnosis)
+        return BoardResult(run_id=run.run_id, status=status, issues=tuple(taken),
+                           diagnosis=diagnosis, stream=run.stream.path)
+
+    async def _recover(self, git: Git) -> None:
+        """After a crash: abandon sessions still marked running, clear stale git locks,
+        remove the worktrees of issues already done."""
+        _ignore_gg_dir(self.workspace)
+        self.store.abandon_running()
+        git.clear_stale_locks(worktree_path(self.workspace, "."))
+        for issue in self.store.issues():
+            if issue.state is IssueState.DONE:
+                for name in (f"issue-{issue.number}", f"issue-{issue.number}-review"):
+                    if worktree_path(self.workspace, name).exists():
+                        await git.remove_worktree(worktree_path(self.workspace, name))
+
+    async def _schedule(self, ctx: BoardContext, k: int) -> builtins.list[Issue]:
+        """Start a task per unfinished issue (bounded by ``k``) until none is left."""
+        gate = asyncio.Semaphore(k)
+        tasks: dict[asyncio.Task[Issue], int] = {}
+        seen: set[int] = set()
+        results: dict[int, Issue] = {}
+        try:
+            while True:
+                for issue in ctx.store.issues() if ctx.halt is None else []:
+                    if issue.state not in TERMINAL and issue.number not in seen:
+                        seen.add(issue.number)
+                        tasks[asyncio.create_task(self._one(ctx, gate, issue.number))] = \
+                            issue.number
+                if not tasks:
+                    break
+                finished, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                for task in finished:
+                    results[tasks.pop(task)] = task.result()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return [results[n] for n in sorted(results)]
+
+    async def _one(self, ctx: BoardContext, gate: asyncio.Semaphore, number: int) -> Issue:
+        async with gate:
+            flow = IssueFlow(ctx, number)
+            if ctx.halt is not None:
+                return ctx.store.issue(number)
+            try:
+                return await flow.drive()
+            except (gg.GGError, OSError, ValueError, RuntimeError) as e:
+                return flow.pause(f"gg failed on issue #{number}: {type(e).__name__}: {e}")
+
+
+def _outcome(issues: list[Issue], halt: str | None) -> tuple[Literal["ended", "stopped"],
+                                                             str | None]:
+    left = [i for i in issues if i.state is not IssueState.DONE]
+    if not left and halt is None:
+        return "ended", None
+    parts = [f"#{i.number} {i.state.value}" + (f": {i.diagnosis}" if i.diagnosis else "")
+             for i in left]
+    if halt:
+        parts.insert(0, f"the run stopped early: {halt}")
+    return "stopped", f"{len(left)} of {len(issues)} issue(s) not done. " + " | ".join(parts)
+
+
+def _ignore_gg_dir(workspace: Path) -> None:
+    """Make git ignore ``.gg/`` (runs, store, worktrees) without touching the user's files."""
+    ignore = workspace / ".gg" / ".gitignore"
+    if not ignore.exists():
+        ignore.parent.mkdir(parents=True, exist_ok=True)
+        ignore.write_text("# written by gg: nothing in .gg/ belongs in the repository\n*\n")

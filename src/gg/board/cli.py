@@ -1,0 +1,168 @@
+"""``gg board add|list|show|run`` (SPEC §10 CLI, B1-B5). Thin: parses, calls :class:`Board`.
+
+Mounted by the main command with ``app.add_typer(board_app, name="board")``.
+
+Exit codes (SPEC O3): ``run``: 0 when every issue it took is done, 1 when
+any is stuck or left for the next run (the reasons are printed), 2 bad usage
+or configuration (a one-line message naming the flag or key). ``add``,
+``list``, ``show``: 0, or 2 on bad usage (an unknown issue number).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+import gg
+from gg.board.board import Board, BoardResult, issue_json
+from gg.board.display import BoardDisplay, detail_view, issues_table
+from gg.board.store import IssueDetail
+
+__all__ = ["board_app"]
+
+board_app = typer.Typer(
+    name="board",
+    help="A board of issues run through an implementer, reviewers and a merge agent, each "
+    "on its own git branch and worktree. State lives in .gg/board.sqlite3.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+Workspace = Annotated[Path, typer.Option("--workspace", "-w",
+                                         help="The repository (default: current directory).")]
+Config = Annotated[Path | None, typer.Option(help="A gg.toml to use instead of the "
+                                             "workspace's.")]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+
+
+def _fail(message: str) -> typer.Exit:
+    """Print a one-line error on stderr; return the exit-2 exception (SPEC O3)."""
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        f"[red]gg: error:[/] {escape(' '.join(message.split()))}")
+    return typer.Exit(2)
+
+
+def _board(workspace: Path, config: Path | None, **kwargs: Any) -> Board:
+    try:
+        return Board(workspace, config=config, **kwargs)
+    except gg.UserError as e:
+        raise _fail(str(e)) from None
+
+
+@board_app.command("add")
+def add(
+    title: Annotated[str, typer.Argument(help="The issue's title (one line).")],
+    body_file: Annotated[Path | None, typer.Option(
+        "--body-file", help="A file with the issue's description ('-': stdin).")] = None,
+    workspace: Workspace = Path("."),
+    config: Config = None,
+    json_out: JsonOut = False,
+) -> None:
+    """Add an open issue to the board."""
+    try:
+        body = ""
+        if body_file is not None:
+            body = sys.stdin.read() if str(body_file) == "-" else body_file.read_text("utf-8")
+        with _board(workspace, config) as board:
+            issue = board.add(title, body)
+    except OSError as e:
+        raise _fail(f"--body-file: cannot read {str(body_file)!r}: {e.strerror}") from None
+    except gg.UserError as e:
+        raise _fail(str(e)) from None
+    if json_out:
+        sys.stdout.write(json.dumps(issue_json(issue), ensure_ascii=False) + "\n")
+    else:
+        Console(highlight=False).print(f"added #{issue.number}: {escape(issue.title)}")
+
+
+@board_app.command("list")
+def list_(workspace: Workspace = Path("."), config: Config = None,
+          json_out: JsonOut = False) -> None:
+    """List the board's issues with their states."""
+    with _board(workspace, config) as board:
+        issues = board.list()
+    if json_out:
+        sys.stdout.write(json.dumps([issue_json(i) for i in issues], ensure_ascii=False) + "\n")
+    else:
+        Console(highlight=False).print(issues_table(issues))
+
+
+def _detail_json(d: IssueDetail) -> dict[str, Any]:
+    return {**issue_json(d.issue), "body": d.issue.body, "summary": d.issue.summary,
+            "sessions": [dataclasses.asdict(s) for s in d.sessions],
+            "verdicts": [{**dataclasses.asdict(v), "items": list(v.items)} for v in d.verdicts],
+            "history": [{**dataclasses.asdict(h),
+                         "from_state": h.from_state and h.from_state.value,
+                         "to_state": h.to_state and h.to_state.value} for h in d.history]}
+
+
+@board_app.command("show")
+def show(number: Annotated[int, typer.Argument(metavar="N", help="The issue's number.")],
+         workspace: Workspace = Path("."), config: Config = None,
+         json_out: JsonOut = False) -> None:
+    """Show issue N: its state, sessions, verdicts and history."""
+    with _board(workspace, config) as board:
+        try:
+            detail = board.show(number)
+        except gg.UserError as e:
+            raise _fail(str(e)) from None
+    if json_out:
+        sys.stdout.write(json.dumps(_detail_json(detail), ensure_ascii=False) + "\n")
+    else:
+        Console(highlight=False).print(detail_view(detail))
+
+
+@board_app.command("run")
+def run(
+    concurrency: Annotated[int | None, typer.Option(
+        help="Issues worked on at once (default: [board] concurrency).")] = None,
+    model: Annotated[str | None, typer.Option(
+        help="local | scripted:PATH | openai:MODEL | anthropic:MODEL | "
+        "openai-compat:MODEL@URL (default: [model] spec).")] = None,
+    workspace: Workspace = Path("."),
+    config: Config = None,
+    max_turns: Annotated[int | None, typer.Option(help="Override [ceilings] max_turns.")] = None,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON result on stdout at the end (progress goes to "
+        "stderr).")] = False,
+) -> None:
+    """Run every open or unfinished issue to done or stuck; resumes after a crash."""
+    if concurrency is not None and concurrency < 1:
+        raise _fail(f"--concurrency: must be at least 1, not {concurrency}")
+    console = Console(stderr=json_out, highlight=False)
+    display = BoardDisplay(console)
+    board = _board(workspace, config, model=model, observers=[display],
+                   ceilings={"max_turns": max_turns} if max_turns else None,
+                   progress=lambda line: console.print(f"[dim]{escape(line)}[/]"))
+    try:
+        with board, display:
+            result = board.run(concurrency=concurrency)
+    except gg.UserError as e:
+        raise _fail(str(e)) from None
+    except gg.ModelError as e:  # the model could not even be set up (e.g. not installed)
+        Console(stderr=True, highlight=False).print(f"[red]gg: model failed:[/] {escape(str(e))}")
+        raise typer.Exit(1) from None
+    if json_out:
+        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+    else:
+        _print_result(console, result)
+    raise typer.Exit(result.exit_code)
+
+
+def _print_result(console: Console, result: BoardResult) -> None:
+    console.print(issues_table(list(result.issues)))
+    if result.diagnosis:
+        console.print("[bold red]not all done:[/] ", end="")
+        console.print(result.diagnosis, markup=False)
+    else:
+        console.print(f"[bold green]all {len(result.issues)} issue(s) done[/]")
+    console.print(f"[dim]stream: {escape(str(result.stream))}  (replay: gg show "
+                  f"{result.run_id})[/]")

@@ -1,0 +1,37 @@
+"""Board errors (SPEC B1-B5): one family under gg's root.
+
+The tree::
+
+    GGError                    gg's root (gg.errors)
+    └── BoardError             a board operation failed; carries .code, .operation, .retryable
+
+A :class:`BoardError` with ``retryable=True`` leaves the issue in its state,
+so the next ``gg board run`` tries again (the base branch moved, a git lock
+was held). One with ``retryable=False`` makes the issue ``stuck`` with the
+message as its diagnosis. Misuse (not a git repository, no base branch, an
+unknown issue number) is a :class:`gg.UserError` instead. Constructing an
+error never logs.
+"""
+
+from __future__ import annotations
+
+from gg import GGError
+
+__all__ = ["BoardError"]
+
+
+class BoardError(GGError):
+    """A board operation failed.
+
+    Attributes:
+        code: a short stable identifier, e.g. ``"git"``, ``"merge"``, ``"store"``.
+        operation: what was being done, e.g. ``"git merge --no-ff gg/issue-3"``.
+        retryable: whether running the board again may help.
+    """
+
+    def __init__(self, message: str, *, code: str, operation: str,
+                 retryable: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.operation = operation
+        self.retryable = retryable

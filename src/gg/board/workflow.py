@@ -1,0 +1,363 @@
+"""One issue through implementer, reviewers and merge agent (SPEC B2-B5, S11, S12).
+
+:class:`IssueFlow` takes an issue from its stored state to ``done`` or
+``stuck``, one step per state, each step ending in one store transaction::
+
+    open          create branch gg/issue-N and its worktree          -> implementing (round 1)
+    implementing  the implementer (Standard) works in the worktree and finishes under the
+                  run's agent-stop hooks (the gate: a failing build blocks its finish);
+                  gg commits the worktree on the branch                -> reviewing
+    reviewing     each reviewer (Review) ends with approve() or request_changes(items),
+                  read off the typed ending only (S11)
+                  all approve                                        -> merging
+                  changes requested, rounds left                     -> implementing (round+1)
+                  changes requested in round max_rounds              -> stuck
+    merging       (see :mod:`gg.board.merge`)                        -> done
+    any session stopped by a ceiling                                 -> stuck
+
+Crash safety (B5): a step can be cut anywhere and run again. The implementer
+of a round whose ``finish`` was recorded is not run again (its files are on
+disk; gg commits them); otherwise its worktree is reset and a fresh session
+starts. Recorded verdicts are kept; missing reviewers run again. After
+changes are requested the implementer resumes its conversation, from memory
+or, after a restart, from the store. A model failure (no reply at all) or a
+run budget leaves the issue in its state for the next run instead of
+marking it stuck (:class:`Pause`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gg
+from gg.board.errors import BoardError
+from gg.board.git import Git, branch_name, worktree_path
+from gg.board.merge import MergeGuard, merge_issue
+from gg.board.prompts import implement_task, review_task, rework_fresh_task, rework_task
+from gg.board.store import TERMINAL, Issue, IssueState, SessionKind, Store, Verdict
+from gg.board.transcript import dump_messages, resumable
+from gg.config import BoardSettings
+
+__all__ = [
+    "CURRENT",
+    "BoardContext",
+    "IssueFlow",
+    "Pause",
+    "Progress",
+    "SessionSlot",
+    "verdict_of",
+]
+
+S = IssueState
+
+
+@dataclass(frozen=True, kw_only=True)
+class Progress:
+    """What an observer of a board run is told (the progress display).
+
+    Attributes:
+        issue: the issue as stored now.
+        activity: one line, e.g. ``"implementer s3 · turn 2 · write_file"``.
+        event: ``"state"``, ``"session"``, ``"turn"``, ``"gate"`` or ``"paused"``.
+    """
+
+    issue: Issue
+    activity: str
+    event: str
+
+
+@dataclass(kw_only=True)
+class SessionSlot:
+    """The session an issue's task is running now; stream events are matched to it."""
+
+    issue: Issue
+    label: str
+    record: int
+    session_id: str | None = None
+    turn: int = 0
+
+
+CURRENT: ContextVar[SessionSlot | None] = ContextVar("gg_board_session", default=None)
+"""The running session of the current asyncio task (each issue runs in its own task)."""
+
+
+class Pause(Exception):
+    """The issue keeps its state and is tried again by the next board run."""
+
+
+@dataclass(kw_only=True)
+class BoardContext:
+    """What every issue of one board run shares."""
+
+    run: gg.Run
+    store: Store
+    git: Git
+    settings: BoardSettings
+    workspace: Path
+    notify: Callable[[Progress], None]
+    guard: MergeGuard
+    """The merge agents' agent-stop hook, bound to the run's gate."""
+    merge_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    conversations: dict[int, gg.SessionResult] = field(default_factory=dict)
+    halt: str | None = None
+    """Set when the run must take no further steps (its budget is spent)."""
+
+
+def verdict_of(ending: gg.Ending | None, *, round: int, reviewer: int) -> Verdict | None:
+    """The verdict a reviewer's typed ending carries (SPEC S11); never read from prose.
+
+    Returns:
+        ``approve`` for :class:`gg.Approve`, ``request_changes`` with its items for
+        :class:`gg.RequestChanges`, ``None`` for anything else.
+    """
+    if isinstance(ending, gg.Approve):
+        return Verdict(round=round, reviewer=reviewer, call="approve")
+    if isinstance(ending, gg.RequestChanges):
+        return Verdict(round=round, reviewer=reviewer, call="request_changes",
+                       items=tuple(ending.items))
+    return None
+
+
+def _commit_message(issue: Issue, summary: str) -> str:
+    text = summary.strip() or f"Work on issue #{issue.number}"
+    subject = text.splitlines()[0][:72]
+    return f"{subject}\n\n{text}\n\nIssue #{issue.number}: {issue.title}"
+
+
+class IssueFlow:
+    """Drives one issue from its stored state to ``done`` or ``stuck``.
+
+    Args:
+        ctx: the board run's shared parts.
+        number: the issue's number.
+    """
+
+    def __init__(self, ctx: BoardContext, number: int) -> None:
+        self.ctx = ctx
+        self.number = number
+        self.branch = branch_name(number)
+        self.worktree = worktree_path(ctx.workspace, f"issue-{number}")
+        self.view = worktree_path(ctx.workspace, f"issue-{number}-review")
+
+    @property
+    def base(self) -> str:
+        """The base branch."""
+        return self.ctx.settings.base_branch
+
+    async def drive(self) -> Issue:
+        """Take steps until the issue is done, stuck or paused; returns it as stored."""
+        issue = self.ctx.store.issue(self.number)
+        while issue.state not in TERMINAL and self.ctx.halt is None:
+            try:
+                if issue.state is S.OPEN:
+                    issue = await self.start(issue)
+                elif issue.state is S.IMPLEMENTING:
+                    issue = await self.implement(issue)
+                elif issue.state is S.REVIEWING:
+                    issue = await self.review(issue)
+                else:
+                    issue = await merge_issue(self, issue)
+            except Pause as p:
+                return self.pause(str(p))
+            except BoardError as e:
+                if e.retryable:
+                    return self.pause(str(e))
+                issue = self.stuck(str(e))
+        return issue
+
+    # -- store helpers ---------------------------------------------------------------------
+
+    def transition(self, *, event: str, to: IssueState | None = None,
+                   expect: set[IssueState] | None = None, detail: dict[str, Any] | None = None,
+                   **fields: Any) -> Issue:
+        """Store a transition of this issue and tell the observers.
+
+        Moving on to any state but ``stuck`` clears an earlier pause's diagnosis.
+        """
+        if to is not None and to is not S.STUCK:
+            fields.setdefault("diagnosis", None)
+        issue = self.ctx.store.transition(self.number, event=event, to=to, expect=expect,
+                                          detail=detail, **fields)
+        self.ctx.notify(Progress(issue=issue, activity=event.replace("_", " "), event="state"))
+        return issue
+
+    def stuck(self, diagnosis: str) -> Issue:
+        """Mark the issue ``stuck`` with ``diagnosis``."""
+        return self.transition(event="stuck", to=S.STUCK, diagnosis=diagnosis)
+
+    def pause(self, reason: str) -> Issue:
+        """Leave the issue in its state for the next run; record why."""
+        issue = self.ctx.store.transition(self.number, event="paused", diagnosis=reason)
+        self.ctx.notify(Progress(issue=issue, activity=f"paused: {reason}", event="paused"))
+        return issue
+
+    def stopped(self, result: gg.SessionResult, label: str) -> Issue:
+        """A session stopped without an ending: stuck on a ceiling, else pause (B5)."""
+        d = result.diagnosis
+        text = f"the {label} ({result.session_id}) was stopped: {d.message if d else '?'}"
+        if d is None or d.ceiling is None:
+            raise Pause(text)
+        if d.ceiling == "budget":
+            self.ctx.halt = text
+            raise Pause(text)
+        return self.stuck(text)
+
+    # -- sessions --------------------------------------------------------------------------
+
+    async def session(self, issue: Issue, *, kind: SessionKind, label: str, task: str,
+                      workspace: Path, reviewer: int | None = None,
+                      resume: gg.SessionResult | None = None,
+                      ) -> tuple[gg.SessionResult, Verdict | None]:
+        """Run one session of the run for this issue and record it (and a verdict).
+
+        Returns:
+            The session's result and, for a reviewer that ended, its verdict.
+        """
+        ctx = self.ctx
+        role = gg.Role.REVIEW if kind == "reviewer" else gg.Role.STANDARD
+        record = ctx.store.start_session(self.number, kind=kind, round=issue.round,
+                                         reviewer=reviewer, run_id=ctx.run.run_id)
+        ctx.notify(Progress(issue=issue, activity=f"{label}: starting", event="session"))
+        token = CURRENT.set(SessionSlot(issue=issue, label=label, record=record))
+        try:
+            result = await ctx.run.session(task, role=role, workspace=workspace, resume=resume)
+        finally:
+            CURRENT.reset(token)
+        verdict = None
+        if kind == "reviewer" and result.status == "ended":
+            verdict = verdict_of(result.ending, round=issue.round, reviewer=reviewer or 1)
+        ending = None if result.ending is None else {"call": result.ending.call,
+                                                     **result.ending.arguments()}
+        keep = kind == "implementer" and result.status == "ended"
+        ctx.store.end_session(
+            record, status=result.status, ending=ending,
+            diagnosis=str(result.diagnosis) if result.diagnosis else None,
+            messages=dump_messages(result.messages) if keep else None, verdict=verdict)
+        how = ending["call"] if ending else "stopped"
+        ctx.notify(Progress(issue=issue, activity=f"{label} {result.session_id}: {how}",
+                            event="session"))
+        return result, verdict
+
+    # -- steps -----------------------------------------------------------------------------
+
+    async def start(self, issue: Issue) -> Issue:
+        """``open``: make the branch and its worktree from the base branch.
+
+        Raises:
+            BoardError: the branch already exists with commits the base branch lacks
+                (left by something else: gg will not build on it).
+        """
+        git = self.ctx.git
+        if await git.ref(f"refs/heads/{self.branch}") and \
+                not await git.is_ancestor(f"refs/heads/{self.branch}", f"refs/heads/{self.base}"):
+            raise BoardError(
+                f"branch {self.branch!r} already exists with commits not on {self.base!r}; "
+                "it is not this board's: delete or rename it, then add the issue again",
+                code="git", operation=f"create {self.branch}")
+        await git.branch_worktree(self.worktree, self.branch, self.base)
+        return self.transition(event="started", to=S.IMPLEMENTING, expect={S.OPEN}, round=1,
+                               branch=self.branch)
+
+    def _finished_this_round(self, issue: Issue) -> str | None:
+        """The summary of this round's implementer finish if one was recorded (crash-resume)."""
+        for s in reversed(self.ctx.store.detail(self.number).sessions):
+            if s.kind == "implementer" and s.round == issue.round and s.status == "ended":
+                return str((s.ending or {}).get("summary", ""))
+        return None
+
+    async def implement(self, issue: Issue) -> Issue:
+        """``implementing``: the implementer finishes under the gate; gg commits (B2)."""
+        git = self.ctx.git
+        await git.branch_worktree(self.worktree, self.branch, self.base)
+        summary = self._finished_this_round(issue)
+        if summary is None:
+            await git.reset_clean(self.worktree)  # a half-done session restarts cleanly
+            result = await self._implementer(issue)
+            if not isinstance(result.ending, gg.Finish):
+                return self.stopped(result, "implementer")
+            self.ctx.conversations[self.number] = result
+            summary = result.ending.summary
+        sha = await git.commit_all(self.worktree, _commit_message(issue, summary))
+        return self.transition(event="implemented", to=S.REVIEWING, expect={S.IMPLEMENTING},
+                               summary=summary, detail={"commit": sha})
+
+    async def _implementer(self, issue: Issue) -> gg.SessionResult:
+        label = f"implementer (round {issue.round})"
+        if issue.round <= 1:
+            task = implement_task(issue, branch=self.branch, base=self.base)
+            result, _ = await self.session(issue, kind="implementer", label=label, task=task,
+                                           workspace=self.worktree)
+            return result
+        items = self.requested(issue.round - 1)
+        rounds = self.ctx.settings.max_rounds
+        previous = self._previous(issue)
+        if previous is None:
+            task = rework_fresh_task(issue, items, branch=self.branch, base=self.base,
+                                     round=issue.round, max_rounds=rounds)
+        else:
+            task = rework_task(items, round=issue.round, max_rounds=rounds)
+        result, _ = await self.session(issue, kind="implementer", label=label, task=task,
+                                       workspace=self.worktree, resume=previous)
+        return result
+
+    def _previous(self, issue: Issue) -> gg.SessionResult | None:
+        """The implementer's last ended session: from memory, else from the store."""
+        if self.number in self.ctx.conversations:
+            return self.ctx.conversations[self.number]
+        text = self.ctx.store.conversation(self.number)
+        if text is None:
+            return None
+        try:
+            return resumable(text, session_id=self.ctx.run.new_session_id(),
+                             workspace=self.worktree, summary=issue.summary or "(earlier work)")
+        except ValueError:
+            return None
+
+    def requested(self, round: int) -> list[str]:
+        """Every change requested in ``round``, reviewer by reviewer, duplicates dropped."""
+        items: list[str] = []
+        for v in self.ctx.store.verdicts(self.number, round):
+            items += [i for i in v.items if i not in items]
+        return items
+
+    async def review(self, issue: Issue) -> Issue:
+        """``reviewing``: every reviewer's verdict, read off its ending (B3, S11)."""
+        git, reviewers = self.ctx.git, self.ctx.settings.reviewers
+        tip = await git.rev(f"refs/heads/{self.branch}")
+        diff = await git.diff(self.base, self.branch)
+        have = {v.reviewer: v for v in self.ctx.store.verdicts(self.number, issue.round)}
+        for i in range(1, reviewers + 1):
+            if i in have:
+                continue  # recorded before a crash
+            await git.detached_worktree(self.view, tip)
+            task = review_task(issue, branch=self.branch, base=self.base,
+                               summary=issue.summary or "", diff=diff, reviewer=i,
+                               reviewers=reviewers, round=issue.round)
+            label = f"reviewer {i}/{reviewers} (round {issue.round})"
+            result, verdict = await self.session(issue, kind="reviewer", label=label, task=task,
+                                                 workspace=self.view, reviewer=i)
+            if verdict is None:
+                return self.stopped(result, label)
+            have[i] = verdict
+        return self._after_review(issue, [have[i] for i in sorted(have)])
+
+    def _after_review(self, issue: Issue, verdicts: list[Verdict]) -> Issue:
+        changes = [v for v in verdicts if v.call == "request_changes"]
+        expect = {S.REVIEWING}
+        if not changes:
+            return self.transition(event="approved", to=S.MERGING, expect=expect)
+        items = self.requested(issue.round)
+        if issue.round >= self.ctx.settings.max_rounds:
+            listed = "; ".join(f"{n}. {t}" for n, t in enumerate(items, 1))
+            return self.transition(
+                event="stuck", to=S.STUCK, expect=expect,
+                diagnosis=(f"the reviewers still requested changes after {issue.round} "
+                           f"round(s) (board.max_rounds = {self.ctx.settings.max_rounds}): "
+                           f"{listed}"))
+        return self.transition(event="changes_requested", to=S.IMPLEMENTING, expect=expect,
+                               round=issue.round + 1, detail={"items": items})
