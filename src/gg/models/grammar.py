@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
+from gg.errors import UserError
 from gg.models.base import (
     AssistantMessage,
     Message,
@@ -109,7 +110,7 @@ class GrammarLimits:
         for name in ("max_string", "max_long_string", "max_items"):
             value = getattr(self, name)
             if not 1 <= value <= REPETITION_LIMIT:
-                raise ValueError(f"{name}={value!r} must be within 1..{REPETITION_LIMIT}")
+                raise UserError(f"{name}={value!r} must be within 1..{REPETITION_LIMIT}")
 
 
 def gbnf_literal(text: str) -> str:
@@ -138,13 +139,13 @@ def tool_call_grammar(tools: Sequence[ToolSpec], *, limits: GrammarLimits | None
         ``{"name": <one tool's name>, "arguments": <object fitting its schema>}``.
 
     Raises:
-        ValueError: when ``tools`` is empty or names a tool twice.
+        gg.errors.UserError: when ``tools`` is empty or names a tool twice.
     """
     if not tools:
-        raise ValueError("a tool-call grammar needs at least one tool")
+        raise UserError("a tool-call grammar needs at least one tool")
     names = [tool.name for tool in tools]
     if len(set(names)) != len(names):
-        raise ValueError(f"tool names must be distinct, got {names!r}")
+        raise UserError(f"tool names must be distinct, got {names!r}")
     builder = _Builder(limits or GrammarLimits())
     calls = [builder.call_rule(tool) for tool in tools]
     builder.rules["root"] = " | ".join(calls)
@@ -544,7 +545,11 @@ def _type_name(schema: Any) -> str:
 
 
 def _describe_tool(tool: ToolSpec) -> str:
-    """One tool as ``- name(param: type, opt: type = default): description`` plus param notes."""
+    """One tool as ``- name(param: type, opt: type = default): summary`` plus param notes.
+
+    The summary is the description's first paragraph: a small model does
+    better with less to read.
+    """
     props = tool.parameters.get("properties") or {}
     required = set(tool.parameters.get("required") or ())
     params, notes = [], []
@@ -556,5 +561,6 @@ def _describe_tool(tool: ToolSpec) -> str:
         params.append(f"{key}: {_type_name(sub)}{default}")
         if sub.get("description"):
             notes.append(f"    {key}: {sub['description']}")
-    head = f"- {tool.name}({', '.join(params)}): {tool.description.strip()}"
+    summary = tool.description.strip().split("\n\n", 1)[0].replace("\n", " ")
+    head = f"- {tool.name}({', '.join(params)}): {summary}"
     return "\n".join([head, *notes])

