@@ -26,10 +26,13 @@ from gg.config import Settings, load_settings, settings_from_dict
 from gg.endings import Ending, Language, Role
 from gg.errors import UserError
 from gg.hooks import CallableHook, CommandHook, Gate
+from gg.memory import MEMORY_TOOLS
 from gg.models.base import Model
 from gg.models.recording import RecordingModel
 from gg.run import Run, arm_from_settings
 from gg.session import SessionResult
+from gg.skills import SKILL_TOOLS, skills_section
+from gg.tools.agents import AGENT_TOOLS
 from gg.tools.builtins import default_registry
 from gg.tools.registry import Registry, Tool, tool
 
@@ -142,6 +145,12 @@ class Agent:
             "ceilings": dict(ceilings or {}),
         })
         self.registry: Registry = default_registry()
+        wanted = {*self.settings.tools.capabilities,
+                  *(c for a in self.settings.tools.arms.values() for c in a.capabilities or ())}
+        for cap, extra in (("agents", AGENT_TOOLS), ("skills", SKILL_TOOLS),
+                           ("memory", MEMORY_TOOLS)):
+            for extra_tool in extra if cap in wanted else ():  # opt-in: no name clashes
+                self.registry.register(extra_tool, capability=cap)
         for t in tools:
             self.registry.register(t if isinstance(t, Tool) else tool(t), capability="user")
         self.model: Model = model if model is not None and not isinstance(model, str) else \
@@ -152,6 +161,7 @@ class Agent:
         self.hooks += [_hook(h) for h in hooks]
         self.listeners = list(listeners)
         self._check_arm()
+        self.skills_prompt = skills_section(self.settings, self.registry, self.workspace)
 
     def _make_model(self, progress: Callable[[str], None] | None) -> Model:
         from gg.models.factory import model_from_spec
@@ -187,7 +197,7 @@ class Agent:
         status: Literal["ended", "stopped"] = "stopped"
         diagnosis: str | None = "the run was interrupted"
         try:
-            session = await run.session(task)
+            session = await run.session(task, extra_prompt=self.skills_prompt)
             status = session.status
             diagnosis = str(session.diagnosis) if session.diagnosis else None
         finally:

@@ -22,11 +22,13 @@ from gg.endings import Role, is_ending_name
 from gg.errors import ConfigError
 
 __all__ = [
+    "AgentsSettings",
     "ArmSettings",
     "BoardSettings",
     "CeilingSettings",
     "HookSettings",
     "HooksSettings",
+    "MemorySettings",
     "ModelSettings",
     "Price",
     "SandboxSettings",
@@ -170,6 +172,29 @@ class BoardSettings(_Section):
     store: str = "sqlite"
 
 
+class AgentsSettings(_Section):
+    """``[agents]``: limits on subagents started by ``spawn`` / ``spawn_all`` (SPEC T2)."""
+
+    max_depth: int = Field(default=2, ge=0)
+    """Deepest subagent: the root session is depth 0, its subagents 1... 0 = no spawning."""
+    max_subagents: int = Field(default=16, ge=0)
+    """Most subagents started in one run, at every depth together."""
+
+
+class MemorySettings(_Section):
+    """``[memory]``: the memory store of ``remember`` / ``recall`` (SPEC T3, S13)."""
+
+    on_recall: str | None = None
+    """An on-use script (``.py`` or ``.js``, relative to the workspace) run on every recall."""
+
+    @field_validator("on_recall")
+    @classmethod
+    def _script(cls, v: str | None) -> str | None:
+        if v is not None and not v.endswith((".py", ".js")):
+            raise ValueError(f"{v!r} must be a .py or .js script")
+        return v
+
+
 class Settings(_Section):
     """The whole ``gg.toml``. Every key has a default (SPEC C1)."""
 
@@ -181,6 +206,8 @@ class Settings(_Section):
     sandbox: SandboxSettings = SandboxSettings()
     stream: StreamSettings = StreamSettings()
     board: BoardSettings = BoardSettings()
+    agents: AgentsSettings = AgentsSettings()
+    memory: MemorySettings = MemorySettings()
 
 
 def _key_error(e: ValidationError, source: str) -> ConfigError:
@@ -293,4 +320,11 @@ max_rounds = 3
 concurrency = 2
 base_branch = "main"
 store = "sqlite"
+
+[agents]                  # subagents (capability "agents": spawn, spawn_all)
+max_depth = 2             # the root session is depth 0; 0 = no spawning
+max_subagents = 16        # per run, all depths together
+
+[memory]                  # notes (capability "memory": remember, recall)
+# on_recall = "scripts/on_recall.py"   # on-use script run on every recall (.py or .js)
 """

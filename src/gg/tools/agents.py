@@ -1,0 +1,149 @@
+"""Subagents: the ``spawn`` and ``spawn_all`` registry tools, capability ``agents`` (SPEC T2).
+
+``spawn(task)`` starts a **subagent**: a new session of the caller's run, in
+the Standard role, on the same model and stream, in the caller's workspace,
+with ``parent`` set to the caller's session id and a depth one more than the
+caller's. It keeps its own ceiling counts (every session does) and shares
+the run's budget. Its ``finish`` summary is the tool's result.
+
+A subagent stopped by a ceiling is never dressed up as a result (SPEC S6):
+``spawn`` raises :class:`gg.errors.ToolError` carrying the subagent's
+diagnosis, so the parent sees a failed tool result naming what went wrong.
+
+``spawn_all(tasks)`` runs several subagents concurrently and returns one
+entry per task, in order: ``{"task", "ok": true, "summary"}`` or
+``{"task", "ok": false, "error"}``. One subagent failing does not fail the
+others or the call.
+
+Limits, from ``[agents]`` (checked before anything starts, refused as tool
+errors): ``max_depth`` (the root session is depth 0; a session at
+``max_depth`` cannot spawn) and ``max_subagents`` per run, counted over every
+depth. ``spawn_all`` that asks for more subagents than the run has left
+starts none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any
+
+from gg.errors import GGError, ToolError
+from gg.tools.registry import Tool, ToolContext, tool
+
+__all__ = ["AGENT_TOOLS", "spawn", "spawn_all"]
+
+_started: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+"""Subagents started so far, per :class:`gg.Run` (forgotten with the run)."""
+
+_SUBAGENT_NOTE = (
+    "## You are a subagent\n"
+    "Another agent (session {parent}) gave you this task. Do it yourself with your tools; "
+    "your finish summary is the answer it receives, so make it complete and self-contained."
+)
+
+
+def _reserve(ctx: ToolContext, count: int) -> Any:
+    """Check depth and count limits, then count ``count`` new subagents (SPEC T2).
+
+    Returns:
+        The run.
+
+    Raises:
+        ToolError: no run; the caller is at ``max_depth``; fewer than ``count``
+            subagents are left in the run.
+    """
+    run = ctx.run
+    if run is None:
+        raise ToolError("spawn works only inside a run: this call has no run to add a session to")
+    limits = run.settings.agents
+    if ctx.depth >= limits.max_depth:
+        raise ToolError(
+            f"cannot spawn: this session is at depth {ctx.depth} and [agents] max_depth is "
+            f"{limits.max_depth}, so it may not start subagents. Do the task yourself."
+        )
+    used = _started.get(run, 0)
+    left = limits.max_subagents - used
+    if count > left:
+        asked = "a subagent" if count == 1 else f"{count} subagents"
+        raise ToolError(
+            f"cannot spawn {asked}: this run has started {used} of its [agents] "
+            f"max_subagents = {limits.max_subagents}, so {max(left, 0)} can still be started. "
+            "Do the remaining work yourself, or spawn fewer."
+        )
+    _started[run] = used + count
+    return run
+
+
+def _check_task(task: str) -> str:
+    if not task.strip():
+        raise ToolError("the task is empty: give the subagent a task to do")
+    return task.strip()
+
+
+async def _subagent(run: Any, task: str, ctx: ToolContext) -> str:
+    """Run one subagent to its ending and return its summary.
+
+    Raises:
+        ToolError: the subagent was stopped (its diagnosis), or could not start.
+    """
+    from gg.skills import skills_section
+
+    try:
+        extra = "\n\n".join(p for p in (
+            _SUBAGENT_NOTE.format(parent=ctx.session_id or "?"),
+            skills_section(run.settings, run.registry, ctx.workspace),
+        ) if p)
+        result = await run.session(task, role="standard", parent=ctx.session_id,
+                                   workspace=ctx.workspace, depth=ctx.depth + 1,
+                                   extra_prompt=extra)
+    except GGError as e:
+        raise ToolError(f"the subagent could not start: {e}") from e
+    if result.ending is None:
+        raise ToolError(
+            f"subagent {result.session_id} was stopped without finishing after "
+            f"{result.turns} turns: {result.diagnosis}"
+        )
+    return str(result.ending.arguments().get("summary", ""))
+
+
+@tool
+async def spawn(task: str, *, ctx: ToolContext) -> str:
+    """Start a subagent to do a task; returns its finish summary when it is done.
+
+    The subagent works in the same workspace with its own tools and ends with
+    finish(summary). If it is stopped without finishing, this tool fails and says why.
+
+    Args:
+        task: What the subagent must do, self-contained (it does not see your conversation).
+    """
+    task = _check_task(task)
+    run = _reserve(ctx, 1)
+    return await _subagent(run, task, ctx)
+
+
+@tool
+async def spawn_all(tasks: list[str], *, ctx: ToolContext) -> list[dict[str, Any]]:
+    """Start one subagent per task, all at once; returns their results in order.
+
+    Each entry is {"task", "ok": true, "summary"} or {"task", "ok": false, "error"}.
+
+    Args:
+        tasks: The subagents' tasks, each self-contained.
+    """
+    if not tasks:
+        raise ToolError("spawn_all needs at least one task")
+    clean = [_check_task(t) for t in tasks]
+    run = _reserve(ctx, len(clean))
+
+    async def one(task: str) -> dict[str, Any]:
+        try:
+            return {"task": task, "ok": True, "summary": await _subagent(run, task, ctx)}
+        except ToolError as e:
+            return {"task": task, "ok": False, "error": str(e)}
+
+    return list(await asyncio.gather(*(one(t) for t in clean)))
+
+
+AGENT_TOOLS: tuple[Tool, ...] = (spawn, spawn_all)
+"""The tools of capability ``agents``, in registration order."""
