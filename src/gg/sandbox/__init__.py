@@ -1,0 +1,48 @@
+"""The sandbox: isolation, limits, the membrane and the generated SDKs (SPEC M2, M3).
+
+Public surface (what ``gg.modes.code`` and the ``run_command`` built-in use)::
+
+    Sandbox(limits=Limits(), isolation=None)   # None: probe() honouring GG_SANDBOX
+      .isolation                                # Isolation in force
+      .describe()                               # for run_started
+      .compile(program, language=...)           # -> CompileProblem | None
+      await .acompile(...)                      # the same, off the event loop
+      await .run(program, language=..., workspace=..., tools=..., handler=...)
+                                                # -> ProgramResult
+      await .run_shell(command, workspace=..., timeout_s=...)  # -> ShellResult
+      await .aclose()
+    Handler = async (CallRequest) -> CallAnswer
+    sdk_source(tools, language=...), sdk_signatures(tools, language=...)
+    probe(forced=None) -> Isolation
+
+Modules: ``limits`` (Limits), ``host`` (Isolation, what the machine has),
+``isolation`` (probe), ``seccomp`` (the filter), ``accounts`` (slot uids,
+workspace ACLs), ``launch`` (command lines), ``runs`` (per-run setup),
+``process`` (supervision), ``membrane`` (host end of the SDK pipe), ``sdk``
+(SDK generation), ``core`` (Sandbox); ``guest/`` holds the code that runs
+inside (``boot.py``, ``runner.py``, ``runner.js``; stdlib/Deno only).
+"""
+
+from __future__ import annotations
+
+from gg.sandbox.core import CompileProblem, ProgramResult, Sandbox, ShellResult
+from gg.sandbox.host import Isolation
+from gg.sandbox.isolation import probe
+from gg.sandbox.limits import Limits
+from gg.sandbox.membrane import CallAnswer, CallRequest, Handler
+from gg.sandbox.sdk import sdk_signatures, sdk_source
+
+__all__ = [
+    "CallAnswer",
+    "CallRequest",
+    "CompileProblem",
+    "Handler",
+    "Isolation",
+    "Limits",
+    "ProgramResult",
+    "Sandbox",
+    "ShellResult",
+    "probe",
+    "sdk_signatures",
+    "sdk_source",
+]

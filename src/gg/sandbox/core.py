@@ -1,0 +1,388 @@
+"""The sandbox seam: compile a program, run it with its SDK, run a shell command (SPEC M2, M3).
+
+What it promises, under every layer (see :class:`~gg.sandbox.host.Isolation`):
+each program runs in a fresh process tree started with an environment built
+from nothing (no API key or other variable of gg's), as a dedicated uid when
+gg is root, with rlimits and a seccomp denylist, and the tree is killed when
+the program ends or passes a limit. Under ``bwrap`` it sees only ``/usr``,
+the run's files and the workspace (the one writable place besides a private
+``/tmp``), has no network and no capability. Under ``unshare`` it has no
+network (new net namespace) and Landlock confines files, TCP and signals.
+Under ``rlimit``, Landlock (when the kernel has it) is the only file and
+network barrier besides seccomp's socket ban.
+
+What it does not promise: protection from kernel bugs; a memory limit for a
+program's processes taken together (limits are per process); that a program
+cannot read files the sandbox uid may read inside the directories the layer
+leaves visible (``/usr``; under ``unshare``/``rlimit`` also ``/proc`` and the
+guest code); fairness between concurrent programs beyond their own limits.
+Under ``rlimit`` without Landlock the program can write world-writable
+directories such as ``/tmp``. Under ``unshare`` and ``rlimit`` the program
+starts in the workspace, but if a parent directory of the workspace is not
+searchable by the sandbox uid, only relative paths reach it (bubblewrap
+binds the workspace, so it has no such limit); these two layers also hide
+``/proc`` from programs (not from shell commands). It is not a defence against a malicious gg
+configuration (the tool handler runs in gg, with gg's rights).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import signal
+import tempfile
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from gg.errors import SandboxError, UserError
+from gg.models.base import ToolSpec
+from gg.sandbox.accounts import share_workspace
+from gg.sandbox.host import Isolation, host_facts, state_dir
+from gg.sandbox.isolation import probe
+from gg.sandbox.limits import Limits
+from gg.sandbox.membrane import Handler, Membrane, Result
+from gg.sandbox.process import Outcome, supervise
+from gg.sandbox.runs import prepared, run_blocking
+from gg.sandbox.sdk import sdk_source
+
+__all__ = ["CompileProblem", "ProgramResult", "Sandbox", "ShellResult"]
+
+Language = Literal["python", "javascript"]
+LimitName = Literal["wall", "cpu", "memory", "output", "processes", "file_size", "membrane"]
+_CHECK_TIMEOUT_S = 20
+_CHANNEL_BROKEN = 120  # guest/runner.py and runner.js: the result could not be sent
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompileProblem:
+    """Why a program does not compile: the compiler's own message and where (1-based)."""
+
+    message: str
+    line: int | None
+    column: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProgramResult:
+    """How one program run went (the turn's feedback is made from it, SPEC M2)."""
+
+    output: str
+    """What it printed: stdout and stderr interleaved, cut with a marker past the limit."""
+    returned: str | None
+    """Python: ``repr`` of a final expression statement's value; JavaScript: the module's
+    ``export default`` value. ``None`` when there is none (or it is ``None``/``undefined``)."""
+    error: str | None
+    """The runtime error (a traceback excerpt, or which limit it passed); ``None`` if the
+    program ran to its end. Not ``None`` means any ending it declared is revoked (SPEC S9)."""
+    limit: LimitName | None
+    """The limit that ended it, if one did."""
+    seconds: float
+    """Wall-clock seconds, start to cleanup."""
+    calls: int = 0
+    """SDK calls it made."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShellResult:
+    """How one sandboxed shell command went (the ``run_command`` built-in)."""
+
+    exit_code: int
+    """Its exit status as a shell reports it (``128 + N`` when signal N ended it inside the
+    sandbox); negative (``-9``) when gg killed it (timeout, output far past the cap)."""
+    output: str
+    """stdout and stderr interleaved; past the cap, the head and the tail with a marker."""
+    timed_out: bool
+    seconds: float
+
+
+def _signal_of(returncode: int | None) -> int | None:
+    if returncode is None:
+        return None
+    if returncode < 0:
+        return -returncode
+    return returncode - 128 if 128 < returncode < 160 else None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+_JS_OOM = re.compile(r"out of memory|heap limit|Failed to reserve", re.IGNORECASE)
+_JS_WHERE = re.compile(r"program\.mjs:(\d+):(\d+)")
+
+
+def _python_problem(program: str) -> CompileProblem | None:
+    try:
+        compile(program, "<program>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        text = "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
+        return CompileProblem(message=text, line=exc.lineno, column=exc.offset)
+    except ValueError as exc:  # null bytes, on Python 3.11
+        return CompileProblem(message=f"SyntaxError: {exc}", line=None, column=None)
+    return None
+
+
+def _js_problem(output: str) -> CompileProblem:
+    text = re.sub(r"file://\S*?/program\.mjs", "program.js", output.strip())
+    text = re.sub(r"^error: ", "", text)
+    where = _JS_WHERE.search(output)
+    line, column = (int(where[1]), int(where[2])) if where else (None, None)
+    return CompileProblem(message=text[:4000], line=line, column=column)
+
+
+class Sandbox:
+    """Runs programs and shell commands under the strongest isolation this machine offers.
+
+    Args:
+        limits: the limits of every program and command.
+        isolation: the layer; ``None`` probes (honouring ``GG_SANDBOX``). A given layer
+            is checked once by a trial run.
+
+    Raises:
+        gg.errors.SandboxError: the layer does not work here.
+        gg.errors.UserError: ``GG_SANDBOX`` names no layer.
+    """
+
+    def __init__(self, *, limits: Limits | None = None, isolation: Isolation | None = None) -> None:
+        self.limits = limits or Limits()
+        self.isolation: Isolation = probe(isolation.value if isolation else None)
+        self._closed = False
+
+    def describe(self) -> dict[str, object]:
+        """What is in force, for the stream's ``run_started`` event (SPEC M3, O1)."""
+        facts = host_facts()
+        layer = self.isolation
+        namespaces = {
+            Isolation.BWRAP: ["user", "pid", "net", "ipc", "uts", "mount", "cgroup"],
+            Isolation.UNSHARE: ["pid", "net", "ipc", "uts"] + ([] if facts.is_root else ["user"]),
+            Isolation.RLIMIT: [],
+        }[layer]
+        return {
+            "isolation": layer.value,
+            "namespaces": namespaces,
+            "landlock_abi": facts.landlock_abi if layer is not Isolation.BWRAP else 0,
+            "seccomp": facts.seccomp,
+            "dedicated_uid": facts.is_root,
+            "javascript": facts.deno is not None,
+        }
+
+    def _workspace(self, workspace: Path) -> Path:
+        if self._closed:
+            raise SandboxError("this sandbox is closed")
+        path = Path(workspace).resolve()
+        if not path.is_dir():
+            raise UserError(f"the workspace {str(path)!r} is not a directory")
+        return path
+
+    def _need_deno(self) -> None:
+        if host_facts().deno is None:
+            raise SandboxError(
+                "JavaScript programs need Deno: install the PyPI package 'deno' "
+                "(or set GG_DENO to a deno binary)"
+            )
+
+    def compile(self, program: str, *, language: Language) -> CompileProblem | None:
+        """Check that ``program`` compiles, without running it (SPEC S5: else an error turn).
+
+        Python compiles in gg's process. JavaScript is parsed by Deno, in the sandbox,
+        as the module it will run as (this blocks for about 50 ms; see :meth:`acompile`).
+
+        Returns:
+            ``None`` if it compiles, else the :class:`CompileProblem`.
+
+        Raises:
+            gg.errors.SandboxError: the check itself could not run.
+        """
+        if language == "python":
+            return _python_problem(program)
+        if language != "javascript":
+            raise UserError(f"unknown program language {language!r}")
+        self._need_deno()
+        files = {"program.mjs": program, "stop.mjs": "Deno.exit(0);\n"}
+        files["check.mjs"] = 'import "./stop.mjs";\nimport "./program.mjs";\n'
+        workspace = Path(tempfile.mkdtemp(prefix="check-", dir=state_dir()))
+        try:
+            with prepared(
+                mode="check", isolation=self.isolation, limits=self.limits,
+                workspace=workspace, files=files,
+            ) as job:  # fmt: skip
+                done = run_blocking(job, timeout_s=_CHECK_TIMEOUT_S)
+        finally:
+            shutil.rmtree(workspace, ignore_errors=True)
+        if not done.ready:
+            raise SandboxError(f"the JavaScript syntax check could not start: {done.output[-500:]}")
+        if done.timed_out:
+            raise SandboxError("the JavaScript syntax check took too long", retryable=True)
+        return None if done.returncode == 0 else _js_problem(done.output)
+
+    async def acompile(self, program: str, *, language: Language) -> CompileProblem | None:
+        """:meth:`compile`, off the event loop."""
+        if language == "python":
+            return _python_problem(program)
+        return await asyncio.to_thread(self.compile, program, language=language)
+
+    async def run(
+        self,
+        program: str,
+        *,
+        language: Language,
+        workspace: Path,
+        tools: Sequence[ToolSpec],
+        handler: Handler,
+    ) -> ProgramResult:
+        """Run ``program`` with the SDK for ``tools`` bound to ``gg`` (SPEC M2, M3).
+
+        Every SDK call is passed to ``handler`` (one at a time, in order). Compile the
+        program first (:meth:`compile`): a syntax error here is a runtime error.
+
+        Args:
+            program: the program's source.
+            language: ``"python"`` or ``"javascript"``.
+            workspace: the directory the program works in (its cwd; the one writable
+                place besides a private tmp).
+            tools: the arm's registry tools (the SDK also declares the three endings).
+            handler: answers each call (see :data:`gg.sandbox.membrane.Handler`).
+
+        Returns:
+            The :class:`ProgramResult`; a limit or a bad message is a runtime error there.
+
+        Raises:
+            gg.errors.SandboxError: the sandbox could not start the program at all.
+            Exception: whatever ``handler`` raised (other than ``ToolError``), after the
+                program was stopped.
+        """
+        ws = self._workspace(workspace)
+        if language == "javascript":
+            self._need_deno()
+            files = {"program.mjs": program, "sdk.mjs": sdk_source(tools, language=language)}
+        elif language == "python":
+            files = {"program.py": program, "sdk.py": sdk_source(tools, language=language)}
+        else:
+            raise UserError(f"unknown program language {language!r}")
+        if host_facts().is_root:
+            await asyncio.to_thread(share_workspace, ws)
+        membrane = Membrane(tools=[t.name for t in tools], handler=handler, limits=self.limits)
+        with prepared(
+            mode=language, isolation=self.isolation, limits=self.limits, workspace=ws, files=files
+        ) as job:
+            outcome = await supervise(
+                job.plan, membrane=membrane, pipes=job.hand_over(),
+                wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes,
+                sweep=job.sweep,
+            )  # fmt: skip
+        if not membrane.ready:
+            raise SandboxError(f"the sandbox could not start the program: {outcome.output[-800:]}")
+        return self._program_result(outcome, membrane, language)
+
+    def _program_result(
+        self, outcome: Outcome, membrane: Membrane, language: Language
+    ) -> ProgramResult:
+        result: Result | None = membrane.result
+        limit, error = self._limit_and_error(outcome, membrane, result, language)
+        return ProgramResult(
+            output=outcome.output,
+            returned=result.returned if result is not None and limit is None else None,
+            error=error,
+            limit=limit,
+            seconds=outcome.seconds,
+            calls=membrane.calls,
+        )
+
+    def _limit_and_error(
+        self, outcome: Outcome, membrane: Membrane, result: Result | None, language: Language
+    ) -> tuple[LimitName | None, str | None]:
+        lim = self.limits
+        sig = _signal_of(outcome.returncode)
+        if outcome.stopped == "wall":
+            return (
+                "wall",
+                f"the program passed its wall-clock limit of {lim.wall_s:g} s and was stopped",
+            )
+        if outcome.stopped == "output":
+            return (
+                "output",
+                f"the program printed more than {lim.output_bytes} bytes and was stopped",
+            )
+        if outcome.stopped == "membrane":
+            return "membrane", f"{membrane.violation}; the program was stopped"
+        if result is not None:  # the runner reported: the program reached its end or raised
+            return (None, None) if result.error is None else _result_limit(result, lim)
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and outcome.seconds >= lim.cpu_s):
+            return "cpu", f"the program passed its CPU limit of {lim.cpu_s:g} s and was stopped"
+        if language == "javascript" and _JS_OOM.search(outcome.output[-2000:]):
+            return "memory", f"the program ran out of memory (its limit is {lim.memory_mb} MiB)"
+        if outcome.returncode == _CHANNEL_BROKEN:
+            return None, "the program closed its channel to gg (the SDK's pipe) before it finished"
+        if sig is not None:
+            return None, f"the program was killed by {_signal_name(sig)} before it finished"
+        return None, (
+            f"the program stopped before its end without reporting to gg (exit status "
+            f"{outcome.returncode}): a program must run to its last statement"
+        )
+
+    async def run_shell(self, command: str, *, workspace: Path, timeout_s: float) -> ShellResult:
+        """Run ``/bin/sh -c command`` in the workspace, sandboxed (the ``run_command`` built-in).
+
+        Same isolation and limits as a program (``/etc`` is visible read-only under
+        bubblewrap and Landlock, for the tools' configuration), except: the wall clock
+        is ``timeout_s``, the CPU limit is at least ``timeout_s``, and past the output
+        cap gg keeps the head and the tail (it stops the command at 100 times the cap).
+
+        Raises:
+            gg.errors.SandboxError: the sandbox could not start the command.
+        """
+        ws = self._workspace(workspace)
+        if host_facts().is_root:
+            await asyncio.to_thread(share_workspace, ws)
+        membrane = Membrane(tools=[], handler=None, limits=self.limits)
+        with prepared(
+            mode="shell", isolation=self.isolation, limits=self.limits, workspace=ws,
+            files={}, command=command, wall_s=timeout_s,
+        ) as job:  # fmt: skip
+            outcome = await supervise(
+                job.plan, membrane=membrane, pipes=job.hand_over(), wall_s=timeout_s,
+                output_bytes=self.limits.output_bytes, shell=True, sweep=job.sweep,
+            )  # fmt: skip
+        if not membrane.ready:
+            raise SandboxError(f"the sandbox could not start the command: {outcome.output[-800:]}")
+        output = outcome.output
+        if outcome.stopped == "output":
+            output += (
+                f"\n[gg: the command printed over {100 * self.limits.output_bytes} bytes; stopped]"
+            )
+        return ShellResult(
+            exit_code=outcome.returncode if outcome.returncode is not None else -9,
+            output=output,
+            timed_out=outcome.stopped == "wall",
+            seconds=outcome.seconds,
+        )
+
+    async def aclose(self) -> None:
+        """Release the sandbox. Programs already running finish; new ones are refused."""
+        self._closed = True
+
+    async def __aenter__(self) -> Sandbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _result_limit(result: Result, lim: Limits) -> tuple[LimitName | None, str | None]:
+    error = result.error or ""
+    hints: dict[str, tuple[LimitName, str]] = {
+        "memory": ("memory", f"its memory limit is {lim.memory_mb} MiB"),
+        "processes": ("processes", f"its process limit is {lim.processes}"),
+        "file_size": ("file_size", f"its file size limit is {lim.file_size_mb} MiB"),
+    }
+    if result.limit in hints:
+        name, hint = hints[result.limit]
+        return name, f"{error}\n(the program passed a sandbox limit: {hint})"
+    return None, error

@@ -1,0 +1,328 @@
+"""The first code to run in a sandboxed process: confine it, then hand over.
+
+Standard library only: this file runs under the sandbox's own interpreter
+(``/usr/bin/python3`` on Debian), which has no third-party packages. gg starts
+it as ``python3 -I -S -B boot.py CONFIG_JSON``; ``CONFIG_JSON`` is written by
+:mod:`gg.sandbox.launch` and holds no secret.
+
+In order, it:
+
+1. moves the membrane pipes to fds 3 (requests, guest to gg) and 4 (answers,
+   gg to guest) and closes every other inherited fd but 0-2;
+2. changes to the workspace (still as root when gg runs as root, so the
+   workspace's parent directories need not be searchable by the sandbox uid);
+3. sets rlimits (CPU, AS or DATA, FSIZE, NOFILE, NPROC, CORE);
+4. ``unshare`` layer only: enters new net/ipc/uts/pid namespaces;
+5. drops to the dedicated uid/gid when one is given;
+6. applies Landlock (files, TCP, signals, abstract sockets) when asked,
+   sets ``no_new_privs`` and loads the seccomp filter gg compiled;
+7. ``unshare`` layer only: forks a pid-1 reaper into the new pid namespace,
+   which forks the program's process (each dies with its parent);
+8. writes ``{"kind": "ready"}`` on fd 3 and runs the Python program
+   (``runner.py``), or execs Deno or ``/bin/sh -c``.
+
+A failure before step 8 prints ``gg-boot: <why>`` on stderr and exits 121;
+gg turns that into :class:`gg.errors.SandboxError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import resource
+import signal
+import sys
+from typing import Any, NoReturn
+
+BOOT_FAILED = 121
+_CLONE = {"net": 0x40000000, "ipc": 0x08000000, "uts": 0x04000000, "pid": 0x20000000}
+_CLONE_NEWUSER = 0x10000000
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_PR_SET_SECCOMP = 22
+_PR_SET_NO_NEW_PRIVS = 38
+_SECCOMP_MODE_FILTER = 2
+_SYS_LANDLOCK = {"create": 444, "add_rule": 445, "restrict": 446}
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def fail(why: str) -> NoReturn:
+    """Report a confinement failure on stderr and exit with :data:`BOOT_FAILED`."""
+    os.write(2, f"gg-boot: {why}\n".encode(errors="replace"))
+    os._exit(BOOT_FAILED)
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        fail(f"{what} failed: {os.strerror(err)} (errno {err})")
+    return result
+
+
+def move_fds(fds: dict[str, int | None]) -> dict[str, int]:
+    """Put the request pipe on fd 3 and the answer pipe on fd 4; close every other fd but 0-2.
+
+    Returns the other kept fds (``seccomp``, ``exe``) by name, at their new numbers.
+    """
+    high = {k: fcntl.fcntl(v, fcntl.F_DUPFD, 100) for k, v in fds.items() if v is not None}
+    os.closerange(3, 100)
+    for name, target in (("req", 3), ("ans", 4)):
+        if name in high:
+            source = high.pop(name)
+            os.dup2(source, target, inheritable=True)
+            os.close(source)
+    start = 100
+    for fd in [*sorted(high.values()), 65536]:
+        os.closerange(start, fd)
+        start = fd + 1
+    for fd in high.values():
+        os.set_inheritable(fd, False)
+    return high
+
+
+def set_rlimits(limits: list[list[Any]]) -> None:
+    """Apply ``[[name, soft, hard], ...]`` (names without ``RLIMIT_``)."""
+    for name, soft, hard in limits:
+        try:
+            resource.setrlimit(getattr(resource, "RLIMIT_" + name), (int(soft), int(hard)))
+        except (ValueError, OSError) as exc:
+            fail(f"setrlimit {name}={soft}/{hard}: {exc}")
+
+
+def _write_id_maps(uid: int, gid: int) -> None:
+    with open("/proc/self/setgroups", "w") as f:
+        f.write("deny")
+    with open("/proc/self/uid_map", "w") as f:
+        f.write(f"{uid} {uid} 1")
+    with open("/proc/self/gid_map", "w") as f:
+        f.write(f"{gid} {gid} 1")
+
+
+def enter_namespaces(spec: dict[str, Any]) -> None:
+    """``unshare`` layer: move into new namespaces (a user namespace too when not root).
+
+    The new pid namespace takes effect for children: see :func:`fork_into_namespace`.
+    """
+    flags = 0
+    for name in spec["namespaces"]:
+        flags |= _CLONE[name]
+    if spec.get("userns"):
+        uid, gid = os.getuid(), os.getgid()
+        _check(_libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+        _check(_libc.unshare(flags | _CLONE_NEWUSER), "unshare")
+        _write_id_maps(uid, gid)
+    else:
+        _check(_libc.unshare(flags), "unshare")
+
+
+def fork_into_namespace() -> None:
+    """Fork a pid-1 reaper into the new pid namespace, which forks the program's process.
+
+    Returns in the program's process. The outer process and the reaper wait
+    and mirror its exit status; each child dies with its parent
+    (``PR_SET_PDEATHSIG``), and when the reaper (pid 1) dies the kernel kills
+    every process left in the namespace.
+    """
+    _fork_and_wait()  # returns in the child: pid 1 of the new pid namespace
+    _fork_and_wait()  # returns in the grandchild: the program's process
+
+
+def _fork_and_wait() -> None:
+    """Fork; the child returns. The parent reaps children until the first ends, then exits so.
+
+    The child dies with its parent. The parent may be pid 1, so it reaps every
+    orphan; it exits with the first child's status (``128 + signal`` if killed).
+    """
+    child = os.fork()
+    if child == 0:
+        _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
+        return
+    for fd in (3, 4):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(BOOT_FAILED)
+        except InterruptedError:
+            continue
+        if pid == child:
+            if os.WIFSIGNALED(status):
+                os._exit(128 + os.WTERMSIG(status))
+            os._exit(os.WEXITSTATUS(status))
+
+
+def drop_privileges(uid: int, gid: int) -> None:
+    """Become ``uid``/``gid`` with no supplementary groups, for good."""
+    try:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    except OSError as exc:
+        fail(f"cannot drop to uid {uid}: {exc}")
+    if os.getuid() != uid or os.geteuid() != uid:
+        fail("uid did not change")
+
+
+# Landlock (kernel 5.13+): access rights by ABI version.
+_LL_FILE = 1 | 2 | 4  # EXECUTE, WRITE_FILE, READ_FILE
+_LL_READ = 1 | 4 | 8  # EXECUTE, READ_FILE, READ_DIR
+
+
+def _landlock_fs_rights(abi: int) -> int:
+    rights = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
+    if abi >= 2:
+        rights |= 1 << 13  # REFER
+    if abi >= 3:
+        rights |= 1 << 14  # TRUNCATE
+    if abi >= 5:
+        rights |= 1 << 15  # IOCTL_DEV
+    return rights
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def landlock_ruleset(spec: dict[str, Any]) -> int:
+    """Build a Landlock ruleset from ``{"abi", "rw", "ro", "files"}`` (paths); returns its fd.
+
+    Must run before dropping privileges, so that every path can be opened.
+    ``rw`` directories get every right, ``ro`` paths read and execute,
+    ``files`` (character devices such as ``/dev/null``) read and write.
+    TCP bind/connect (ABI 4+) and signals/abstract sockets leaving the
+    domain (ABI 6+) are denied with no exception.
+    """
+    abi = int(spec["abi"])
+    fs = _landlock_fs_rights(abi)
+    attr = _RulesetAttr(fs, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)
+    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
+    ruleset = _check(
+        _libc.syscall(_SYS_LANDLOCK["create"], ctypes.byref(attr), ctypes.c_size_t(size), 0),
+        "landlock_create_ruleset",
+    )
+    file_rights = fs & (_LL_FILE | (1 << 14) | (1 << 15))
+    groups = (("rw", fs), ("ro", _LL_READ), ("files", file_rights & ~1))
+    for key, rights in groups:
+        for path in spec.get(key, []):
+            _landlock_allow(ruleset, path, rights, file_rights)
+    return ruleset
+
+
+def _landlock_allow(ruleset: int, path: str, rights: int, file_rights: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # a path this machine does not have
+    try:
+        if not os.path.isdir(f"/proc/self/fd/{fd}"):
+            rights &= file_rights
+        rule = _PathBeneath(rights, fd)
+        _check(
+            _libc.syscall(_SYS_LANDLOCK["add_rule"], ruleset, 1, ctypes.byref(rule), 0),
+            f"landlock_add_rule {path}",
+        )
+    finally:
+        os.close(fd)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def lock_down(ruleset: int | None, seccomp_fd: int | None) -> None:
+    """Set no_new_privs, enforce the Landlock ruleset, load the seccomp BPF from ``seccomp_fd``."""
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if ruleset is not None:
+        _check(_libc.syscall(_SYS_LANDLOCK["restrict"], ruleset, 0), "landlock_restrict_self")
+        os.close(ruleset)
+    if seccomp_fd is None:
+        return
+    chunks = []
+    while True:
+        chunk = os.read(seccomp_fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(seccomp_fd)
+    bpf = b"".join(chunks)
+    if not bpf or len(bpf) % 8:
+        fail("the seccomp filter is empty or malformed")
+    buf = ctypes.create_string_buffer(bpf, len(bpf))
+    prog = _SockFprog(len(bpf) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    _check(
+        _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0),
+        "prctl(PR_SET_SECCOMP)",
+    )
+
+
+def announce_ready() -> None:
+    """Tell gg that confinement is complete (the first message on fd 3, before any program code)."""
+    os.write(3, b'{"kind": "ready"}\n')
+
+
+def _exec(config: dict[str, Any], exe_fd: int | None) -> NoReturn:
+    argv = [str(a) for a in config["argv"]]
+    env = dict(os.environ)
+    if config["mode"] in ("shell", "check"):
+        for fd in (3, 4):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    try:
+        if exe_fd is not None:
+            os.execve(exe_fd, argv, env)
+        os.execve(argv[0], argv, env)
+    except OSError as exc:
+        os.write(2, f"gg: cannot start {argv[0]}: {exc}\n".encode())
+        os._exit(127)
+
+
+def confine(config: dict[str, Any], fds: dict[str, int]) -> None:
+    """Steps 2-7 of the module docstring; returns in the (possibly forked) program process."""
+    try:
+        os.chdir(config["workspace"])
+    except OSError as exc:
+        fail(f"cannot enter the workspace: {exc}")
+    set_rlimits(config["rlimits"])
+    ruleset = landlock_ruleset(config["landlock"]) if config.get("landlock") else None
+    if config.get("unshare"):
+        enter_namespaces(config["unshare"])
+    drop = config.get("drop")
+    if drop:
+        drop_privileges(int(drop["uid"]), int(drop["gid"]))
+    lock_down(ruleset, fds.get("seccomp"))
+    if config.get("unshare"):
+        fork_into_namespace()
+
+
+def main() -> NoReturn:
+    """Confine this process as ``sys.argv[1]`` (JSON) says, then run what it names."""
+    config = json.loads(sys.argv[1])
+    fds = move_fds(dict(config["fds"]))
+    runner: dict[str, Any] = {"__name__": "gg_runner"}
+    if config["mode"] == "python":  # load it (and its imports) while every path is reachable
+        with open(config["runner"], encoding="utf-8") as f:
+            exec(compile(f.read(), config["runner"], "exec"), runner)
+    confine(config, fds)
+    announce_ready()
+    if config["mode"] == "probe":
+        os._exit(0)
+    if "main" not in runner:
+        _exec(config, fds.get("exe"))
+    sys.argv = ["<program>"]
+    runner["main"](config["run_dir"], config["workspace"])
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

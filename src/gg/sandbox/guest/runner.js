@@ -1,0 +1,130 @@
+// Runs one JavaScript program inside the sandbox, under Deno with no permissions
+// but these: write /dev/fd/3 (requests to gg), read /dev/fd/4 (answers from gg),
+// read the run's sdk.mjs and program.mjs, read and write the workspace and tmp.
+//
+// Usage: deno run ... runner.js RUN_DIR
+//
+// The membrane: every SDK call is one JSON line on fd 3, answered by one JSON
+// line on fd 4 (matched by id); the program's console output never carries
+// messages. When the program is over, one line says how it ended:
+//   {"kind": "result", "returned": <string|null>, "error": <string|null>, "limit": null}
+//
+// The program is an ES module (top-level await allowed) with the SDK bound to
+// the global `gg`. It ends when its top-level code has finished and every gg
+// call it started has been answered; pending timers are then dropped. An
+// `export default` value is reported as `returned`. An error thrown by the
+// module, or a promise rejected with nobody to catch it, is the program's error.
+
+const MAX_ERROR = 6000;
+const MAX_RETURNED = 10000;
+const runDir = Deno.args[0];
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const requests = Deno.openSync("/dev/fd/3", { write: true });
+const answers = Deno.openSync("/dev/fd/4", { read: true });
+const pending = new Map();
+let nextId = 0;
+let unhandled = null;
+let idle = null;
+
+function send(message) {
+  const data = encoder.encode(JSON.stringify(message) + "\n");
+  let offset = 0;
+  while (offset < data.length) offset += requests.writeSync(data.subarray(offset));
+}
+
+function invoke(kind, name, args) {
+  const id = ++nextId;
+  const promise = new Promise((resolve) => pending.set(id, resolve));
+  try {
+    send({ id, kind, name, arguments: args });
+  } catch (e) {
+    const error = e instanceof TypeError ? `the arguments are not JSON: ${e.message}`
+      : `gg's channel failed: ${e.message}`;
+    settle(id, { ok: false, error_type: "bad_call", error });
+  }
+  return promise;
+}
+
+function settle(id, answer) {
+  const resolve = pending.get(id);
+  if (!resolve) return;
+  pending.delete(id);
+  resolve(answer);
+  if (pending.size === 0 && idle) idle();
+}
+
+async function readAnswers() {
+  let buffered = "";
+  const chunk = new Uint8Array(65536);
+  for (;;) {
+    const n = await answers.read(chunk);
+    if (n === null) break;
+    buffered += decoder.decode(chunk.subarray(0, n), { stream: true });
+    let newline;
+    while ((newline = buffered.indexOf("\n")) >= 0) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      const answer = JSON.parse(line);
+      settle(answer.id, answer);
+    }
+  }
+  for (const id of [...pending.keys()]) {
+    settle(id, { ok: false, error_type: "bad_call", error: "gg's channel is closed" });
+  }
+}
+
+function clean(text) {
+  const lines = String(text).split("\n").filter((l) => !/runner\.js|sdk\.mjs|ext:/.test(l));
+  let out = lines.join("\n").replaceAll(/file:\/\/\S*\/program\.mjs/g, "program.js");
+  if (out.length > MAX_ERROR) {
+    out = out.slice(0, MAX_ERROR / 2) + "\n[... error cut ...]\n" + out.slice(-MAX_ERROR / 2);
+  }
+  return out.trimEnd();
+}
+
+function describe(error) {
+  if (error instanceof Error) return clean(error.stack || `${error.name}: ${error.message}`);
+  return clean(`Uncaught ${Deno.inspect(error, { depth: 3 })}`);
+}
+
+globalThis.addEventListener("unhandledrejection", (event) => {
+  event.preventDefault();
+  unhandled ??= event.reason;
+});
+globalThis.addEventListener("error", (event) => {
+  event.preventDefault();
+  unhandled ??= event.error;
+});
+
+const { makeGG } = await import(`${runDir}/sdk.mjs`);
+Object.defineProperty(globalThis, "gg", { value: makeGG(invoke), writable: false, enumerable: false });
+readAnswers().catch((e) => { unhandled ??= e; });
+
+let error = null;
+let returned = null;
+let limit = null;
+const isMemory = (e) => e instanceof RangeError && /allocation failed|out of memory/i.test(e.message);
+try {
+  const program = await import(`${runDir}/program.mjs`);
+  if (program.default !== undefined) {
+    returned = typeof program.default === "string" ? JSON.stringify(program.default)
+      : Deno.inspect(program.default, { depth: 4, colors: false });
+    if (returned.length > MAX_RETURNED) returned = returned.slice(0, MAX_RETURNED) + " [cut]";
+  }
+} catch (e) {
+  error = describe(e);
+  if (isMemory(e)) limit = "memory";
+}
+if (pending.size > 0) await new Promise((resolve) => { idle = resolve; });
+await new Promise((resolve) => setTimeout(resolve, 0));
+if (error === null && unhandled !== null) {
+  error = describe(unhandled);
+  if (isMemory(unhandled)) limit = "memory";
+}
+try {
+  send({ kind: "result", returned, error, limit });
+} catch {
+  Deno.exit(120); // the program closed its channel to gg: the result is lost
+}
+Deno.exit(error === null ? 0 : 1);

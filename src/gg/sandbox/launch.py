@@ -1,0 +1,252 @@
+"""Build the command line, environment and boot configuration of one sandboxed process.
+
+One :class:`Plan` per process: a Python program, a JavaScript program, a
+JavaScript syntax check, a shell command, or the probe. The process always
+starts as ``<python> -I -S -B boot.py CONFIG`` (``guest/boot.py``), under
+bubblewrap for :attr:`Isolation.BWRAP`; ``boot.py`` applies what the config
+says and then runs the program. Nothing of gg's environment is passed on:
+the child's environment is built here from scratch.
+
+Paths inside the sandbox: the workspace keeps its own absolute path (under
+bubblewrap it is bind-mounted there); ``/gg/guest`` and ``/gg/run`` hold the
+guest code and the run's files under bubblewrap, which reaches them through
+file descriptors gg opened, so no parent directory needs to be searchable
+by the sandbox uid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from gg.sandbox.accounts import SANDBOX_GID
+from gg.sandbox.host import GUEST_DIR, SYSTEM_PATH, HostFacts, Isolation
+from gg.sandbox.limits import Limits
+
+__all__ = ["Mode", "Plan", "plan"]
+
+Mode = Literal["python", "javascript", "check", "shell", "probe"]
+_MIB = 1 << 20
+_JS_RESERVE_MB = 1536  # each V8 isolate (main, Worker) reserves ~512 MiB of code range up front
+_READ_ONLY = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+
+@dataclass(slots=True, kw_only=True)
+class Plan:
+    """How to start one sandboxed process. The caller owns (and closes) ``fds``."""
+
+    argv: list[str]
+    env: dict[str, str]
+    pass_fds: tuple[int, ...]
+    user: int | None = None
+    """Start the process as this uid (bubblewrap under root); ``None``: as gg's user."""
+    group: int | None = None
+    fds: list[int] = field(default_factory=list)
+    """Descriptors opened for the child; close them once it has started."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spec:
+    """What to run, where and how (the inputs of :func:`plan`)."""
+
+    mode: Mode
+    isolation: Isolation
+    facts: HostFacts
+    limits: Limits
+    workspace: Path
+    run_dir: Path
+    uid: int | None
+    req_fd: int
+    ans_fd: int | None = None
+    seccomp_fd: int | None = None
+    command: str = ""
+    wall_s: float = 0
+
+
+def _rlimits(spec: Spec, nproc_base: int) -> list[list[int | str]]:
+    lim = spec.limits
+    cpu = max(1, int(lim.cpu_s + 0.999))
+    if spec.mode == "shell":
+        cpu = max(cpu, int(spec.wall_s + 1))
+    out: list[list[int | str]] = [
+        ["CPU", cpu, cpu + 1],
+        ["FSIZE", lim.file_size_mb * _MIB, lim.file_size_mb * _MIB],
+        ["NOFILE", lim.open_files, lim.open_files],
+        ["NPROC", nproc_base + lim.processes, nproc_base + lim.processes],
+        ["CORE", 0, 0],
+    ]
+    if spec.mode in ("python", "probe"):
+        out.append(["AS", lim.memory_mb * _MIB, lim.memory_mb * _MIB])
+    else:
+        data = (lim.memory_mb + _JS_RESERVE_MB) * _MIB
+        out.append(["DATA", data, data])
+    return out
+
+
+def _own_process_count() -> int:
+    """Processes and threads of gg's own uid (RLIMIT_NPROC counts them when gg is not root)."""
+    uid, count = os.getuid(), 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                continue
+    return count
+
+
+def _tmp(spec: Spec) -> str:
+    return "/tmp" if spec.isolation is Isolation.BWRAP else str(spec.run_dir / "tmp")
+
+
+def _env(spec: Spec) -> dict[str, str]:
+    tmp = _tmp(spec)
+    env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", "HOME": tmp, "TMPDIR": tmp}
+    if spec.mode in ("javascript", "check"):
+        env |= {"DENO_DIR": f"{tmp}/.deno", "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1"}
+    if spec.mode == "shell":
+        env |= {"TERM": "dumb", "PYTHONDONTWRITEBYTECODE": "1"}
+    return env
+
+
+def _run_path(spec: Spec) -> str:
+    return "/gg/run" if spec.isolation is Isolation.BWRAP else str(spec.run_dir)
+
+
+def _deno_argv(spec: Spec, deno: str) -> list[str]:
+    run = _run_path(spec)
+    base = [deno, "run", "--no-prompt", "--no-config", "--no-lock", "--no-remote", "--no-npm"]
+    base.append("--no-code-cache")
+    heap = max(16, spec.limits.memory_mb * 3 // 4)
+    base.append(f"--v8-flags=--max-old-space-size={heap}")
+    if spec.mode == "check":
+        return [*base, f"{run}/check.mjs"]
+    reads = [f"{run}/sdk.mjs", f"{run}/program.mjs", "/dev/fd/4"]
+    writes = ["/dev/fd/3"]
+    shared = [str(spec.workspace), _tmp(spec)]
+    if not any("," in p for p in shared):
+        reads += shared
+        writes += shared
+    return [
+        *base,
+        f"--allow-read={','.join(reads)}",
+        f"--allow-write={','.join(writes)}",
+        f"{run}/runner.js",
+        run,
+    ]
+
+
+def _landlock(spec: Spec) -> dict[str, object] | None:
+    facts = spec.facts
+    if spec.isolation is Isolation.BWRAP or facts.landlock_abi < 1:
+        return None
+    read_only = [*_READ_ONLY, str(spec.run_dir), str(GUEST_DIR)]
+    if facts.python_prefix:
+        read_only.append(facts.python_prefix)
+    if facts.deno and spec.mode in ("javascript", "check"):
+        read_only.append(facts.deno)
+    if spec.mode == "shell":
+        read_only += ["/etc", "/proc"]
+    rw = [str(spec.workspace), _tmp(spec)]
+    return {"abi": facts.landlock_abi, "rw": rw, "ro": read_only, "files": list(_DEVICES)}
+
+
+def _boot_config(spec: Spec, exe_fd: int | None) -> dict[str, object]:
+    bwrap = spec.isolation is Isolation.BWRAP
+    guest = "/gg/guest" if bwrap else str(GUEST_DIR)
+    root_drops = spec.facts.is_root and not bwrap and spec.uid is not None
+    nproc_base = 0 if spec.facts.is_root else _own_process_count()
+    argv: list[str] = []
+    if spec.mode in ("javascript", "check"):
+        argv = _deno_argv(spec, "/gg/deno" if bwrap else str(spec.facts.deno))
+    elif spec.mode == "shell":
+        argv = ["/bin/sh", "-c", spec.command]
+    unshare = None
+    if spec.isolation is Isolation.UNSHARE:
+        unshare = {"namespaces": ["net", "ipc", "uts", "pid"], "userns": not spec.facts.is_root}
+    return {
+        "mode": spec.mode,
+        "workspace": str(spec.workspace),
+        "run_dir": _run_path(spec),
+        "runner": f"{guest}/runner.py",
+        "fds": {"req": spec.req_fd, "ans": spec.ans_fd, "seccomp": spec.seccomp_fd, "exe": exe_fd},
+        "rlimits": _rlimits(spec, nproc_base),
+        "drop": {"uid": spec.uid, "gid": SANDBOX_GID} if root_drops else None,
+        "unshare": unshare,
+        "landlock": _landlock(spec),
+        "argv": argv,
+    }
+
+
+def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
+    def bind_fd(path: str, dest: str, *, writable: bool = False) -> list[str]:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        fds.append(fd)
+        return ["--bind-fd" if writable else "--ro-bind-fd", str(fd), dest]
+
+    args = [str(spec.facts.bwrap), "--unshare-all", "--unshare-user", "--disable-userns"]
+    args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "gg"]
+    args += ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    if spec.mode == "shell":
+        args += ["--ro-bind", "/etc", "/etc"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    args += ["--size", str(spec.limits.tmp_mb * _MIB), "--tmpfs", "/tmp"]
+    if spec.facts.python_prefix:
+        args += bind_fd(spec.facts.python_prefix, spec.facts.python_prefix)
+    args += bind_fd(str(GUEST_DIR), "/gg/guest") + bind_fd(str(spec.run_dir), "/gg/run")
+    if spec.mode in ("javascript", "check") and spec.facts.deno:
+        args += bind_fd(spec.facts.deno, "/gg/deno")
+    ws = str(spec.workspace)
+    args += [*bind_fd(ws, ws, writable=True), "--chdir", ws]
+    return [*args, "--"]
+
+
+def plan(spec: Spec) -> Plan:
+    """The command, environment and descriptors that start ``spec`` under its isolation layer.
+
+    Raises:
+        OSError: if a path to bind or execute cannot be opened.
+    """
+    fds: list[int] = []
+    passed = [spec.req_fd, *(fd for fd in (spec.ans_fd, spec.seccomp_fd) if fd is not None)]
+    try:
+        exe_fd = None
+        if spec.isolation is not Isolation.BWRAP and spec.mode in ("javascript", "check"):
+            exe_fd = os.open(str(spec.facts.deno), os.O_RDONLY | os.O_CLOEXEC)
+            fds.append(exe_fd)
+        config = json.dumps(_boot_config(spec, exe_fd), separators=(",", ":"))
+        boot_dir = "/gg/guest" if spec.isolation is Isolation.BWRAP else str(GUEST_DIR)
+        argv = [spec.facts.python, "-I", "-S", "-B", f"{boot_dir}/boot.py", config]
+        result = Plan(argv=argv, env=_env(spec), pass_fds=(), fds=fds)
+        if spec.isolation is Isolation.BWRAP:
+            result.argv = _bwrap_args(spec, fds) + argv
+            if spec.facts.is_root and spec.uid is not None:
+                result.user, result.group = spec.uid, SANDBOX_GID
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    result.pass_fds = tuple(passed + fds)
+    return result
+
+
+def prepare_run_dir(run_dir: Path, *, uid: int | None, isolation: Isolation) -> None:
+    """Give the run directory its private tmp (non-bubblewrap layers) and the JS runner."""
+    os.chmod(run_dir, 0o755)
+    shutil.copyfile(GUEST_DIR / "runner.js", run_dir / "runner.js")
+    if isolation is not Isolation.BWRAP:
+        tmp = run_dir / "tmp"
+        tmp.mkdir(mode=0o700)
+        if uid is not None:
+            os.chown(tmp, uid, SANDBOX_GID)

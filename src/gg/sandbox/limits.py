@@ -1,0 +1,73 @@
+"""The limits one sandboxed program runs under (SPEC M3, C1 "sandbox limits").
+
+Passing a limit ends the program as a runtime error with ``ProgramResult.limit``
+naming it; it never crashes gg. What each one bounds, and how:
+
+=================  =================================================================
+field              enforced by
+=================  =================================================================
+``wall_s``         gg's clock; the whole process tree is killed. Time gg spends
+                   answering the program's SDK calls does not count.
+``cpu_s``          ``RLIMIT_CPU`` per process (SIGXCPU, then SIGKILL 1 s later).
+``memory_mb``      Python: ``RLIMIT_AS`` per process (``MemoryError``).
+                   JavaScript: V8's old space at 3/4 of it, and ``RLIMIT_DATA`` at
+                   ``memory_mb + 1536`` (each V8 isolate, the main one and each
+                   Worker, reserves about 512 MiB of code range up front, so
+                   about two Workers fit): an approximate bound.
+                   Per process: a program with many processes can use more.
+``processes``      ``RLIMIT_NPROC`` on the dedicated uid (root) or on top of gg's
+                   own count (non-root).
+``output_bytes``   gg stops reading and kills the program past it; the output
+                   keeps its first ``output_bytes`` bytes and a marker.
+``file_size_mb``   ``RLIMIT_FSIZE`` (Python gets ``OSError [Errno 27]``).
+``open_files``     ``RLIMIT_NOFILE``.
+``message_bytes``  the longest SDK message gg accepts (one JSON line).
+``calls``          the most SDK calls one program may make.
+``tmp_mb``         the size of the private ``/tmp`` (bubblewrap's tmpfs only).
+=================  =================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gg.errors import UserError
+
+__all__ = ["Limits"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """Resource limits for one program or shell command (SPEC M3)."""
+
+    wall_s: float = 30
+    """Wall-clock seconds, not counting time gg spends answering SDK calls."""
+    cpu_s: float = 20
+    """CPU seconds per process."""
+    memory_mb: int = 1024
+    """Address space (Python) or heap (JavaScript) per process, in MiB."""
+    processes: int = 64
+    """Processes and threads the program may have at once."""
+    output_bytes: int = 200_000
+    """Bytes of stdout+stderr kept; more ends the program."""
+    file_size_mb: int = 64
+    """Largest file the program may write, in MiB."""
+    open_files: int = 256
+    """Open file descriptors per process."""
+    message_bytes: int = 1_000_000
+    """Largest SDK message (one JSON line), in bytes."""
+    calls: int = 10_000
+    """SDK calls per program."""
+    tmp_mb: int = 256
+    """Size of the private /tmp under bubblewrap, in MiB."""
+
+    def __post_init__(self) -> None:
+        """Reject a limit that is not a positive number.
+
+        Raises:
+            gg.errors.UserError: naming the field.
+        """
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                raise UserError(f"sandbox limit {name!r} must be a positive number, not {value!r}")

@@ -1,0 +1,307 @@
+"""Start one sandboxed process and watch it to the end: output, membrane, clock, cleanup.
+
+The process's stdout and stderr share one pipe (interleaved, as written).
+Program mode keeps the first ``output_bytes`` and kills the program past
+them; shell mode keeps the head and the tail and kills only far past the cap.
+The wall clock excludes time the membrane's handler spends on a call. When
+anything ends the run (exit, limit, violation), the whole tree is killed:
+bubblewrap and the ``unshare`` layer by their pid namespace, the ``rlimit``
+layer by ``kill(-1)`` as the slot uid (see :mod:`gg.sandbox.accounts`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gg.sandbox.launch import Plan
+from gg.sandbox.membrane import Membrane
+
+__all__ = ["Outcome", "supervise"]
+
+_GRACE_S = 2.0
+_CHUNK = 65536
+_SHELL_KILL_FACTOR = 100
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """What happened to one process."""
+
+    returncode: int | None
+    """Exit status as asyncio reports it (negative: killed by that signal)."""
+    output: str
+    """stdout+stderr, decoded (invalid UTF-8 replaced), cut with a marker when too long."""
+    stopped: str | None
+    """Why gg stopped it: ``"wall"``, ``"output"``, ``"membrane"``; ``None`` if it ended itself."""
+    seconds: float
+
+
+class _Output:
+    def __init__(self, cap: int, *, keep_tail: bool) -> None:
+        self.cap, self.keep_tail = cap, keep_tail
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.cap - len(self.head) if not self.keep_tail else self.cap // 2 - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if self.keep_tail and chunk:
+            self.tail = (self.tail + chunk)[-(self.cap - self.cap // 2) :]
+
+    @property
+    def over(self) -> bool:
+        return self.total > self.cap
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", "replace")
+        if not self.over:
+            return head + self.tail.decode("utf-8", "replace")
+        if not self.keep_tail:
+            return head + f"\n[gg: output cut at {self.cap} bytes]\n"
+        cut = self.total - len(self.head) - len(self.tail)
+        marker = f"\n[gg: output cut: {cut} of {self.total} bytes not shown]\n"
+        return head + marker + self.tail.decode("utf-8", "replace")
+
+
+async def _pipe_reader(fd: int, limit: int) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=limit)
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", 0)
+    )
+    return reader, transport
+
+
+async def _pipe_writer(fd: int) -> asyncio.StreamWriter:
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(fd, "wb", 0)
+    )
+    return asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+class _Watch:
+    """The tasks watching one process; the first to call :meth:`stop` ends the run."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], membrane: Membrane, wall_s: float) -> None:
+        self.proc, self.membrane, self.wall_s = proc, membrane, wall_s
+        self.started = time.monotonic()
+        self.done: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+
+    def stop(self, reason: str | None) -> None:
+        if not self.done.done():
+            self.done.set_result(reason)
+
+    def program_seconds(self) -> float:
+        m = self.membrane
+        busy = m.handler_seconds + (
+            time.monotonic() - m.handler_started if m.handler_started else 0
+        )
+        return time.monotonic() - self.started - busy
+
+    async def clock(self) -> None:
+        while True:
+            if not self.membrane.idle.is_set():
+                await self.membrane.idle.wait()
+                continue
+            left = self.wall_s - self.program_seconds()
+            if left <= 0:
+                self.stop("wall")
+                return
+            await asyncio.sleep(min(left, 1.0) + 0.005)
+
+    async def read_output(self, reader: asyncio.StreamReader, out: _Output, kill_at: int) -> None:
+        """Read to EOF; past ``kill_at`` bytes ask for a stop, and keep draining (discarding)."""
+        while chunk := await reader.read(_CHUNK):
+            if out.total <= kill_at:
+                out.add(chunk)
+                if out.total > kill_at:
+                    self.stop("output")
+
+    async def serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter | None
+    ) -> None:
+        try:
+            await self.membrane.serve(reader, writer)
+        except BaseException:
+            self.stop("error")  # the handler raised: end the program, then re-raise
+            raise
+        if self.membrane.violation:
+            self.stop("membrane")
+
+    async def wait_exit(self) -> None:
+        """Wait for the process itself to end (not its pipes), then reap it."""
+        await _exited(self.proc)
+        self.stop(None)
+
+
+async def _exited(proc: subprocess.Popen[bytes]) -> int:
+    loop = asyncio.get_running_loop()
+    try:
+        pidfd: int | None = os.pidfd_open(proc.pid)
+    except (OSError, AttributeError):
+        pidfd = None  # already reaped, or no pidfd here: poll
+    if pidfd is not None:
+        ready: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_reader(pidfd, readable)
+        try:
+            await ready
+        finally:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+    while (code := proc.poll()) is None:
+        await asyncio.sleep(0.02)
+    return code
+
+
+def _spawn(plan: Plan, child_fds: list[int], out_write: int) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            plan.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out_write,
+            stderr=out_write,
+            env=plan.env,
+            pass_fds=plan.pass_fds,
+            start_new_session=True,
+            user=plan.user,
+            group=plan.group,
+            extra_groups=[] if plan.user is not None else None,
+            cwd="/",
+        )
+    finally:
+        for fd in [*child_fds, *plan.fds, out_write]:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+
+
+async def _finish(task: asyncio.Task[None], timeout: float) -> None:
+    with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+        await asyncio.wait_for(asyncio.shield(task), timeout)
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def supervise(
+    plan: Plan,
+    *,
+    membrane: Membrane,
+    pipes: tuple[int, int | None, list[int]],
+    wall_s: float,
+    output_bytes: int,
+    shell: bool = False,
+    sweep: Callable[[], None] | None = None,
+) -> Outcome:
+    """Run ``plan`` to its end under the wall clock, the output cap and the membrane.
+
+    Args:
+        plan: what to start.
+        membrane: serves the request pipe (and answers on the answer pipe).
+        pipes: gg's ends ``(requests_read_fd, answers_write_fd or None, child_ends)``;
+            the child's ends are closed here once it has started.
+        wall_s: wall-clock seconds, not counting handler time.
+        output_bytes: the output cap.
+        shell: keep head and tail, and kill only at 100x the cap.
+        sweep: called (in a thread) after the process ends, to kill stragglers.
+
+    Returns:
+        The :class:`Outcome`. Exceptions raised by the membrane's handler propagate,
+        after the process tree has been killed.
+    """
+    req_fd, ans_fd, child_fds = pipes
+    started = time.monotonic()
+    out_read, out_write = os.pipe()
+    try:
+        proc = _spawn(plan, child_fds, out_write)
+    except BaseException:
+        for fd in (out_read, req_fd, ans_fd):
+            if fd is not None:
+                os.close(fd)
+        raise
+    streams = await _Streams.open(out_read, req_fd, ans_fd, membrane.message_bytes + 1)
+    watch = _Watch(proc, membrane, wall_s)
+    out = _Output(output_bytes, keep_tail=shell)
+    kill_at = output_bytes * _SHELL_KILL_FACTOR if shell else output_bytes
+    tasks = {
+        "output": asyncio.create_task(watch.read_output(streams.output, out, kill_at)),
+        "membrane": asyncio.create_task(watch.serve(streams.requests, streams.answers)),
+        "clock": asyncio.create_task(watch.clock()),
+        "exit": asyncio.create_task(watch.wait_exit()),
+    }
+    try:
+        stopped = await watch.done
+    finally:
+        await _wind_down(proc, tasks, streams, sweep)
+    if not tasks["membrane"].cancelled() and (error := tasks["membrane"].exception()):
+        raise error
+    return Outcome(
+        returncode=proc.poll(),
+        output=out.text(),
+        stopped=None if stopped == "error" else stopped,
+        seconds=time.monotonic() - started,
+    )
+
+
+@dataclass(slots=True)
+class _Streams:
+    """gg's ends of the output pipe, the request pipe and the answer pipe."""
+
+    output: asyncio.StreamReader
+    requests: asyncio.StreamReader
+    answers: asyncio.StreamWriter | None
+    transports: list[asyncio.BaseTransport]
+
+    @classmethod
+    async def open(cls, out_fd: int, req_fd: int, ans_fd: int | None, limit: int) -> _Streams:
+        output, out_transport = await _pipe_reader(out_fd, _CHUNK)
+        requests, req_transport = await _pipe_reader(req_fd, limit)
+        answers = await _pipe_writer(ans_fd) if ans_fd is not None else None
+        return cls(output, requests, answers, [out_transport, req_transport])
+
+    def close(self) -> None:
+        if self.answers is not None:
+            self.answers.close()
+        for transport in self.transports:
+            transport.close()
+
+
+async def _wind_down(
+    proc: subprocess.Popen[bytes],
+    tasks: dict[str, asyncio.Task[None]],
+    streams: _Streams,
+    sweep: Callable[[], None] | None,
+) -> None:
+    """Kill the tree, reap, sweep stragglers, drain the pipes (briefly), close everything."""
+    _kill(proc)
+    await _finish(tasks["exit"], 10)
+    if sweep is not None:
+        await asyncio.to_thread(sweep)
+    await _finish(tasks["output"], _GRACE_S)
+    await _finish(tasks["membrane"], _GRACE_S)
+    await _finish(tasks["clock"], 0)
+    streams.close()

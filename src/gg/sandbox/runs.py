@@ -1,0 +1,186 @@
+"""Everything one sandboxed process needs before it starts, and the cleanup after it.
+
+:func:`prepared` takes a uid slot (when gg is root), makes the run directory
+(``$TMPDIR/gg-sandbox-<euid>/run-*``) with the files the guest reads, opens
+the pipes (requests, answers, the seccomp filter) and builds the launch
+:class:`~gg.sandbox.launch.Plan`. On exit it closes whatever descriptors were
+not handed over and deletes the run directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gg.sandbox.accounts import SANDBOX_GID, kill_all, share_workspace, uid_slot
+from gg.sandbox.host import Isolation, host_facts, state_dir
+from gg.sandbox.launch import Mode, Plan, Spec, plan, prepare_run_dir
+from gg.sandbox.limits import Limits
+from gg.sandbox.seccomp import seccomp_bpf
+
+__all__ = ["Prepared", "prepared", "run_blocking"]
+
+
+@dataclass(slots=True, kw_only=True)
+class Prepared:
+    """A process ready to start: its plan, gg's pipe ends, the child's, and the sweep."""
+
+    plan: Plan
+    req_read: int
+    """gg's end of the request pipe (the guest writes fd 3)."""
+    ans_write: int | None
+    """gg's end of the answer pipe (the guest reads fd 4); ``None`` without a membrane."""
+    child_fds: list[int]
+    """The child's pipe ends; close them once it has started."""
+    sweep: Callable[[], None] | None
+    """Kills whatever the run left behind (``kill(-1)`` as the slot uid), if needed."""
+    owned: set[int] = field(default_factory=set)
+    """Descriptors :func:`prepared` still closes on exit; :meth:`hand_over` removes them."""
+
+    def hand_over(self) -> tuple[int, int | None, list[int]]:
+        """Give up ownership of every pipe end (the caller closes them from now on)."""
+        self.owned.clear()
+        return self.req_read, self.ans_write, self.child_fds
+
+
+def _pipe_with(data: bytes, owned: set[int]) -> int:
+    read_fd, write_fd = os.pipe()
+    owned.add(read_fd)
+    try:
+        os.write(write_fd, data)  # a few KiB: fits in the pipe buffer
+    finally:
+        os.close(write_fd)
+    return read_fd
+
+
+def _pipes(
+    mode: Mode, uid: int | None, owned: set[int]
+) -> tuple[int, int, int | None, int | None, int | None]:
+    """The request pipe, the answer pipe (program modes) and the seccomp pipe, all in ``owned``.
+
+    Returns:
+        ``(req_read, req_write, ans_read, ans_write, seccomp_read)``.
+    """
+    req_read, req_write = os.pipe()
+    owned |= {req_read, req_write}
+    ans_read = ans_write = None
+    if mode in ("python", "javascript"):
+        ans_read, ans_write = os.pipe()
+        owned |= {ans_read, ans_write}
+    if uid is not None:  # Deno re-opens its pipes by /dev/fd/N, as the slot uid
+        for fd in (req_write, ans_read):
+            if fd is not None:
+                os.fchown(fd, uid, SANDBOX_GID)
+    bpf = seccomp_bpf()
+    seccomp_fd = _pipe_with(bpf, owned) if bpf else None
+    return req_read, req_write, ans_read, ans_write, seccomp_fd
+
+
+@contextlib.contextmanager
+def prepared(
+    *,
+    mode: Mode,
+    isolation: Isolation,
+    limits: Limits,
+    workspace: Path,
+    files: dict[str, str],
+    command: str = "",
+    wall_s: float = 0,
+) -> Iterator[Prepared]:
+    """Prepare one sandboxed process (see the module docstring).
+
+    Args:
+        mode: what the process runs.
+        isolation: the layer to run it under.
+        limits: its limits.
+        workspace: the resolved workspace directory (the one writable place).
+        files: name -> text, written into the run directory (``program.py``, ``sdk.mjs``...).
+        command: the shell command (``mode == "shell"``).
+        wall_s: the shell command's timeout (raises its CPU limit to match).
+
+    Yields:
+        The :class:`Prepared` process.
+    """
+    facts = host_facts()
+    slot = uid_slot() if facts.is_root else contextlib.nullcontext(None)
+    with slot as uid:
+        if uid is not None:
+            share_workspace(workspace)
+        run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=state_dir()))
+        owned: set[int] = set()
+        try:
+            prepare_run_dir(run_dir, uid=uid, isolation=isolation)
+            for name, text in files.items():
+                (run_dir / name).write_text(text, encoding="utf-8")
+            req_read, req_write, ans_read, ans_write, seccomp_fd = _pipes(mode, uid, owned)
+            spec = Spec(
+                mode=mode, isolation=isolation, facts=facts, limits=limits,
+                workspace=workspace, run_dir=run_dir, uid=uid, req_fd=req_write,
+                ans_fd=ans_read, seccomp_fd=seccomp_fd, command=command, wall_s=wall_s,
+            )  # fmt: skip
+            the_plan = plan(spec)
+            owned |= set(the_plan.fds)
+            sweep = None
+            if uid is not None and isolation is not Isolation.BWRAP:
+                sweep = lambda: kill_all(uid, facts.python)  # noqa: E731
+            child = [fd for fd in (req_write, ans_read, seccomp_fd) if fd is not None]
+            yield Prepared(
+                plan=the_plan, req_read=req_read, ans_write=ans_write,
+                child_fds=child, sweep=sweep, owned=owned,
+            )  # fmt: skip
+        finally:
+            for fd in owned:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Blocking:
+    """What a short blocking run (the probe, a JavaScript syntax check) gave."""
+
+    ready: bool
+    returncode: int | None
+    output: str
+    timed_out: bool
+
+
+def run_blocking(job: Prepared, *, timeout_s: float) -> Blocking:
+    """Run a short job to its end without a membrane (blocking; for the probe and syntax checks)."""
+    req_read, ans_write, child_fds = job.hand_over()
+    fds = [*child_fds, *job.plan.fds]
+    try:
+        try:
+            done = subprocess.run(
+                job.plan.argv, env=job.plan.env, pass_fds=job.plan.pass_fds,
+                user=job.plan.user, group=job.plan.group,
+                extra_groups=[] if job.plan.user is not None else None,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                start_new_session=True, cwd="/", timeout=timeout_s, check=False,
+            )  # fmt: skip
+            returncode, output, timed_out = done.returncode, done.stdout, False
+        except subprocess.TimeoutExpired as exc:
+            returncode, output, timed_out = None, exc.output or b"", True
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        fds = []
+        if job.sweep is not None:
+            job.sweep()
+        os.set_blocking(req_read, False)
+        try:
+            ready = os.read(req_read, 4096).startswith(b'{"kind": "ready"}')
+        except BlockingIOError:
+            ready = False
+    finally:
+        for fd in [*fds, req_read, *([ans_write] if ans_write is not None else [])]:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    text = output.decode("utf-8", "replace") if isinstance(output, bytes) else str(output)
+    return Blocking(ready=ready, returncode=returncode, output=text, timed_out=timed_out)

@@ -1,0 +1,432 @@
+"""Generate the SDK a program imports as ``gg``, per language, from the arm's tools (SPEC M2).
+
+Every SDK declares ``gg.tools.<name>`` for each registry tool offered and,
+whatever the role, all three ending calls (SPEC S2, ending-a-session.md):
+``gg.session.finish``, ``gg.session.approve`` and
+``gg.session.request_changes`` (Python) / ``gg.session.requestChanges``
+(JavaScript). The membrane, not the SDK, decides which of them the caller
+may use (SPEC S3): ending calls forward whatever they are given, so the role
+is checked before the shape.
+
+Python: ``gg.tools.read_file(path="a.txt")`` or ``gg.tools.read_file("a.txt")``:
+parameters keep the JSON Schema's names, required ones first, in schema
+order; optional ones left out are not sent (the tool's default applies).
+JavaScript: ``await gg.tools.readFile({path: "a.txt"})`` (keys in the
+schema's spelling or camelCase) or ``await gg.tools.readFile("a.txt")``
+(positional, in the same order). A single plain object is taken as the named
+arguments unless the tool's first parameter is itself an object.
+
+A failed call raises (Python) or rejects with (JavaScript) ``gg.ToolError``,
+``gg.EndingRefused`` or ``gg.BadCall``, all subclasses of ``gg.CallError``;
+the message is gg's. An ending call returns ``None`` / resolves to
+``undefined``: it does not stop the program (SPEC S8).
+
+The generated text is built only from ``repr``/JSON literals and sanitized
+identifiers, so a tool's name or description cannot inject code.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from gg.endings import ENDING_CALLS, Role, ending_tool_specs, spell
+from gg.models.base import ToolSpec
+
+__all__ = ["sdk_signatures", "sdk_source"]
+
+Language = Literal["python", "javascript"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Param:
+    name: str
+    """The property name in the JSON Schema (what is sent)."""
+    ident: str
+    """The Python identifier for it (the name itself when it is one)."""
+    required: bool
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Function:
+    call: str
+    """What is sent: the tool's registry name or the canonical ending name."""
+    kind: Literal["tool", "ending"]
+    py_name: str
+    js_name: str
+    params: tuple[_Param, ...]
+    doc: str
+
+
+def _identifier(name: str) -> str:
+    ident = re.sub(r"\W", "_", name) or "_"
+    if ident[0].isdigit():
+        ident = "_" + ident
+    if keyword.iskeyword(ident) or keyword.issoftkeyword(ident):
+        ident += "_"
+    return ident
+
+
+def _camel(name: str) -> str:
+    parts = [p for p in re.split(r"[^0-9A-Za-z]+", name) if p]
+    if not parts:
+        return "_"
+    text = parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
+    return "_" + text if text[0].isdigit() else text
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, n = name, 2
+    while candidate in taken:
+        candidate, n = f"{name}_{n}", n + 1
+    taken.add(candidate)
+    return candidate
+
+
+def _params(schema: dict[str, Any]) -> tuple[_Param, ...]:
+    props = schema.get("properties") or {}
+    required = [p for p in schema.get("required") or [] if p in props]
+    order = required + [p for p in props if p not in required]
+    taken: set[str] = {"self"}
+    params = []
+    for name in order:
+        sub = props[name] if isinstance(props[name], dict) else {}
+        ident = _unique(_identifier(name), taken)
+        params.append(_Param(name=name, ident=ident, required=name in required, schema=sub))
+    return tuple(params)
+
+
+def _first_line(text: str) -> str:
+    for line in text.strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _functions(tools: Sequence[ToolSpec]) -> tuple[list[_Function], list[_Function]]:
+    py_taken: set[str] = set()
+    js_taken: set[str] = set()
+    tool_fns = []
+    for spec in tools:
+        tool_fns.append(
+            _Function(
+                call=spec.name,
+                kind="tool",
+                py_name=_unique(_identifier(spec.name), py_taken),
+                js_name=_unique(_camel(spec.name), js_taken),
+                params=_params(spec.parameters or {}),
+                doc=spec.description or "",
+            )
+        )
+    specs = {s["name"]: s for r in (Role.STANDARD, Role.REVIEW) for s in ending_tool_specs(r)}
+    endings = [
+        _Function(
+            call=call,
+            kind="ending",
+            py_name=call,
+            js_name=spell(call, "javascript"),
+            params=_params(specs[call]["parameters"]),
+            doc=specs[call]["description"],
+        )
+        for call in ENDING_CALLS
+    ]
+    return tool_fns, endings
+
+
+# ---------------------------------------------------------------- types
+
+
+def _py_type(schema: dict[str, Any]) -> str:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        names = [_py_type({**schema, "type": k}) for k in kind]
+        return " | ".join(dict.fromkeys(names)) or "Any"
+    simple = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
+    if kind in simple:
+        return simple[kind]
+    if kind == "null":
+        return "None"
+    if kind == "array":
+        items = schema.get("items")
+        return f"list[{_py_type(items)}]" if isinstance(items, dict) and items else "list"
+    if kind == "object":
+        return "dict"
+    return "Any"
+
+
+def _js_type(schema: dict[str, Any]) -> str:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(dict.fromkeys(_js_type({**schema, "type": k}) for k in kind)) or "any"
+    simple = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean"}
+    if kind in simple:
+        return simple[kind]
+    if kind == "null":
+        return "null"
+    if kind == "array":
+        items = schema.get("items")
+        return f"{_js_type(items)}[]" if isinstance(items, dict) and items else "any[]"
+    if kind == "object":
+        return "object"
+    return "any"
+
+
+def _py_default(param: _Param) -> str:
+    default = param.schema.get("default", ...)
+    if isinstance(default, str | int | float | bool) or default is None:
+        return repr(default)
+    return "_UNSET"
+
+
+# ---------------------------------------------------------------- Python
+
+
+_PY_HEADER = '''"""gg: the SDK of this program, generated by gg. Every call goes to gg."""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["BadCall", "CallError", "EndingRefused", "ToolError", "session", "tools"]
+
+
+class CallError(Exception):
+    """A gg call failed or was refused; the message says why and what to do instead."""
+
+
+class ToolError(CallError):
+    """A tool failed (for example: a path outside the workspace)."""
+
+
+class EndingRefused(CallError):
+    """gg refused an ending call: not one of your endings, or arguments of the wrong shape."""
+
+
+class BadCall(CallError):
+    """gg cannot take this call (an unknown tool, arguments that are not JSON)."""
+
+
+_ERRORS = {"tool_error": ToolError, "ending_refused": EndingRefused, "bad_call": BadCall}
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_UNSET: Any = _Unset()
+
+
+def _invoke(kind: str, name: str, arguments: dict[str, Any]) -> Any:
+    sent = {k: v for k, v in arguments.items() if v is not _UNSET}
+    answer = _transport(kind, name, sent)  # noqa: F821 - bound by the runner
+    if answer.get("ok"):
+        return answer.get("value")
+    error = _ERRORS.get(answer.get("error_type"), CallError)
+    raise error(answer.get("error") or "the call failed")
+
+
+def _named(names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict:
+    sent = dict(kwargs)
+    for i, value in enumerate(args):
+        sent[names[i] if i < len(names) else f"argument_{i + 1}"] = value
+    return sent
+
+
+class _Namespace:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        names = [n for n in dir(type(self)) if not n.startswith("_")]
+        return f"<{self.__doc__.splitlines()[0]} {', '.join(names)}>"
+
+'''
+
+
+def _py_tool(fn: _Function) -> str:
+    params = [p for p in fn.params]
+    sig = ", ".join(
+        f"{p.ident}: {_py_type(p.schema)}" + ("" if p.required else f" = {_py_default(p)}")
+        for p in params
+    )
+    args = ", ".join(f"{p.name!r}: {p.ident}" for p in params)
+    doc = fn.doc.strip() or fn.call
+    arg_docs = [
+        f"    {p.ident}: {_first_line(str(p.schema.get('description', '')))}" for p in params
+    ]
+    if arg_docs:
+        doc += "\n\nArgs:\n" + "\n".join(arg_docs)
+    return (
+        f"    @staticmethod\n    def {fn.py_name}({sig}) -> Any:\n"
+        f"        {doc!r}\n"
+        f"        return _invoke('tool', {fn.call!r}, {{{args}}})\n"
+    )
+
+
+def _py_ending(fn: _Function) -> str:
+    names = tuple(p.name for p in fn.params)
+    sig = ", ".join(f"{p.ident}: {_py_type(p.schema)}" for p in fn.params)
+    doc = f"{fn.doc.strip()}\n\nSignature: {fn.py_name}({sig}). Returns None; the program runs on."
+    return (
+        f"    @staticmethod\n    def {fn.py_name}(*args: Any, **kwargs: Any) -> None:\n"
+        f"        {doc!r}\n"
+        f"        _invoke('ending', {fn.call!r}, _named({names!r}, args, kwargs))\n"
+    )
+
+
+def _python_source(tools: list[_Function], endings: list[_Function]) -> str:
+    parts = [
+        _PY_HEADER,
+        "\nclass _Tools(_Namespace):\n",
+        '    """gg.tools: the tools gg offers."""\n',
+    ]
+    parts += ["\n" + _py_tool(fn) for fn in tools]
+    parts += ["\n\nclass _Session(_Namespace):\n"]
+    parts += ['    """gg.session: the ending calls (one returns; the program runs on)."""\n']
+    parts += ["\n" + _py_ending(fn) for fn in endings]
+    parts += ["\n\ntools = _Tools()\nsession = _Session()\n"]
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------- JavaScript
+
+
+_JS_HEADER = """// gg: the SDK of this program, generated by gg. Every call goes to gg.
+export function makeGG(invoke) {
+  class CallError extends Error { get name() { return "CallError"; } }
+  class ToolError extends CallError { get name() { return "ToolError"; } }
+  class EndingRefused extends CallError { get name() { return "EndingRefused"; } }
+  class BadCall extends CallError { get name() { return "BadCall"; } }
+  const ERRORS = { tool_error: ToolError, ending_refused: EndingRefused, bad_call: BadCall };
+  const plain = (v) => v !== null && typeof v === "object" && !Array.isArray(v) &&
+    (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null);
+  function named(params, objectFirst, args) {
+    if (args.length === 1 && plain(args[0]) && !objectFirst) {
+      const sent = {};
+      for (const [key, value] of Object.entries(args[0])) {
+        const hit = params.find(([name, camel]) => key === name || key === camel);
+        if (value !== undefined) sent[hit ? hit[0] : key] = value;
+      }
+      return sent;
+    }
+    const sent = {};
+    args.forEach((value, i) => {
+      if (value !== undefined) sent[i < params.length ? params[i][0] : `argument_${i + 1}`] = value;
+    });
+    return sent;
+  }
+  async function call(kind, name, params, objectFirst, args) {
+    const answer = await invoke(kind, name, named(params, objectFirst, args));
+    if (answer.ok) return answer.value ?? undefined;
+    throw new (ERRORS[answer.error_type] ?? CallError)(answer.error || "the call failed");
+  }
+"""
+
+
+def _js_comment(text: str) -> str:
+    body = text.strip().replace("*/", "* /")
+    return "\n".join(f"    // {line}" for line in body.splitlines() if line.strip())
+
+
+def _js_function(fn: _Function) -> str:
+    params = json.dumps([[p.name, _camel(p.name)] for p in fn.params])
+    object_first = bool(fn.params) and fn.params[0].schema.get("type") == "object"
+    kind, name = json.dumps(fn.kind), json.dumps(fn.call)
+    comment = _js_comment(fn.doc)
+    return (
+        (comment + "\n" if comment else "")
+        + f"    {json.dumps(fn.js_name)}: (...args) => "
+        + f"call({kind}, {name}, {params}, {str(object_first).lower()}, args),\n"
+    )
+
+
+def _javascript_source(tools: list[_Function], endings: list[_Function]) -> str:
+    parts = [_JS_HEADER, "  const tools = Object.freeze({\n"]
+    parts += [_js_function(fn) for fn in tools]
+    parts += ["  });\n  const session = Object.freeze({\n"]
+    parts += [_js_function(fn) for fn in endings]
+    parts += [
+        "  });\n",
+        "  return Object.freeze(\n",
+        "    { tools, session, CallError, ToolError, EndingRefused, BadCall });\n",
+        "}\n",
+    ]
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------- public
+
+
+def sdk_source(tools: Sequence[ToolSpec], *, language: Language) -> str:
+    """The SDK module's source for ``language``, declaring ``tools`` and the three endings.
+
+    Args:
+        tools: the arm's registry tools (never the ending calls: those are always added).
+        language: ``"python"`` (a module run as ``gg``; it expects ``_transport`` bound by
+            the runner) or ``"javascript"`` (an ES module exporting ``makeGG(invoke)``).
+
+    Returns:
+        Source text; deterministic for the same tools.
+
+    Raises:
+        ValueError: for an unknown language.
+    """
+    tool_fns, endings = _functions(tools)
+    if language == "python":
+        return _python_source(tool_fns, endings)
+    if language == "javascript":
+        return _javascript_source(tool_fns, endings)
+    raise ValueError(f"unknown language {language!r}")
+
+
+def _py_signature(fn: _Function, prefix: str) -> str:
+    sig = ", ".join(
+        f"{p.ident}: {_py_type(p.schema)}"
+        + (
+            ""
+            if p.required or fn.kind == "ending"
+            else f" = {_py_default(p)}".replace("_UNSET", "...")
+        )
+        for p in fn.params
+    )
+    ret = "None" if fn.kind == "ending" else "Any"
+    return f"{prefix}.{fn.py_name}({sig}) -> {ret}"
+
+
+def _js_signature(fn: _Function, prefix: str) -> str:
+    if fn.kind == "ending":
+        inner = ", ".join(f"{_camel(p.name)}: {_js_type(p.schema)}" for p in fn.params)
+    else:
+        fields = ", ".join(
+            f"{p.name}{'' if p.required else '?'}: {_js_type(p.schema)}" for p in fn.params
+        )
+        inner = f"{{{fields}}}" if fn.params else ""
+    return f"await {prefix}.{fn.js_name}({inner})"
+
+
+def sdk_signatures(tools: Sequence[ToolSpec], *, language: Language) -> str:
+    """A short listing of the SDK for the prompt: one line per call, with its one-line doc.
+
+    Args:
+        tools: the arm's registry tools.
+        language: ``"python"`` or ``"javascript"``.
+
+    Returns:
+        Lines such as ``gg.tools.read_file(path: str) -> Any  # Read a file.`` (Python) or
+        ``await gg.tools.readFile({path: string})  // Read a file.`` (JavaScript).
+    """
+    tool_fns, endings = _functions(tools)
+    if language not in ("python", "javascript"):
+        raise ValueError(f"unknown language {language!r}")
+    mark = "#" if language == "python" else "//"
+    lines = []
+    for fn in [*tool_fns, *endings]:
+        prefix = "gg.tools" if fn.kind == "tool" else "gg.session"
+        sig = _py_signature(fn, prefix) if language == "python" else _js_signature(fn, prefix)
+        doc = _first_line(fn.doc)
+        lines.append(f"{sig}  {mark} {doc}" if doc else sig)
+    return "\n".join(lines)
