@@ -9,6 +9,8 @@ restate it: they say what went wrong and what to send instead.
 
 from __future__ import annotations
 
+import functools
+
 from gg.endings import Language, Role, spell
 
 __all__ = ["ENDING_RULE_MARK", "ending_rule", "system_prompt"]
@@ -55,6 +57,7 @@ def ending_rule(role: Role, *, mode: str, language: Language = "python") -> str:
     )
 
 
+@functools.lru_cache(maxsize=64)
 def system_prompt(
     role: Role,
     *,
@@ -64,6 +67,8 @@ def system_prompt(
     extra: str = "",
 ) -> str:
     """The whole system prompt of a session.
+
+    Cached: the sessions of a run mostly share one prompt, and so one string.
 
     Args:
         role: the session's role (decides the endings named).

@@ -118,12 +118,12 @@ class _Loop:
         self.run.stream.emit(cls(run_id=self.run.run_id, session_id=self.session_id,
                                  turn=self.turn or None, **fields))
 
-    def result(self, ending: Ending | None, diagnosis: Diagnosis | None) -> SessionResult:
+    async def result(self, ending: Ending | None, diagnosis: Diagnosis | None) -> SessionResult:
         ending_obj = None if ending is None else {"call": ending.call, **ending.arguments()}
         self.emit(SessionEnded, ending=ending_obj,
                   ceiling=diagnosis.ceiling if diagnosis else None,
                   diagnosis=diagnosis.message if diagnosis else None, turns=self.turn)
-        self.run.stream.sync()
+        await self.run.stream.sync_turn()
         return SessionResult(session_id=self.session_id, role=self.role,
                              status="ended" if ending else "stopped", ending=ending,
                              diagnosis=diagnosis, turns=self.turn, workspace=self.workspace,
@@ -213,15 +213,15 @@ async def run_session(
         loop.turn += 1
         reply = await loop.ask()
         if isinstance(reply, Diagnosis):
-            return loop.result(None, reply)
+            return await loop.result(None, reply)
         ctx = TurnContext(run_id=run.run_id, session_id=loop.session_id, turn=loop.turn,
                           role=role, workspace=ws, emit=loop.emit)
         outcome = await mode.act(reply, ctx)
         loop.record(reply, outcome)
         if outcome.ending is not None and await loop.gate(outcome.ending):
-            return loop.result(outcome.ending, None)
+            return await loop.result(outcome.ending, None)
         diagnosis = loop.ceilings.check() or run.budget.check()
         if diagnosis is not None:
             loop.emit(CeilingTripped, ceiling=diagnosis.ceiling, diagnosis=diagnosis.message)
-            return loop.result(None, diagnosis)
-        run.stream.sync()
+            return await loop.result(None, diagnosis)
+        await run.stream.sync_turn()

@@ -7,7 +7,10 @@ models tagged by ``type``; :data:`Event` is their union.
 
 Durability: the writer flushes after every event and, with ``fsync="turn"``
 (the default), calls ``fsync`` at the end of each turn and at session and run
-ends, so a crash loses at most the current turn's tail. The file is only ever
+ends, so a crash loses at most the current turn's tail. At a turn's end the
+fsync runs in a worker thread, and the sessions of a run that end turns
+together share one (group commit): a session goes on once its own events are
+on disk, and the others are not held up meanwhile. The file is only ever
 appended to. Values of secret-looking environment variables (names containing
 KEY, TOKEN, SECRET or PASSWORD) are replaced by ``[redacted]`` before a line is
 written, so no secret reaches the stream even if a model echoes one.
@@ -18,11 +21,12 @@ that a reader sees a half-written last line (readers skip a torn tail).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import os
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal, TypeAlias
 
@@ -55,9 +59,19 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=1)
+def _utc_second(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+
+
 def now_iso() -> str:
-    """The current time as ISO 8601 UTC with milliseconds, e.g. ``2026-11-30T14:51:17.123Z``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The current time as ISO 8601 UTC with milliseconds, e.g. ``2026-11-30T14:51:17.123Z``.
+
+    Every event is stamped, so the date and time of day are formatted once per
+    second (a one-entry cache) and only the milliseconds per call.
+    """
+    ms = int(time.time() * 1000)
+    return f"{_utc_second(ms // 1000)}.{ms % 1000:03d}Z"
 
 
 def excerpt(text: str, limit: int = 500) -> str:
@@ -286,6 +300,12 @@ class StreamWriter:
         self._secrets = _secret_values()
         self.listeners: list[Any] = list(listeners or [])
         self.closed = False
+        self._written = 0
+        """Events written so far."""
+        self._synced = 0
+        """Events known to be on disk."""
+        self._syncing: asyncio.Future[None] | None = None
+        """The fsync in flight in a worker thread, if any."""
 
     def emit(self, event: _Base) -> None:
         """Append ``event`` as one line and flush it; then tell the listeners."""
@@ -295,13 +315,43 @@ class StreamWriter:
                 line = line.replace(secret, "[redacted]")
         self._file.write(line + "\n")
         self._file.flush()
+        self._written += 1
         for listener in self.listeners:
             listener(event)
 
     def sync(self) -> None:
-        """fsync the file (a turn's end) when durability is ``"turn"``."""
+        """fsync the file now, blocking, when durability is ``"turn"``."""
         if self._fsync and not self.closed:
+            written = self._written
             os.fsync(self._file.fileno())
+            self._synced = written
+
+    async def sync_turn(self) -> None:
+        """At a turn's end: return once every event written so far is on disk.
+
+        Does nothing unless durability is ``"turn"``. The fsync runs in a worker
+        thread, so other sessions go on meanwhile; callers share the fsync in
+        flight and start a new one only for events written after it began.
+
+        Raises:
+            OSError: if the fsync fails.
+        """
+        target = self._written
+        while self._fsync and not self.closed and self._synced < target:
+            if self._syncing is None:
+                self._syncing = asyncio.ensure_future(self._sync_in_thread())
+            await asyncio.shield(self._syncing)
+
+    async def _sync_in_thread(self) -> None:
+        written = self._written
+        try:
+            await asyncio.to_thread(os.fsync, self._file.fileno())
+        except OSError:
+            if not self.closed:  # closing synced everything; its fd may be gone
+                raise
+        finally:
+            self._syncing = None
+        self._synced = max(self._synced, written)
 
     def close(self) -> None:
         """Sync and close. Idempotent."""
