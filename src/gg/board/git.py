@@ -63,6 +63,9 @@ def branch_name(number: int) -> str:
     return f"gg/issue-{number}"
 
 
+_WORKTREE_LOCKS: dict[tuple[int, Path], asyncio.Lock] = {}
+
+
 def worktree_path(workspace: Path, name: str) -> Path:
     """``<workspace>/.gg/worktrees/<name>``."""
     return workspace / ".gg" / "worktrees" / name
@@ -202,8 +205,21 @@ class Git:
             shutil.rmtree(path)
         await self.run("worktree", "prune")
 
+    def _admin_lock(self) -> asyncio.Lock:
+        """One lock per repository and event loop for ``git worktree`` add/prune/remove:
+        a ``prune`` racing another issue's ``add`` removes the half-made admin dir."""
+        key = (id(asyncio.get_running_loop()), self.repo.resolve())
+        lock = _WORKTREE_LOCKS.get(key)
+        if lock is None:
+            lock = _WORKTREE_LOCKS[key] = asyncio.Lock()
+        return lock
+
     async def branch_worktree(self, path: Path, branch: str, base: str) -> None:
         """Make ``path`` a worktree on ``branch``, creating the branch from ``base`` if new."""
+        async with self._admin_lock():
+            await self._branch_worktree(path, branch, base)
+
+    async def _branch_worktree(self, path: Path, branch: str, base: str) -> None:
         if await self._usable(path):
             head = await self.run("symbolic-ref", "--quiet", "HEAD", cwd=path, check=False)
             if head.out.strip() == f"refs/heads/{branch}":
@@ -217,6 +233,10 @@ class Git:
 
     async def detached_worktree(self, path: Path, commit: str) -> None:
         """Make ``path`` a clean worktree detached at ``commit`` (reusing it when it exists)."""
+        async with self._admin_lock():
+            await self._detached_worktree(path, commit)
+
+    async def _detached_worktree(self, path: Path, commit: str) -> None:
         if await self._usable(path):
             await self.reset_clean(path)
             await self.run("checkout", "--quiet", "--detach", "--force", commit, cwd=path)
@@ -227,9 +247,10 @@ class Git:
 
     async def remove_worktree(self, path: Path) -> None:
         """Remove the worktree at ``path`` if there is one (best effort)."""
-        if path.exists():
-            await self.run("worktree", "remove", "--force", str(path), check=False)
-        await self._fresh(path)
+        async with self._admin_lock():
+            if path.exists():
+                await self.run("worktree", "remove", "--force", str(path), check=False)
+            await self._fresh(path)
 
     def clear_stale_locks(self, under: Path) -> list[Path]:
         """Remove ``index.lock`` files of the worktrees below ``under`` (a killed git left them).
