@@ -302,3 +302,21 @@ def test_resume_continues_the_same_session_in_its_own_workspace(
     assert convo[1].content == "implement" and convo[-1].content == "address: fix x"
     starts = [e for e in gg.read_events(run.stream.path) if e.type == "session_started"]
     assert [s.resumed for s in starts] == [False, True]
+
+
+def test_run_command_runs_in_the_sandbox(run_scripted: RunScripted, workspace: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 3 item 7: the built-in runs through the run's sandbox: the workspace is
+    # writable, gg's secrets are not visible, the network is not reachable.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-should-not-leak-123")
+    result, model = run_scripted([
+        call("run_command", command="echo made > made.txt; echo key=${OPENAI_API_KEY:-none}"),
+        call("run_command", command="python3 -c \"import socket; socket.create_connection("
+                                    "('127.0.0.1', 9), timeout=2)\" || echo no-network"),
+        call("finish", summary="ok"),
+    ])
+    assert result.status == "ended"
+    assert (workspace / "made.txt").read_text().strip() == "made"
+    first, second = (m.content for m in model.calls[2][0] if m.role == "tool")
+    assert "key=none" in first and "sk-canary" not in first
+    assert "no-network" in second

@@ -154,6 +154,9 @@ class SandboxSettings(_Section):
     memory_mb: int = Field(default=1024, ge=64)
     processes: int = Field(default=64, ge=1)
     output_bytes: int = Field(default=200_000, ge=1_000)
+    commands: Literal["sandbox", "host"] = "sandbox"
+    """Where ``run_command`` runs: in the sandbox (default), or on the host as a plain
+    subprocess with a scrubbed environment (when commands need host tools)."""
 
 
 class StreamSettings(_Section):
@@ -310,6 +313,7 @@ cpu_s = 20
 memory_mb = 1024
 processes = 64
 output_bytes = 200000
+commands = "sandbox"      # run_command in the sandbox, or "host" (plain subprocess)
 
 [stream]
 fsync = "turn"            # turn | never

@@ -92,6 +92,7 @@ class Run:
         self.gate = gate
         self.run_id = run_id or new_run_id()
         self._sandbox: Any = None
+        self.sandbox_facts: dict[str, Any] = {}
         self.isolation = isolation or self._probe()
         self.ceilings = Ceilings(**settings.ceilings.model_dump())
         self.budget = Budget(self.ceilings)
@@ -107,40 +108,41 @@ class Run:
             run_id=self.run_id,
             settings=settings.model_dump(mode="json"),
             isolation=self.isolation,
+            sandbox=self.sandbox_facts,
             workspace=str(self.workspace),
         ))
 
     def _probe(self) -> str:
         """Name the sandbox layer in force (SPEC M3), or why there is none."""
         try:
-            from gg.sandbox import probe
-
-            forced = self.settings.sandbox.isolation
-            return str(probe(None if forced == "auto" else forced))
+            description = self.sandbox().describe()
         except Exception as e:  # reported on run_started; code mode then fails clearly
+            self.sandbox_facts = {}
             return f"unavailable ({type(e).__name__}: {e})"
+        self.sandbox_facts = description
+        return str(description["isolation"])
 
     def sandbox(self) -> Any:
-        """The run's sandbox, created on first use (responses as code, on-use scripts).
+        """The run's sandbox (responses as code, ``run_command``, on-use scripts).
 
         Raises:
             gg.errors.SandboxError: if no isolation layer works here.
+            gg.errors.UserError: ``GG_SANDBOX`` names no layer.
         """
         if self._sandbox is None:
-            from gg.sandbox import Limits, Sandbox, probe
+            from gg.sandbox import Isolation, Limits, Sandbox
 
             cfg = self.settings.sandbox
-            forced = None if cfg.isolation == "auto" else cfg.isolation
+            forced = None if cfg.isolation == "auto" else Isolation(cfg.isolation)
             limits = Limits(wall_s=cfg.wall_s, cpu_s=cfg.cpu_s, memory_mb=cfg.memory_mb,
                             processes=cfg.processes, output_bytes=cfg.output_bytes)
-            self._sandbox = Sandbox(limits=limits, isolation=probe(forced))
+            self._sandbox = Sandbox(limits=limits, isolation=forced)
         return self._sandbox
 
     async def aclose(self) -> None:
-        """Release the sandbox (its worker processes), if one was started."""
+        """Release the sandbox's resources, if one was made."""
         if self._sandbox is not None:
             await self._sandbox.aclose()
-            self._sandbox = None
 
     def new_session_id(self) -> str:
         """The next session id of this run: ``s1``, ``s2``, ..."""

@@ -96,6 +96,8 @@ class RunStarted(_Base):
     settings: dict[str, Any]
     isolation: str
     workspace: str
+    sandbox: dict[str, Any] = {}
+    """What the sandbox has in force: namespaces, Landlock ABI, seccomp, dedicated uid."""
 
 
 class SessionStarted(_Base):

@@ -7,6 +7,7 @@ gg's environment, signal other processes or outlive its turn; gg is unharmed.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from sandbox_support import Arena, Recorder, TcpServer, leftover_processes
@@ -208,7 +209,7 @@ async def test_the_environment_is_built_from_nothing(
     )
     assert result.returned is not None
     names = eval(result.returned)  # a list of names, from our own program
-    assert set(names) <= {"PATH", "LANG", "HOME", "TMPDIR", "PWD"}
+    assert set(names) <= {"PATH", "LANG", "HOME", "TMPDIR", "PWD", "GIT_CONFIG_GLOBAL"}
     assert secret_env not in result.output
 
 
@@ -222,3 +223,17 @@ async def test_runs_as_a_dedicated_uid_when_gg_is_root(sandbox: Sandbox, arena: 
     assert result.returned is not None
     uid, euid, groups = eval(result.returned)
     assert uid == euid and uid >= 61001 and groups in ([], [61000])
+
+
+async def test_a_workspace_under_a_private_directory(sandbox: Sandbox, tmp_path: Path) -> None:
+    """pytest's tmp_path sits under a 0700 directory the slot uid cannot search."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    program = "open('made.txt', 'w').write('ok')\nimport os\nsorted(os.listdir('.'))"
+    result = await sandbox.run(
+        program, language="python", workspace=workspace, tools=[], handler=Recorder()
+    )
+    assert (result.error, result.returned) == (None, "['made.txt']")
+    assert (workspace / "made.txt").read_text() == "ok"
+    shell = await sandbox.run_shell("cat made.txt", workspace=workspace, timeout_s=10)
+    assert shell.output == "ok"

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
+import pytest
 from sandbox_support import Arena, TcpServer, leftover_processes
 
 from gg.sandbox import Sandbox
@@ -49,3 +53,16 @@ async def test_long_output_keeps_head_and_tail(default_sandbox: Sandbox, arena: 
     assert result.output.startswith("START\n") and result.output.endswith("END\n")
     assert "[gg: output cut:" in result.output
     assert len(result.output) < default_sandbox.limits.output_bytes + 200
+
+
+async def test_git_works_in_a_workspace_gg_owns(sandbox: Sandbox, arena: Arena) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    subprocess.run(["git", "init", "-q", str(arena.workspace)], check=True)
+    (arena.workspace / "a.txt").write_text("hi\n")
+    result = await sandbox.run_shell(
+        "git status --short && git add a.txt && git status --short",
+        workspace=arena.workspace,
+        timeout_s=20,
+    )
+    assert (result.exit_code, result.output) == (0, "?? a.txt\nA  a.txt\n"), result

@@ -187,7 +187,7 @@ class CodeMode:
             return _error(out, first, "bad_arguments", (
                 "submit_program needs one argument, program, a string holding the program's "
                 "source."))
-        problem = self._sandbox.compile(program, language=self.language)
+        problem = await self._sandbox.acompile(program, language=self.language)
         if problem is not None:
             where = f"line {problem.line}, column {problem.column}: " if problem.line else ""
             return _error(out, first, "compile_error",

@@ -159,9 +159,10 @@ class Sandbox:
         """What is in force, for the stream's ``run_started`` event (SPEC M3, O1)."""
         facts = host_facts()
         layer = self.isolation
+        user = [] if facts.is_root else ["user"]
         namespaces = {
-            Isolation.BWRAP: ["user", "pid", "net", "ipc", "uts", "mount", "cgroup"],
-            Isolation.UNSHARE: ["pid", "net", "ipc", "uts"] + ([] if facts.is_root else ["user"]),
+            Isolation.BWRAP: ["pid", "net", "ipc", "uts", "mount", "cgroup", *user],
+            Isolation.UNSHARE: ["pid", "net", "ipc", "uts", *user],
             Isolation.RLIMIT: [],
         }[layer]
         return {

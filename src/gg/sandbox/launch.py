@@ -9,9 +9,12 @@ the child's environment is built here from scratch.
 
 Paths inside the sandbox: the workspace keeps its own absolute path (under
 bubblewrap it is bind-mounted there); ``/gg/guest`` and ``/gg/run`` hold the
-guest code and the run's files under bubblewrap, which reaches them through
-file descriptors gg opened, so no parent directory needs to be searchable
-by the sandbox uid.
+guest code and the run's files under bubblewrap. When gg is root,
+bubblewrap runs privileged (no user namespace, every capability dropped but
+``CAP_SETUID``/``CAP_SETGID``/``CAP_SETPCAP``) so that it can bind any
+workspace; ``boot.py`` then empties the capability bounding set and becomes
+the slot uid before any program code runs. Otherwise bubblewrap runs as gg's
+user in a new user namespace.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ Mode = Literal["python", "javascript", "check", "shell", "probe"]
 _MIB = 1 << 20
 _JS_RESERVE_MB = 1536  # each V8 isolate (main, Worker) reserves ~512 MiB of code range up front
 _READ_ONLY = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+_DROP_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
+"""What boot.py keeps under privileged bubblewrap: just enough to drop to the slot uid."""
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
 
@@ -44,7 +49,7 @@ class Plan:
     env: dict[str, str]
     pass_fds: tuple[int, ...]
     user: int | None = None
-    """Start the process as this uid (bubblewrap under root); ``None``: as gg's user."""
+    """Start the process as this uid; ``None``: as gg's user (boot.py drops privileges)."""
     group: int | None = None
     fds: list[int] = field(default_factory=list)
     """Descriptors opened for the child; close them once it has started."""
@@ -108,6 +113,7 @@ def _tmp(spec: Spec) -> str:
 def _env(spec: Spec) -> dict[str, str]:
     tmp = _tmp(spec)
     env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", "HOME": tmp, "TMPDIR": tmp}
+    env["GIT_CONFIG_GLOBAL"] = f"{_run_path(spec)}/gitconfig"
     if spec.mode in ("javascript", "check"):
         env |= {"DENO_DIR": f"{tmp}/.deno", "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1"}
     if spec.mode == "shell":
@@ -160,7 +166,7 @@ def _landlock(spec: Spec) -> dict[str, object] | None:
 def _boot_config(spec: Spec, exe_fd: int | None) -> dict[str, object]:
     bwrap = spec.isolation is Isolation.BWRAP
     guest = "/gg/guest" if bwrap else str(GUEST_DIR)
-    root_drops = spec.facts.is_root and not bwrap and spec.uid is not None
+    root_drops = spec.facts.is_root and spec.uid is not None
     nproc_base = 0 if spec.facts.is_root else _own_process_count()
     argv: list[str] = []
     if spec.mode in ("javascript", "check"):
@@ -190,8 +196,13 @@ def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
         fds.append(fd)
         return ["--bind-fd" if writable else "--ro-bind-fd", str(fd), dest]
 
-    args = [str(spec.facts.bwrap), "--unshare-all", "--unshare-user", "--disable-userns"]
-    args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "gg"]
+    args = [str(spec.facts.bwrap), "--die-with-parent", "--new-session", "--hostname", "gg"]
+    if spec.facts.is_root:  # privileged bwrap, no user namespace; boot.py drops to the slot uid
+        args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+        args += ["--unshare-cgroup-try", "--cap-drop", "ALL"]
+        args += [a for cap in _DROP_CAPS for a in ("--cap-add", cap)]
+    else:
+        args += ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
     args += ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"):
         if os.path.islink(top):
@@ -201,15 +212,31 @@ def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
     if spec.mode == "shell":
         args += ["--ro-bind", "/etc", "/etc"]
     args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(spec.limits.tmp_mb * _MIB), "--tmpfs", "/tmp"]
-    if spec.facts.python_prefix:
-        args += bind_fd(spec.facts.python_prefix, spec.facts.python_prefix)
+    args += ["--perms", "1777", "--size", str(spec.limits.tmp_mb * _MIB), "--tmpfs", "/tmp"]
+    ws = str(spec.workspace)
+    prefix = spec.facts.python_prefix
+    for path in _mount_parents([ws, "/gg/guest", *([prefix] if prefix else [])]):
+        args += ["--perms", "0755", "--dir", path]  # searchable by the slot uid
+    if prefix:
+        args += bind_fd(prefix, prefix)
     args += bind_fd(str(GUEST_DIR), "/gg/guest") + bind_fd(str(spec.run_dir), "/gg/run")
     if spec.mode in ("javascript", "check") and spec.facts.deno:
         args += bind_fd(spec.facts.deno, "/gg/deno")
-    ws = str(spec.workspace)
     args += [*bind_fd(ws, ws, writable=True), "--chdir", ws]
     return [*args, "--"]
+
+
+def _mount_parents(paths: list[str]) -> list[str]:
+    """The directories bubblewrap must create above these mount points, outermost first."""
+    made = {"/", "/tmp", "/usr", "/proc", "/dev"}
+    parents: list[str] = []
+    for path in paths:
+        for parent in reversed(Path(path).parents):
+            text = str(parent)
+            if text not in made and not text.startswith(("/usr/", "/proc/", "/dev/")):
+                made.add(text)
+                parents.append(text)
+    return parents
 
 
 def plan(spec: Spec) -> Plan:
@@ -231,8 +258,6 @@ def plan(spec: Spec) -> Plan:
         result = Plan(argv=argv, env=_env(spec), pass_fds=(), fds=fds)
         if spec.isolation is Isolation.BWRAP:
             result.argv = _bwrap_args(spec, fds) + argv
-            if spec.facts.is_root and spec.uid is not None:
-                result.user, result.group = spec.uid, SANDBOX_GID
     except BaseException:
         for fd in fds:
             os.close(fd)
@@ -242,9 +267,11 @@ def plan(spec: Spec) -> Plan:
 
 
 def prepare_run_dir(run_dir: Path, *, uid: int | None, isolation: Isolation) -> None:
-    """Give the run directory its private tmp (non-bubblewrap layers) and the JS runner."""
+    """Give the run directory the JS runner, a git config, and (not bubblewrap) a private tmp."""
     os.chmod(run_dir, 0o755)
     shutil.copyfile(GUEST_DIR / "runner.js", run_dir / "runner.js")
+    # The workspace belongs to gg's user, not the slot uid: let git work in it anyway.
+    (run_dir / "gitconfig").write_text("[safe]\n\tdirectory = *\n")
     if isolation is not Isolation.BWRAP:
         tmp = run_dir / "tmp"
         tmp.mkdir(mode=0o700)

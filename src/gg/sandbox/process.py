@@ -5,8 +5,10 @@ Program mode keeps the first ``output_bytes`` and kills the program past
 them; shell mode keeps the head and the tail and kills only far past the cap.
 The wall clock excludes time the membrane's handler spends on a call. When
 anything ends the run (exit, limit, violation), the whole tree is killed:
-bubblewrap and the ``unshare`` layer by their pid namespace, the ``rlimit``
-layer by ``kill(-1)`` as the slot uid (see :mod:`gg.sandbox.accounts`).
+bubblewrap and the ``unshare`` layer by their pid namespace, and (when gg
+is root) the ``unshare`` and ``rlimit`` layers also by ``kill(-1)`` as the
+slot uid (see :mod:`gg.sandbox.accounts`), which catches processes that
+left the session.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ class Outcome:
     """What happened to one process."""
 
     returncode: int | None
-    """Exit status as asyncio reports it (negative: killed by that signal)."""
+    """Exit status as :mod:`subprocess` reports it (negative: killed by that signal)."""
     output: str
     """stdout+stderr, decoded (invalid UTF-8 replaced), cut with a marker when too long."""
     stopped: str | None

@@ -65,8 +65,8 @@ class _Function:
 
 def _identifier(name: str) -> str:
     ident = re.sub(r"\W", "_", name) or "_"
-    if ident[0].isdigit():
-        ident = "_" + ident
+    if ident[0].isdigit() or ident.startswith("__"):
+        ident = "t" + ident  # never a dunder: it would replace the namespace's own methods
     if keyword.iskeyword(ident) or keyword.issoftkeyword(ident):
         ident += "_"
     return ident
@@ -239,10 +239,11 @@ def _named(names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
 
 class _Namespace:
     __slots__ = ()
+    _label = "gg"
 
     def __repr__(self) -> str:
         names = [n for n in dir(type(self)) if not n.startswith("_")]
-        return f"<{self.__doc__.splitlines()[0]} {', '.join(names)}>"
+        return f"<{self._label}: {', '.join(names)}>"
 
 '''
 
@@ -283,10 +284,12 @@ def _python_source(tools: list[_Function], endings: list[_Function]) -> str:
         _PY_HEADER,
         "\nclass _Tools(_Namespace):\n",
         '    """gg.tools: the tools gg offers."""\n',
+        '    _label = "gg.tools"\n',
     ]
     parts += ["\n" + _py_tool(fn) for fn in tools]
     parts += ["\n\nclass _Session(_Namespace):\n"]
     parts += ['    """gg.session: the ending calls (one returns; the program runs on)."""\n']
+    parts += ['    _label = "gg.session"\n']
     parts += ["\n" + _py_ending(fn) for fn in endings]
     parts += ["\n\ntools = _Tools()\nsession = _Session()\n"]
     return "".join(parts)

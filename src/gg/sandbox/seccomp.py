@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import os
+import tempfile
 
 __all__ = ["DENIED_SYSCALLS", "seccomp_bpf"]
 
@@ -61,7 +61,7 @@ def seccomp_bpf() -> bytes | None:
     Returns:
         The program's bytes (a multiple of 8), cached; ``None`` when pyseccomp or
         libseccomp is not installed (the sandbox then runs without seccomp and
-        says so in :attr:`gg.sandbox.Sandbox.features`).
+        says so in :meth:`gg.sandbox.Sandbox.describe`).
     """
     try:
         import pyseccomp as seccomp  # type: ignore[import-untyped]
@@ -80,12 +80,8 @@ def seccomp_bpf() -> bytes | None:
         )
     with contextlib.suppress(OSError, ValueError):
         filt.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
-    read_fd, write_fd = os.pipe()
-    try:
-        with os.fdopen(write_fd, "wb", closefd=True) as out:
-            filt.export_bpf(out)
-        with os.fdopen(read_fd, "rb", closefd=False) as src:
-            data = src.read()
-    finally:
-        os.close(read_fd)
+    with tempfile.TemporaryFile() as out:
+        filt.export_bpf(out)
+        out.seek(0)
+        data = out.read()
     return data or None

@@ -29,7 +29,7 @@ from typing import Annotated, Protocol
 
 from pydantic import Field
 
-from gg.errors import ToolError, WorkspaceEscape
+from gg.errors import SandboxError, ToolError, WorkspaceEscape
 from gg.tools.registry import Registry, ToolContext, cap_text, tool
 
 __all__ = [
@@ -459,6 +459,24 @@ def _format_result(result: ShellResult) -> str:
     return "\n".join(parts)
 
 
+async def _run_in_sandbox(command: str, timeout_s: float, ctx: ToolContext) -> str | None:
+    """Run ``command`` in the run's sandbox (SPEC M3, issue 3 item 7), or ``None`` when the
+    tool runs outside a run or ``[sandbox] commands = "host"``."""
+    run = ctx.run
+    if run is None or run.settings.sandbox.commands != "sandbox":
+        return None
+    try:
+        result = await run.sandbox().run_shell(command, workspace=ctx.workspace,
+                                               timeout_s=timeout_s)
+    except SandboxError as exc:
+        raise ToolError(f"the sandbox could not run the command: {exc}") from None
+    text = cap_text(result.output.rstrip() or "(no output)", ctx.output_cap)
+    if result.timed_out:
+        raise ToolError(f"command timed out after {timeout_s:g} s; it and its child processes "
+                        f"were killed. Output so far:\n{text}")
+    return f"exit code: {result.exit_code}\n{text}"
+
+
 @tool
 async def run_command(
     command: Annotated[str, Field(min_length=1)],
@@ -468,14 +486,18 @@ async def run_command(
 ) -> str:
     """Run a shell command in the workspace and return its exit code and output.
 
-    The command runs through /bin/sh with the workspace as its working directory
-    and no secrets in its environment. It and every process it started are
-    killed when it ends or times out.
+    The command runs through /bin/sh with the workspace as its working directory,
+    in the run's sandbox (no network, nothing writable outside the workspace, no
+    secrets in its environment). It and every process it started are killed
+    when it ends or times out.
 
     Args:
         command: The shell command line to run.
         timeout_s: Seconds before the command is killed (at most 3600).
     """
+    sandboxed = await _run_in_sandbox(command, timeout_s, ctx)
+    if sandboxed is not None:
+        return sandboxed
     try:
         result = await run_shell(
             command,

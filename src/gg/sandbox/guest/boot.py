@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import fcntl
 import json
 import os
@@ -43,6 +44,7 @@ _CLONE_NEWUSER = 0x10000000
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_SET_SECCOMP = 22
+_PR_CAPBSET_DROP = 24
 _PR_SET_NO_NEW_PRIVS = 38
 _SECCOMP_MODE_FILTER = 2
 _SYS_LANDLOCK = {"create": 444, "add_rule": 445, "restrict": 446}
@@ -158,7 +160,10 @@ def _fork_and_wait() -> None:
 
 
 def drop_privileges(uid: int, gid: int) -> None:
-    """Become ``uid``/``gid`` with no supplementary groups, for good."""
+    """Empty the capability bounding set, then become ``uid``/``gid`` (no other groups) for good."""
+    for cap in range(64):
+        if _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
+            fail(f"cannot drop capability {cap} from the bounding set")
     try:
         os.setgroups([])
         os.setresgid(gid, gid, gid)
