@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import REPO
 
 import gg
+from support import REPO
 
 pytestmark = pytest.mark.slow
 

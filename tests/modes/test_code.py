@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import RunScripted, events_of
 
 import gg
 from gg.modes.code import run_on_use_script
 from gg.testing import text
+from support import RunScripted, events_of
 
 
 def program(source: str) -> gg.Reply:
@@ -28,11 +28,13 @@ P: dict[str, dict[str, str]] = {
         "finish_ok": "gg.session.finish('ok')",
         "write_marker": "gg.tools.write_file(path='marker.txt', content='ran')",
         "syntax": "x = (1,\nprint('hi'",
-        "finish_then_raise": "gg.session.finish('done')\nraise ValueError('boom after declaring')",
+        "finish_then_raise": "gg.session.finish('done')\n"
+                             "raise ValueError('boom after declaring')",
         "three": "for i in range(3):\n    gg.session.finish(f'v{i}')\nprint('ran on')",
         "finish": "gg.session.finish('lgtm')",
         "approve": "gg.session.approve()",
-        "rc_empty": "try:\n    gg.session.request_changes([])\nexcept Exception as e:\n    print(e)",
+        "rc_empty": "try:\n    gg.session.request_changes([])\n"
+                    "except Exception as e:\n    print(e)",
         "rc_padded": "gg.session.request_changes(['  ', ' fix x '])",
         "read_then_finish": "print(gg.tools.read_file(path='README.md'))\n"
                             "gg.session.finish('read it')",
