@@ -157,7 +157,8 @@ class Agent:
             self._make_model(progress)
         if record is not None:
             self.model = RecordingModel(self.model, Path(record))
-        self.hooks = [self._toml_hook(h) for h in self.settings.hooks.agent_stop]
+        self.hooks: list[CommandHook | CallableHook] = [
+            self._toml_hook(h) for h in self.settings.hooks.agent_stop]
         self.hooks += [_hook(h) for h in hooks]
         self.listeners = list(listeners)
         self._check_arm()

@@ -114,7 +114,7 @@ def _print_result(console: Console, data: dict[str, object]) -> None:
             console.print(f": {ending['summary']}", markup=False)
         elif "items" in ending:
             console.print(":")
-            for item in ending["items"]:  # type: ignore[attr-defined]
+            for item in ending["items"]:
                 console.print(f"  - {item}", markup=False)
         else:
             console.print()
