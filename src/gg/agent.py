@@ -168,9 +168,10 @@ class Agent:
         from gg.models.factory import model_from_spec
 
         m = self.settings.model
+        extra = {"max_tokens": m.max_output_tokens} if m.max_output_tokens else {}
         return model_from_spec(m.spec, prices={k: v.model_dump() for k, v in m.prices.items()},
                                constrained=m.constrained, progress=progress,
-                               timeout_s=m.timeout_s, max_retries=m.max_retries)
+                               timeout_s=m.timeout_s, max_retries=m.max_retries, **extra)
 
     @staticmethod
     def _toml_hook(h: Any) -> CommandHook:

@@ -62,6 +62,8 @@ class ModelSettings(_Section):
     """Embedded model: constrain output to valid calls by grammar (SPEC M5)."""
     timeout_s: float = Field(default=120, gt=0)
     max_retries: int = Field(default=3, ge=0)
+    max_output_tokens: int = Field(default=0, ge=0)
+    """Most tokens per reply (0 = the provider's or the local model's own default)."""
     prices: dict[str, Price] = {}
 
 
@@ -271,6 +273,7 @@ spec = "local"            # local | scripted:PATH | openai:MODEL | anthropic:MOD
 constrained = true        # local model: constrain output to valid tool calls
 timeout_s = 120           # per request to a provider
 max_retries = 3           # on 429, 5xx, timeouts, dropped connections
+max_output_tokens = 0     # most tokens per reply; 0 = the provider's default
 # [model.prices."gpt-4o-mini"]
 # input_per_mtok = 0.15
 # output_per_mtok = 0.60
