@@ -320,3 +320,15 @@ def test_run_command_runs_in_the_sandbox(run_scripted: RunScripted, workspace: P
     first, second = (m.content for m in model.calls[2][0] if m.role == "tool")
     assert "key=none" in first and "sk-canary" not in first
     assert "no-network" in second
+
+
+def test_budget_ceiling_counts_tokens_across_the_run(run_scripted: RunScripted) -> None:
+    used = {"tool_calls": [{"name": "list_dir", "arguments": {}}],
+            "usage": {"input_tokens": 400, "output_tokens": 100}}
+    result, _ = run_scripted([used] * 5, ceilings={"max_tokens": 1200})
+    assert result.status == "stopped" and result.ending is None
+    tripped = next(e for e in events_of(result) if e.type == "ceiling_tripped")
+    assert tripped.ceiling == "budget"
+    assert "1500 tokens used, over the limit of 1200" in tripped.diagnosis
+    turns = [e for e in events_of(result) if e.type == "turn"]
+    assert len(turns) == 3 and turns[0].usage.input_tokens == 400

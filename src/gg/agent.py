@@ -109,6 +109,7 @@ class Agent:
         record: write the run's replies to this file in the scripted format.
         progress: called with short status lines while a local model loads.
         constrained: override ``[model] constrained`` (local model grammar, SPEC M5).
+        on_delta: called with reply text as a streaming provider sends it (progress).
 
     Raises:
         UserError: a missing workspace, a bad model spec, a bad setting.
@@ -132,6 +133,7 @@ class Agent:
         record: str | Path | None = None,
         progress: Callable[[str], None] | None = None,
         constrained: bool | None = None,
+        on_delta: Callable[[str], None] | None = None,
     ) -> None:
         ws = Path(workspace).expanduser()
         if not ws.is_dir():
@@ -154,7 +156,7 @@ class Agent:
         for t in tools:
             self.registry.register(t if isinstance(t, Tool) else tool(t), capability="user")
         self.model: Model = model if model is not None and not isinstance(model, str) else \
-            self._make_model(progress)
+            self._make_model(progress, on_delta)
         if record is not None:
             self.model = RecordingModel(self.model, Path(record))
         self.hooks: list[CommandHook | CallableHook] = [
@@ -164,11 +166,15 @@ class Agent:
         self._check_arm()
         self.skills_prompt = skills_section(self.settings, self.registry, self.workspace)
 
-    def _make_model(self, progress: Callable[[str], None] | None) -> Model:
+    def _make_model(self, progress: Callable[[str], None] | None,
+                    on_delta: Callable[[str], None] | None) -> Model:
         from gg.models.factory import model_from_spec
 
         m = self.settings.model
-        extra = {"max_tokens": m.max_output_tokens} if m.max_output_tokens else {}
+        extra: dict[str, Any] = {"max_tokens": m.max_output_tokens} if m.max_output_tokens \
+            else {}
+        if on_delta is not None:
+            extra["on_delta"] = on_delta
         return model_from_spec(m.spec, prices={k: v.model_dump() for k, v in m.prices.items()},
                                constrained=m.constrained, progress=progress,
                                timeout_s=m.timeout_s, max_retries=m.max_retries, **extra)

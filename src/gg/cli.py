@@ -92,7 +92,7 @@ def run(
             language=language,  # type: ignore[arg-type]
             ceilings={"max_turns": max_turns} if max_turns else None,
             listeners=[renderer], record=record, constrained=False if no_grammar else None,
-            progress=lambda line: console.print(f"[dim]{line}[/]"),
+            progress=lambda line: console.print(f"[dim]{line}[/]"), on_delta=renderer.delta,
         )
         result = agent.run(task)
     except UserError as e:

@@ -50,6 +50,7 @@ class Renderer:
         if spinner and self.console.is_terminal:
             self._status = self.console.status("starting…")
         self._turns: dict[str | None, int] = {}
+        self._written = ""
 
     def __call__(self, event: Any) -> None:
         """Render one event."""
@@ -58,7 +59,17 @@ class Renderer:
             self.console.print(line)
         self._spin(event)
 
+    def delta(self, text: str) -> None:
+        """Show reply text as a provider streams it (the spinner's line), SPEC O2."""
+        if self._status is None or not text:
+            return
+        self._written = (self._written + text)[-200:]
+        tail = " ".join(self._written.split())[-70:]
+        self._status.update(f"[dim]the model is writing: {escape(tail)}")
+
     def _spin(self, event: Any) -> None:
+        if event.type == "turn":
+            self._written = ""
         if self._status is None:
             return
         if event.type in ("session_started", "turn", "gate_blocked", "error_turn"):
