@@ -10,6 +10,9 @@ The tree::
     │   └── ScriptExhausted      the scripted model has no more replies
     ├── ToolError                a registry tool failed; the model sees the message
     │   └── WorkspaceEscape      a path left the workspace (SPEC §10 built-in tools)
+    ├── ArgumentsError           (gg.tools.registry) a call's arguments don't fit the schema
+    ├── BoardError               (gg.board.errors) a board operation failed; carries a code,
+    │                            the operation, and whether a retry helps
     ├── HookError                an agent-stop hook failed or timed out (SPEC H1)
     ├── SandboxError             the sandbox could not run a program; carries `.retryable`
     └── RunFailure               a run stopped without an ending; carries `.run_id`, `.diagnosis`
