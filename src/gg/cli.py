@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -135,23 +135,27 @@ def _find_stream(ref: str, workspace: Path) -> Path:
     raise UserError(f"no run {ref!r}: not a stream file, and no {candidate} (use --workspace)")
 
 
+def _replay(run_ref: str, workspace: Path, *, follow: bool) -> list[Any]:
+    try:
+        path = _find_stream(run_ref, workspace)
+    except UserError as e:
+        raise _fail(str(e)) from None
+    renderer = Renderer(Console(highlight=False))
+    events = []
+    for event in read_events(path, follow=follow):
+        events.append(event)
+        renderer(event)
+    return events
+
+
 @app.command()
 def show(
     run_ref: Annotated[str, typer.Argument(metavar="RUN_ID|STREAM_PATH")],
     workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
 ) -> None:
-    """Replay a finished run's stream as a report."""
-    try:
-        path = _find_stream(run_ref, workspace)
-    except UserError as e:
-        raise _fail(str(e)) from None
-    console = Console(highlight=False)
-    renderer = Renderer(console)
-    events = []
-    for event in read_events(path):
-        events.append(event)
-        renderer(event)
-    console.print(summary_table(events))
+    """Replay a finished run's stream as a report, with a summary per session."""
+    events = _replay(run_ref, workspace, follow=False)
+    Console(highlight=False).print(summary_table(events))
 
 
 @app.command()
@@ -159,14 +163,8 @@ def watch(
     run_ref: Annotated[str, typer.Argument(metavar="RUN_ID|STREAM_PATH")],
     workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
 ) -> None:
-    """Follow a live run's stream until it ends."""
-    try:
-        path = _find_stream(run_ref, workspace)
-    except UserError as e:
-        raise _fail(str(e)) from None
-    renderer = Renderer(Console(highlight=False))
-    for event in read_events(path, follow=True):
-        renderer(event)
+    """Follow a live run's stream until it ends (run_ended)."""
+    _replay(run_ref, workspace, follow=True)
 
 
 @app.command()
