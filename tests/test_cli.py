@@ -145,3 +145,93 @@ def test_missing_api_key_is_exit_2(workspace: Path) -> None:
                        capture_output=True, text=True, timeout=60, env=env)
     assert p.returncode == 2 and "OPENAI_API_KEY" in p.stderr
     assert not (workspace / ".gg").exists()
+
+
+def test_more_bad_input_is_exit_2(workspace: Path, tmp_path: Path) -> None:
+    ok = write_script(tmp_path / "ok.json", [])
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe{")
+    (tmp_path / "bin.toml").write_bytes(b"\xff\xfe[model]")
+    cases = [
+        (["--model", f"scripted:{ok}", "--max-turns", "0"], "--max-turns"),
+        (["--model", f"scripted:{tmp_path / 'bin.json'}"], "not UTF-8"),
+        (["--model", f"scripted:{ok}", "--config", str(tmp_path / "bin.toml")], "not UTF-8"),
+        (["--model", f"scripted:{ok}", "--record", "/nonexistent/dir/rec.json"], "--record"),
+    ]
+    for args, needle in cases:
+        p = gg("run", "task", "-w", str(workspace), *args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert needle in p.stderr and len(p.stderr.strip().splitlines()) == 1
+        assert not (workspace / ".gg").exists()
+
+
+def test_show_a_malformed_stream_is_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "stream.jsonl"
+    bad.write_text('garbage\n{"type": "turn"}\n')
+    p = gg("show", str(bad))
+    assert p.returncode == 2 and "line 1 is not a gg stream event" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_watch_stops_when_the_run_process_is_gone(workspace: Path, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    script = write_script(tmp_path / "r.json", [
+        {"tool_calls": [{"name": "finish", "arguments": {"summary": "x"}}]}])
+    (workspace / "gg.toml").write_text('[[hooks.agent_stop]]\ncommand = "sleep 30"\n')
+    proc = subprocess.Popen([*GG, "run", "t", "-w", str(workspace), "--model",
+                             f"scripted:{script}"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    runs = workspace / ".gg" / "runs"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        streams = list(runs.glob("*/stream.jsonl")) if runs.exists() else []
+        if streams and "ending_declared" in streams[0].read_text():
+            break
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    p = gg("watch", str(streams[0]))
+    assert p.returncode == 1 and "without run_ended" in p.stdout
+    shown = gg("show", str(streams[0]))
+    assert shown.returncode == 0 and "unfinished" in shown.stdout
+
+
+def test_secrets_never_shown(workspace: Path, tmp_path: Path) -> None:
+    secret = "sk-proj-VALUELEAK-1234567890"
+    script = write_script(tmp_path / "r.json", [
+        {"text": f"the key is {secret}",
+         "tool_calls": [{"name": "finish", "arguments": {"summary": f"done with {secret}"}}]}])
+    for extra in ([], ["--json"]):
+        p = gg("run", "t", "-w", str(workspace), "--model", f"scripted:{script}", *extra,
+               env={"OPENAI_API_KEY": secret})
+        assert p.returncode == 0
+        assert secret not in p.stdout and secret not in p.stderr
+        assert "[redacted]" in p.stdout + p.stderr
+    for stream in (workspace / ".gg" / "runs").glob("*/stream.jsonl"):
+        assert secret not in stream.read_text()
+
+
+def test_ctrl_c_is_exit_130_and_recorded(workspace: Path, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    script = write_script(tmp_path / "r.json", [
+        {"tool_calls": [{"name": "finish", "arguments": {"summary": "x"}}]}])
+    (workspace / "gg.toml").write_text('[[hooks.agent_stop]]\ncommand = "sleep 30"\n')
+    proc = subprocess.Popen([*GG, "run", "t", "-w", str(workspace), "--model",
+                             f"scripted:{script}"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    runs = workspace / ".gg" / "runs"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        streams = list(runs.glob("*/stream.jsonl")) if runs.exists() else []
+        if streams and "ending_declared" in streams[0].read_text():
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    last = json.loads(streams[0].read_text().splitlines()[-1])
+    assert last["type"] == "run_ended" and last["exit_code"] == 130
+    assert "interrupted" in last["diagnosis"]

@@ -17,6 +17,7 @@ constructor, before anything is written.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any, Literal
 
 from gg.config import Settings, load_settings, settings_from_dict
 from gg.endings import Ending, Language, Role
-from gg.errors import UserError
+from gg.errors import ConfigError, UserError
 from gg.hooks import CallableHook, CommandHook, Gate
 from gg.memory import MEMORY_TOOLS
 from gg.models.base import Model
@@ -79,6 +80,15 @@ def _merge(settings: Settings, overrides: dict[str, dict[str, Any]]) -> Settings
     for section, values in overrides.items():
         data.setdefault(section, {}).update({k: v for k, v in values.items() if v is not None})
     return settings_from_dict(data, source="settings")
+
+
+def _writable(path: Path) -> Path:
+    """``path`` if a file can be written there (for ``--record``), else UserError."""
+    parent = path.expanduser().resolve().parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UserError(f"--record: cannot write {str(path)!r}: {parent} is not a writable "
+                        "directory")
+    return path.expanduser()
 
 
 def _hook(h: Hook) -> CommandHook | CallableHook:
@@ -155,10 +165,13 @@ class Agent:
                 self.registry.register(extra_tool, capability=cap)
         for t in tools:
             self.registry.register(t if isinstance(t, Tool) else tool(t), capability="user")
+        self._check_budget()
+        if record is not None:
+            record = _writable(Path(record))
         self.model: Model = model if model is not None and not isinstance(model, str) else \
             self._make_model(progress, on_delta)
         if record is not None:
-            self.model = RecordingModel(self.model, Path(record))
+            self.model = RecordingModel(self.model, record)
         self.hooks: list[CommandHook | CallableHook] = [
             self._toml_hook(h) for h in self.settings.hooks.agent_stop]
         self.hooks += [_hook(h) for h in hooks]
@@ -175,9 +188,12 @@ class Agent:
             else {}
         if on_delta is not None:
             extra["on_delta"] = on_delta
-        return model_from_spec(m.spec, prices={k: v.model_dump() for k, v in m.prices.items()},
-                               constrained=m.constrained, progress=progress,
-                               timeout_s=m.timeout_s, max_retries=m.max_retries, **extra)
+        try:
+            return model_from_spec(m.spec, prices={k: v.model_dump() for k, v in m.prices.items()},
+                                   constrained=m.constrained, progress=progress,
+                                   timeout_s=m.timeout_s, max_retries=m.max_retries, **extra)
+        except UserError as e:
+            raise UserError(f"model.spec: {e}") from None
 
     @staticmethod
     def _toml_hook(h: Any) -> CommandHook:
@@ -189,7 +205,18 @@ class Agent:
         if self.registry.capabilities.get("user") and "user" not in tools.capabilities:
             self.settings = _merge(self.settings, {
                 "tools": {"capabilities": [*tools.capabilities, "user"]}})
-        arm_from_settings(self.settings.tools).select(self.registry)
+        try:
+            arm_from_settings(self.settings.tools).select(self.registry)
+        except UserError as e:
+            raise UserError(f"[tools]: {e}") from None
+
+    def _check_budget(self) -> None:
+        c, m = self.settings.ceilings, self.settings.model
+        if c.max_cost and not m.prices:
+            raise ConfigError(
+                "ceilings.max_cost is set but [model.prices] is empty, so every reply would "
+                "cost 0 and the budget could never trip: add a price for the model",
+                key="ceilings.max_cost")
 
     def new_run(self, *, run_id: str | None = None) -> Run:
         """A new :class:`Run` with this agent's model, settings, tools and hooks."""
@@ -202,15 +229,20 @@ class Agent:
         if not task.strip():
             raise UserError("the task is empty")
         run = self.new_run()
-        status: Literal["ended", "stopped"] = "stopped"
-        diagnosis: str | None = "the run was interrupted"
         try:
             session = await run.session(task, extra_prompt=self.skills_prompt)
-            status = session.status
-            diagnosis = str(session.diagnosis) if session.diagnosis else None
-        finally:
+        except BaseException as e:  # interrupted (Ctrl-C, cancelled) or a bug: say so
             await run.aclose()
-            run.end(status, diagnosis)
+            interrupted = isinstance(e, asyncio.CancelledError | KeyboardInterrupt)
+            why = "interrupted by the operator" if interrupted else \
+                f"gg failed: {type(e).__name__}: {e}"
+            run.end("stopped", f"the run was {why}" if interrupted else why,
+                    exit_code=130 if interrupted else 1)
+            raise
+        await run.aclose()
+        status = session.status
+        diagnosis = str(session.diagnosis) if session.diagnosis else None
+        run.end(status, diagnosis)
         return RunResult(run_id=run.run_id, status=status, ending=session.ending,
                          diagnosis=diagnosis, stream=run.stream.path, session=session)
 

@@ -104,6 +104,12 @@ def _replies_text(replies: tuple[str, ...]) -> str:
     return f" Last replies: {shown}."
 
 
+def _repeats(replies: tuple[str, ...]) -> str:
+    if len(replies) >= 2 and len(set(replies)) == 1:
+        return f" The model repeated the same reply at least {len(replies)} times at the end."
+    return ""
+
+
 @dataclass(slots=True)
 class Budget:
     """A run's spending so far, checked against its ceilings (SPEC S6 budget)."""
@@ -159,7 +165,7 @@ class SessionCeilings:
     def record_turn(self, kind: ErrorKind | None, reply_excerpt: str) -> None:
         """Count one turn; ``kind`` is its error kind or ``None`` for a good turn."""
         self.turns += 1
-        self._replies.append(reply_excerpt[:160])
+        self._replies.append(reply_excerpt[:200])
         window = self._window
         window.append(kind is not None)
         if len(window) > self.ceilings.error_window:
@@ -199,6 +205,8 @@ class SessionCeilings:
                 message=(
                     f"the session took {self.turns} turns, its limit, without an ending that "
                     "passed the gate (raise [ceilings] max_turns, or split the task)."
+                    + _repeats(tuple(self._replies))
+                    + _replies_text(tuple(self._replies))
                 ),
                 counts={"turns": self.turns, "max_turns": c.max_turns},
                 last_replies=tuple(self._replies),
@@ -214,10 +222,12 @@ class SessionCeilings:
             what = f"the model replied {n} times in a row without submitting a program"
         else:
             what = f"{n} error turns in a row ({describe_kinds(kinds)})"
-        words = "; ".join(dict.fromkeys(_KIND_WORDS[k] for k in kinds))
+        if len(set(kinds)) > 1:
+            words = "; ".join(dict.fromkeys(_KIND_WORDS[k] for k in kinds))
+            what = f"{what}: the model {words}"
         return Diagnosis(
             ceiling="consecutive_errors",
-            message=f"{what}: the model {words}.{_replies_text(tuple(self._replies))}",
+            message=f"{what}.{_replies_text(tuple(self._replies))}",
             counts={"consecutive_errors": n, "limit": self.ceilings.consecutive_errors},
             recent_kinds=kinds,
             last_replies=tuple(self._replies),

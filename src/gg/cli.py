@@ -22,7 +22,7 @@ from gg.config import CONFIG_NAME, default_toml
 from gg.errors import ModelUnavailable, UserError
 from gg.models.factory import validate_spec
 from gg.render import Renderer, summary_table
-from gg.stream import read_events
+from gg.stream import read_events, redact
 
 __all__ = ["app", "main"]
 
@@ -32,6 +32,7 @@ app = typer.Typer(
     "call: finish(summary) for work, approve() / request_changes(items) for reviews.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
 
@@ -79,6 +80,8 @@ def run(
                                  ("--role", role, ("standard", "review"))):
         if value is not None and value not in allowed:
             raise _fail(f"{flag}: {value!r} is not one of {', '.join(allowed)}")
+    if max_turns is not None and max_turns < 1:
+        raise _fail(f"--max-turns: {max_turns} must be at least 1")
     if model is not None:
         try:
             validate_spec(model)
@@ -90,7 +93,7 @@ def run(
         agent = Agent(
             model=model, workspace=workspace, config=config, role=role, mode=mode,
             language=language,  # type: ignore[arg-type]
-            ceilings={"max_turns": max_turns} if max_turns else None,
+            ceilings={"max_turns": max_turns} if max_turns is not None else None,
             listeners=[renderer], record=record, constrained=False if no_grammar else None,
             progress=lambda line: console.print(f"[dim]{line}[/]"), on_delta=renderer.delta,
         )
@@ -100,13 +103,14 @@ def run(
     except ModelUnavailable as e:  # e.g. a missing API key: configuration, before any run
         raise _fail(f"--model: {e}") from None
     if json_out:
-        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+        sys.stdout.write(redact(json.dumps(result.to_json(), ensure_ascii=False)) + "\n")
     else:
         _print_result(console, result.to_json())
     raise typer.Exit(result.exit_code)
 
 
 def _print_result(console: Console, data: dict[str, object]) -> None:
+    data = json.loads(redact(json.dumps(data)))
     ending = data["ending"]
     if isinstance(ending, dict):
         console.print(f"[bold green]{ending['call']}[/]", end="")
@@ -140,11 +144,20 @@ def _replay(run_ref: str, workspace: Path, *, follow: bool) -> list[Any]:
         path = _find_stream(run_ref, workspace)
     except UserError as e:
         raise _fail(str(e)) from None
-    renderer = Renderer(Console(highlight=False))
+    console = Console(highlight=False)
+    renderer = Renderer(console)
     events = []
-    for event in read_events(path, follow=follow):
-        events.append(event)
-        renderer(event)
+    try:
+        for event in read_events(path, follow=follow):
+            events.append(event)
+            renderer(event)
+    except UserError as e:
+        raise _fail(str(e)) from None
+    if events and events[-1].type != "run_ended":
+        console.print("[yellow]the stream ends without run_ended: the run is still going, or "
+                      "its process was killed or crashed (nothing after this was recorded)[/]")
+        if follow:
+            raise typer.Exit(1)
     return events
 
 

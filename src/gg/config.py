@@ -249,6 +249,8 @@ def load_settings(path: Path | None = None, *, workspace: Path | None = None) ->
         path = candidate
     try:
         text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except OSError as e:
         raise ConfigError(f"cannot read config {str(path)!r}: {e.strerror}") from None
     try:

@@ -149,7 +149,9 @@ def summary_table(events: list[Event]) -> Table:
         if sid is None:
             continue
         if e.type == "session_started":
-            rows[sid] = {"role": e.role, "turns": 0, "end": "(running)"}
+            rows.setdefault(sid, {"role": e.role, "turns": 0})["end"] = "unfinished"
+        elif e.type == "turn" and sid in rows:
+            rows[sid]["turns"] = max(rows[sid]["turns"], e.turn or 0)
         elif e.type == "error_turn":
             errors[sid] += 1
         elif e.type == "gate_blocked":

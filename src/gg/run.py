@@ -7,6 +7,7 @@ stream, the budget and the gate, and each keeps its own ceiling counts.
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -102,6 +103,9 @@ class Run:
             listeners=list(listeners),
         )
         self._mode_factory = mode_factory
+        ignore = self.workspace / ".gg" / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("*\n")  # gg's state never shows in the workspace's git status
         self._sessions = 0
         self._overviews: dict[Path, str] = {}
         self.stream.emit(RunStarted(
@@ -109,6 +113,7 @@ class Run:
             settings=settings.model_dump(mode="json"),
             isolation=self.isolation,
             sandbox=self.sandbox_facts,
+            pid=os.getpid(),
             workspace=str(self.workspace),
         ))
 
@@ -230,9 +235,11 @@ class Run:
             )
         return self._overviews[workspace]
 
-    def end(self, status: Literal["ended", "stopped"], diagnosis: str | None = None) -> int:
-        """Write ``run_ended`` and close the stream. Returns the exit code (SPEC O3)."""
-        code = 0 if status == "ended" else 1
+    def end(self, status: Literal["ended", "stopped"], diagnosis: str | None = None, *,
+            exit_code: int | None = None) -> int:
+        """Write ``run_ended`` and close the stream. Returns the exit code (SPEC O3):
+        0 ended, 1 stopped; ``exit_code`` overrides it (130: interrupted by the operator)."""
+        code = exit_code if exit_code is not None else (0 if status == "ended" else 1)
         if not self.stream.closed:
             self.stream.emit(RunEnded(run_id=self.run_id, status=status, exit_code=code,
                                       diagnosis=diagnosis))

@@ -77,10 +77,22 @@ def _with_ids(reply: Reply, turn: int) -> Reply:
     return dataclasses.replace(reply, tool_calls=calls)
 
 
+def _call_excerpt(name: str, arguments: dict[str, Any] | str) -> str:
+    if isinstance(arguments, str):
+        return f"{name}({' '.join(arguments.split())[:60]})"
+    if name == "submit_program" and isinstance(arguments.get("program"), str):
+        return f"program: {' '.join(arguments['program'].split())[:100]}"
+    args = ", ".join(f"{k}={v!r}"[:40] for k, v in arguments.items())
+    return f"{name}({args})"
+
+
 def _reply_excerpt(reply: Reply) -> str:
-    if reply.text.strip():
-        return excerpt(reply.text.strip(), 160)
-    return ", ".join(f"{c.name}(…)" for c in reply.tool_calls) or "(empty reply)"
+    """What an operator needs to recognise a reply in a diagnosis (SPEC S6)."""
+    calls = "; ".join(_call_excerpt(c.name, c.arguments) for c in reply.tool_calls)
+    text = " ".join(reply.text.split())
+    if text and calls:
+        return f"{text[:80]} → {calls}"[:200]
+    return (text or calls)[:200] or "(empty reply)"
 
 
 def _hook_broken(block: Any) -> bool:
@@ -213,6 +225,7 @@ async def run_session(
         loop.turn += 1
         reply = await loop.ask()
         if isinstance(reply, Diagnosis):
+            loop.turn -= 1  # no reply: the turn never happened
             return await loop.result(None, reply)
         ctx = TurnContext(run_id=run.run_id, session_id=loop.session_id, turn=loop.turn,
                           role=role, workspace=ws, emit=loop.emit)

@@ -33,6 +33,7 @@ from typing import IO, Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from gg.ceilings import CeilingName, ErrorKind
+from gg.errors import UserError
 
 __all__ = [
     "CeilingTripped",
@@ -56,6 +57,7 @@ __all__ = [
     "now_iso",
     "parse_event",
     "read_events",
+    "redact",
 ]
 
 
@@ -96,6 +98,8 @@ class RunStarted(_Base):
     settings: dict[str, Any]
     isolation: str
     workspace: str
+    pid: int = 0
+    """The gg process writing the stream (``gg watch`` stops when it is gone)."""
     sandbox: dict[str, Any] = {}
     """What the sandbox has in force: namespaces, Landlock ABI, seccomp, dedicated uid."""
 
@@ -267,6 +271,15 @@ def parse_event(line: str | bytes) -> Event:
     return _ADAPTER.validate_json(line)
 
 
+def redact(text: str) -> str:
+    """``text`` with the values of secret-looking environment variables replaced by
+    ``[redacted]`` (names containing KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL)."""
+    for secret in _secret_values():
+        if secret in text:
+            text = text.replace(secret, "[redacted]")
+    return text
+
+
 def _secret_values() -> list[str]:
     return [
         v
@@ -310,16 +323,20 @@ class StreamWriter:
         """The fsync in flight in a worker thread, if any."""
 
     def emit(self, event: _Base) -> None:
-        """Append ``event`` as one line and flush it; then tell the listeners."""
+        """Append ``event`` as one line and flush it; then tell the listeners (they get
+        the redacted event, so the live view shows no secret either)."""
         line = event.model_dump_json()
+        clean = line
         for secret in self._secrets:
-            if secret in line:
-                line = line.replace(secret, "[redacted]")
-        self._file.write(line + "\n")
+            if secret in clean:
+                clean = clean.replace(secret, "[redacted]")
+        self._file.write(clean + "\n")
         self._file.flush()
         self._written += 1
-        for listener in self.listeners:
-            listener(event)
+        if self.listeners:
+            shown = event if clean is line else parse_event(clean)
+            for listener in self.listeners:
+                listener(shown)
 
     def sync(self) -> None:
         """fsync the file now, blocking, when durability is ``"turn"``."""
@@ -363,36 +380,64 @@ class StreamWriter:
             self.closed = True
 
 
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # unknown writer: keep waiting
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def read_events(path: Path, *, follow: bool = False, poll_s: float = 0.2) -> Iterator[Event]:
     """Yield the events of a stream file in order.
 
     Args:
         path: a ``stream.jsonl`` file.
-        follow: keep waiting for new lines until a ``run_ended`` event is read.
+        follow: keep waiting for new lines until a ``run_ended`` event is read, or
+            until the process that writes the stream (``run_started.pid``) is gone.
         poll_s: seconds between polls when following.
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
+        gg.errors.UserError: a line is not a stream event (says which line and why).
     """
-    with path.open("r", encoding="utf-8") as f:
-        buffer = ""
+    writer = 0
+    with path.open("rb") as f:
+        buffer = b""
+        number = 0
         while True:
             chunk = f.readline()
             if chunk:
                 buffer += chunk
-                if not buffer.endswith("\n"):
-                    continue
-                line, buffer = buffer.strip(), ""
+                if not buffer.endswith(b"\n"):
+                    continue  # a torn tail: wait for the rest (or drop it at the end)
+                line, buffer = buffer.strip(), b""
+                number += 1
                 if not line:
                     continue
-                event = parse_event(line)
+                event = _parse_line(line, path, number)
+                if event.type == "run_started":
+                    writer = event.pid
                 yield event
                 if follow and event.type == "run_ended":
                     return
-            elif follow:
+            elif follow and _alive(writer):
                 time.sleep(poll_s)
             else:
                 return
+
+
+def _parse_line(line: bytes, path: Path, number: int) -> Event:
+    try:
+        return parse_event(line)
+    except ValueError as e:  # pydantic.ValidationError, bad UTF-8
+        first = str(e).splitlines()
+        why = " ".join(first[:3])[:300]
+        raise UserError(f"{path}: line {number} is not a gg stream event ({why})") from None
 
 
 def dump_line(obj: Any) -> str:

@@ -28,6 +28,7 @@ from gg.board.store import IssueDetail
 __all__ = ["board_app"]
 
 board_app = typer.Typer(
+    rich_markup_mode=None,
     name="board",
     help="A board of issues run through an implementer, reviewers and a merge agent, each "
     "on its own git branch and worktree. State lives in .gg/board.sqlite3.",
@@ -140,7 +141,7 @@ def run(
     console = Console(stderr=json_out, highlight=False)
     display = BoardDisplay(console)
     board = _board(workspace, config, model=model, observers=[display],
-                   ceilings={"max_turns": max_turns} if max_turns else None,
+                   ceilings={"max_turns": max_turns} if max_turns is not None else None,
                    progress=lambda line: console.print(f"[dim]{escape(line)}[/]"))
     try:
         with board, display:

@@ -24,6 +24,7 @@ group: every ending call from one is refused as unavailable.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,6 +120,15 @@ async def _call_tool(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) ->
         return CallAnswer(ok=False, error=f"{type(e).__name__}: {e}", error_type="tool_error")
 
 
+_DENO_HINT = re.compile(r",? ?run again with the --allow-[a-z-]+ flag")
+
+
+def _runtime_error(error: str) -> str:
+    """The program's error, without runtime advice the model cannot follow (Deno's
+    "run again with the --allow-net flag"): the sandbox grants no such permission."""
+    return _DENO_HINT.sub(" (the sandbox does not allow this)", error)
+
+
 def _feedback(result: ProgramResult) -> str:
     parts = []
     if result.output:
@@ -126,7 +136,7 @@ def _feedback(result: ProgramResult) -> str:
     if result.returned is not None:
         parts.append(f"Returned: {result.returned}")
     if result.error:
-        parts.append(f"Error:\n{result.error}")
+        parts.append(f"Error:\n{_runtime_error(result.error)}")
     return "\n".join(parts) or "The program ran and printed nothing."
 
 
@@ -210,7 +220,7 @@ def _read_program(out: TurnOutcome, call: ToolCall, result: ProgramResult, turn:
     if result.error is not None and decl.current is not None:
         ctx.emit(EndingRevoked, call=decl.current.call, error=excerpt(result.error, 1000))
         decl.revoke()
-        feedback = result.error  # S9: the runtime error alone
+        feedback = _runtime_error(result.error)  # S9: the runtime error alone
     ctx.emit(ToolResult, name="submit_program", ok=result.error is None,
              excerpt=excerpt(feedback, 300))
     out.messages.insert(0, ToolMessage(call_id=call.id, name=call.name, content=feedback))
