@@ -267,7 +267,7 @@ def default_toml() -> str:
 
 _DEFAULT_TOML = """\
 # gg.toml: settings for gg runs in this workspace. Every key has a default;
-# delete what you don't change. Reference: SPEC section 10.
+# delete what you don't change. Reference: the README's gg.toml section.
 
 [model]
 spec = "local"            # local | scripted:PATH | openai:MODEL | anthropic:MODEL
