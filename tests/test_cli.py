@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,28 +174,35 @@ def test_show_a_malformed_stream_is_exit_2(tmp_path: Path) -> None:
     assert "Traceback" not in p.stderr
 
 
-def test_watch_stops_when_the_run_process_is_gone(workspace: Path, tmp_path: Path) -> None:
-    import signal
-    import time
-
+def _run_until_gate(workspace: Path, tmp_path: Path, **popen: Any,
+                    ) -> tuple[subprocess.Popen[Any], Path]:
+    """Start a run whose agent-stop hook sleeps 30 s; return once its ending is declared."""
     script = write_script(tmp_path / "r.json", [
         {"tool_calls": [{"name": "finish", "arguments": {"summary": "x"}}]}])
     (workspace / "gg.toml").write_text('[[hooks.agent_stop]]\ncommand = "sleep 30"\n')
     proc = subprocess.Popen([*GG, "run", "t", "-w", str(workspace), "--model",
-                             f"scripted:{script}"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                             f"scripted:{script}"], **popen)
     runs = workspace / ".gg" / "runs"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         streams = list(runs.glob("*/stream.jsonl")) if runs.exists() else []
         if streams and "ending_declared" in streams[0].read_text():
-            break
+            return proc, streams[0]
         time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("the run never declared its ending")
+
+
+def test_watch_stops_when_the_run_process_is_gone(workspace: Path, tmp_path: Path) -> None:
+    import signal
+
+    proc, stream = _run_until_gate(workspace, tmp_path, start_new_session=True,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    p = gg("watch", str(streams[0]))
+    p = gg("watch", str(stream))
     assert p.returncode == 1 and "without run_ended" in p.stdout
-    shown = gg("show", str(streams[0]))
+    shown = gg("show", str(stream))
     assert shown.returncode == 0 and "unfinished" in shown.stdout
 
 
@@ -214,24 +223,12 @@ def test_secrets_never_shown(workspace: Path, tmp_path: Path) -> None:
 
 def test_ctrl_c_is_exit_130_and_recorded(workspace: Path, tmp_path: Path) -> None:
     import signal
-    import time
 
-    script = write_script(tmp_path / "r.json", [
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": "x"}}]}])
-    (workspace / "gg.toml").write_text('[[hooks.agent_stop]]\ncommand = "sleep 30"\n')
-    proc = subprocess.Popen([*GG, "run", "t", "-w", str(workspace), "--model",
-                             f"scripted:{script}"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    runs = workspace / ".gg" / "runs"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        streams = list(runs.glob("*/stream.jsonl")) if runs.exists() else []
-        if streams and "ending_declared" in streams[0].read_text():
-            break
-        time.sleep(0.1)
+    proc, stream = _run_until_gate(workspace, tmp_path, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert proc.returncode == 130
-    last = json.loads(streams[0].read_text().splitlines()[-1])
+    last = json.loads(stream.read_text().splitlines()[-1])
     assert last["type"] == "run_ended" and last["exit_code"] == 130
     assert "interrupted" in last["diagnosis"]
