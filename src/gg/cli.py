@@ -74,7 +74,18 @@ def run(
     no_grammar: Annotated[bool, typer.Option("--no-grammar", help="Local model: don't "
                                              "constrain output to valid calls.")] = False,
 ) -> None:
-    """Run TASK in one session to its ending (exit 0) or a ceiling (exit 1)."""
+    """Run TASK in one session until it ends by an ending call, or a ceiling stops it.
+
+    The session ends only by finish(summary) (role standard) or approve() /
+    request_changes(items) (role review), after the agent-stop hooks pass.
+    Turns stream live; the stream is written to WORKSPACE/.gg/runs/RUN_ID/stream.jsonl.
+
+    Exit codes: 0 ended by an ending; 1 stopped by a ceiling or a model failure
+    (diagnosis printed); 2 bad usage or configuration (nothing written);
+    130 interrupted.
+
+    Example: gg run "Fix the failing test" -w examples/tiny-calc --model local
+    """
     for flag, value, allowed in (("--mode", mode, ("tool-calling", "code")),
                                  ("--language", language, ("python", "javascript")),
                                  ("--role", role, ("standard", "review"))):
