@@ -232,3 +232,17 @@ def test_ctrl_c_is_exit_130_and_recorded(workspace: Path, tmp_path: Path) -> Non
     last = json.loads(stream.read_text().splitlines()[-1])
     assert last["type"] == "run_ended" and last["exit_code"] == 130
     assert "interrupted" in last["diagnosis"]
+
+
+def test_show_and_watch_refuse_what_is_not_a_stream(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    noise = tmp_path / "noise.jsonl"
+    noise.write_bytes(b"\xff\xfe\x00")
+    for f in (empty, noise):
+        p = gg("show", str(f))
+        assert p.returncode == 2 and "not a gg stream" in p.stderr
+    started = time.monotonic()
+    p = gg("watch", str(empty))
+    assert p.returncode == 2 and "not a gg stream" in p.stderr
+    assert time.monotonic() - started < 60

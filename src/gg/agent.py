@@ -150,12 +150,13 @@ class Agent:
             raise UserError(f"workspace {str(ws)!r} does not exist or is not a directory")
         self.workspace = ws.resolve()
         base = settings or load_settings(Path(config) if config else None, workspace=self.workspace)
-        spec = model if isinstance(model, str) else None
+        spec = model if isinstance(model, str) else getattr(model, "name", None)
         self.settings = _merge(base, {
             "model": {"spec": spec, "constrained": constrained},
             "session": {"role": role, "mode": mode, "language": language},
             "ceilings": dict(ceilings or {}),
         })
+        self._spec_given = model is not None
         self.registry: Registry = default_registry()
         wanted = {*self.settings.tools.capabilities,
                   *(c for a in self.settings.tools.arms.values() for c in a.capabilities or ())}
@@ -192,8 +193,8 @@ class Agent:
             return model_from_spec(m.spec, prices={k: v.model_dump() for k, v in m.prices.items()},
                                    constrained=m.constrained, progress=progress,
                                    timeout_s=m.timeout_s, max_retries=m.max_retries, **extra)
-        except UserError as e:
-            raise UserError(f"model.spec: {e}") from None
+        except UserError as e:  # name the key when the spec came from gg.toml
+            raise UserError(str(e) if self._spec_given else f"model.spec: {e}") from None
 
     @staticmethod
     def _toml_hook(h: Any) -> CommandHook:

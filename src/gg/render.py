@@ -126,10 +126,11 @@ class Renderer:
                                      border_style="red"))
             return None
         if t == "session_ended":
+            turns = f"{e.turns} turn{'' if e.turns == 1 else 's'}"
             if e.ending:
                 call = e.ending["call"]
-                return f"{sid}[bold green]■ session ended by {call}[/] after {e.turns} turns"
-            return f"{sid}[bold red]■ session stopped[/] after {e.turns} turns"
+                return f"{sid}[bold green]■ session ended by {call}[/] after {turns}"
+            return f"{sid}[bold red]■ session stopped[/] after {turns}"
         if t == "run_ended":
             colour = "green" if e.status == "ended" else "red"
             return f"[bold {colour}]run {e.status}[/] (exit {e.exit_code})"

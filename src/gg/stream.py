@@ -380,6 +380,10 @@ class StreamWriter:
             self.closed = True
 
 
+_START_WAIT_S = 10.0
+"""How long ``gg watch`` waits for a new stream's first event."""
+
+
 def _alive(pid: int) -> bool:
     if pid <= 0:
         return True  # unknown writer: keep waiting
@@ -406,9 +410,10 @@ def read_events(path: Path, *, follow: bool = False, poll_s: float = 0.2) -> Ite
         gg.errors.UserError: a line is not a stream event (says which line and why).
     """
     writer = 0
+    number = 0
+    waited = 0.0
     with path.open("rb") as f:
         buffer = b""
-        number = 0
         while True:
             chunk = f.readline()
             if chunk:
@@ -420,13 +425,19 @@ def read_events(path: Path, *, follow: bool = False, poll_s: float = 0.2) -> Ite
                 if not line:
                     continue
                 event = _parse_line(line, path, number)
+                if number == 1 and event.type != "run_started":
+                    raise UserError(f"{path}: not a gg stream (its first event is "
+                                    f"{event.type!r}, not run_started)")
                 if event.type == "run_started":
                     writer = event.pid
                 yield event
                 if follow and event.type == "run_ended":
                     return
-            elif follow and _alive(writer):
+            elif follow and _alive(writer) and (number or waited < _START_WAIT_S):
                 time.sleep(poll_s)
+                waited += poll_s
+            elif number == 0:
+                raise UserError(f"{path}: not a gg stream (no run_started event)")
             else:
                 return
 

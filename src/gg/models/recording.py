@@ -15,6 +15,7 @@ from typing import Any
 
 from gg.models.base import Message, Model, Reply, ToolSpec
 from gg.models.scripted import reply_to_dict
+from gg.stream import redact
 
 __all__ = ["RecordingModel"]
 
@@ -41,7 +42,9 @@ class RecordingModel:
 
     def _write(self) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps({"replies": self.replies}, indent=1, ensure_ascii=False))
+        # secrets never reach the file, as on the stream (a replay then serves "[redacted]")
+        tmp.write_text(redact(json.dumps({"replies": self.replies}, indent=1,
+                                         ensure_ascii=False)))
         os.replace(tmp, self.path)
 
     def __getattr__(self, name: str) -> Any:
