@@ -27,6 +27,13 @@ def numbered(items: Sequence[str]) -> str:
     return "\n".join(f"{i}. {item}" for i, item in enumerate(items, 1))
 
 
+NO_GIT = (
+    "git commands do not work in run_command here (the sandbox holds only this worktree, "
+    "not the repository's git data); gg does the git work: commits, diffs and merges."
+)
+"""Told to every board agent: run_command runs in the sandbox, which has no git metadata."""
+
+
 def _issue_text(issue: Issue) -> str:
     body = issue.body.strip() or "(no description)"
     return f"Title: {issue.title}\n\n{body}"
@@ -40,7 +47,8 @@ def implement_task(issue: Issue, *, branch: str, base: str) -> str:
         f"{base!r}. Change the files the issue needs. When the work is done, call "
         "finish(summary) saying what you changed and how you checked it: the run's checks "
         "(agent-stop hooks, e.g. the tests) must pass before it is accepted. gg commits your "
-        "changes on the branch; do not commit yourself. Reviewers then read the change."
+        "changes on the branch; do not commit yourself. Reviewers then read the change. "
+        + NO_GIT
     )
 
 
@@ -74,7 +82,7 @@ def review_task(issue: Issue, *, branch: str, base: str, summary: str, diff: str
         "The workspace is a read-only view of the branch: read files and run the tests if "
         "you like; anything you change there is thrown away. Give your verdict with "
         "approve() when the change does what the issue asks, or request_changes(items) "
-        "with each change the implementer must make as one item."
+        "with each change the implementer must make as one item. " + NO_GIT
     )
 
 
@@ -96,5 +104,6 @@ def merge_task(issue: Issue, *, branch: str, base: str, conflicted: Sequence[str
         f"The reviewers approved branch {branch!r}; its summary: {summary.strip() or '(none)'}"
         f"\n\ngg has started `git merge --no-ff --no-commit {branch}` into {base!r} in this "
         f"worktree. {state}\n\nDo not commit, abort or reset the merge: gg commits it after "
-        "your finish(summary) is accepted. Call finish(summary) saying how you merged."
+        "your finish(summary) is accepted. Call finish(summary) saying how you merged. "
+        + NO_GIT
     )
