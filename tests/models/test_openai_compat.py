@@ -223,6 +223,18 @@ async def test_compat_without_a_key_sends_a_placeholder(monkeypatch: pytest.Monk
     assert server.requests[0].headers["authorization"] == "Bearer not-needed"
 
 
+async def test_compat_never_sends_the_openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A real OpenAI key must not leak to a third-party server; OPENAI_COMPAT_API_KEY is its own.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-openai-key-0123456789")
+    monkeypatch.delenv("OPENAI_COMPAT_API_KEY", raising=False)
+    with serve([text_reply("hi"), text_reply("hi")]) as server:
+        await compat(server.url).respond(CONVERSATION, [])
+        monkeypatch.setenv("OPENAI_COMPAT_API_KEY", "compat-key-0123456789")
+        await compat(server.url).respond(CONVERSATION, [])
+    assert server.requests[0].headers["authorization"] == "Bearer not-needed"
+    assert server.requests[1].headers["authorization"] == "Bearer compat-key-0123456789"
+
+
 def test_missing_openai_key_is_model_unavailable_at_construction(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -2,8 +2,9 @@
 
 One adapter for ``openai:MODEL`` (key ``OPENAI_API_KEY``, endpoint
 ``OPENAI_BASE_URL`` if set) and ``openai-compat:MODEL@BASE_URL`` (vLLM,
-llama.cpp's server, Ollama...; ``OPENAI_API_KEY`` is sent when set, else a
-placeholder, since such servers mostly want none). It talks through the
+llama.cpp's server, Ollama...; ``OPENAI_COMPAT_API_KEY`` is sent when set,
+else a placeholder, since such servers mostly want none; ``OPENAI_API_KEY`` is
+never sent to them, so a real OpenAI key cannot leak to a third-party server). It talks through the
 official ``openai`` SDK's async client to ``POST {base}/chat/completions``.
 
 Tool calls come one of three ways, set by ``text_tools``:
@@ -79,6 +80,8 @@ __all__ = [
 
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 """Environment variable holding the OpenAI API key (SPEC §10 ``--model``)."""
+COMPAT_KEY_ENV = "OPENAI_COMPAT_API_KEY"
+"""Environment variable holding the key for ``openai-compat:`` endpoints, if they need one."""
 OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
 """Environment variable that overrides the ``openai:`` endpoint."""
 _PLACEHOLDER_KEY = "not-needed"
@@ -172,7 +175,8 @@ class OpenAICompatModel:
 
         self.model = model
         self.provider: Provider = provider
-        key = env_key(OPENAI_KEY_ENV, provider=provider, required=provider == "openai")
+        key = env_key(OPENAI_KEY_ENV if provider == "openai" else COMPAT_KEY_ENV,
+                      provider=provider, required=provider == "openai")
         if provider == "openai":
             base_url = base_url or env_key(OPENAI_BASE_URL_ENV, provider=provider, required=False)
             self.name = f"openai:{model}"
