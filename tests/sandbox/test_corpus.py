@@ -24,12 +24,13 @@ CORPUS_LIMITS = Limits(wall_s=2, cpu_s=1, memory_mb=256, processes=32, output_by
 TOOLS = [ToolSpec(name="read_file", description="Read.", parameters={"type": "object"})]
 
 
-def _cases(name: str) -> list[Any]:
+def _cases(name: str, language: str) -> list[Any]:
     path = SHARED / "corpora" / name
     if not path.is_file():
-        return [pytest.param({"id": "missing", "path": str(path)}, id=f"{name}-missing")]
+        return [pytest.param(language, {"id": "missing", "path": str(path)},
+                             id=f"{name}-missing")]
     cases = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [pytest.param(c, id=c["id"]) for c in cases]
+    return [pytest.param(language, c, id=c["id"]) for c in cases]
 
 
 @pytest.fixture
@@ -52,9 +53,20 @@ async def _check(
     assert (alive.output, alive.error) == ("alive\n", None)
 
 
-@pytest.mark.parametrize("case", _cases("sandbox_escapes_python.jsonl"))
-async def test_python_escape_is_contained(
-    case: dict[str, Any],
+_PRELUDES = {
+    "python": lambda canary: f"import sys\nVICTIM_ABS_PATH = {str(canary)!r}\n",
+    "javascript": lambda canary: f"const VICTIM_ABS_PATH = {json.dumps(str(canary))};\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("language", "case"),
+    _cases("sandbox_escapes_python.jsonl", "python")
+    + _cases("sandbox_escapes_js.jsonl", "javascript"),
+)
+async def test_escape_is_contained(
+    language: str,
+    case: Any,
     corpus_sandbox: Sandbox,
     arena: Arena,
     tcp_server: TcpServer,
@@ -63,31 +75,12 @@ async def test_python_escape_is_contained(
     if case["id"] == "missing":
         pytest.fail(f"the corpus {case['path']} is missing")
     assert case["expected"]["gg_expected"]
-    prelude = f"import sys\nVICTIM_ABS_PATH = {str(arena.canary)!r}\n"
-    program = prelude + case["input"]
-    if corpus_sandbox.compile(program, language="python") is not None:
-        return  # does not compile: an error turn, never run
+    program = _PRELUDES[language](arena.canary) + case["input"]
+    if language == "python" and corpus_sandbox.compile(program, language="python") is not None:
+        return  # does not compile: an error turn, never run (M2)
     result = await corpus_sandbox.run(
-        program, language="python", workspace=arena.workspace, tools=TOOLS, handler=Recorder()
-    )
-    await _check(corpus_sandbox, arena, tcp_server, secret_env, result)
-
-
-@pytest.mark.parametrize("case", _cases("sandbox_escapes_js.jsonl"))
-async def test_javascript_escape_is_contained(
-    case: dict[str, Any],
-    corpus_sandbox: Sandbox,
-    arena: Arena,
-    tcp_server: TcpServer,
-    secret_env: str,
-) -> None:
-    if case["id"] == "missing":
-        pytest.fail(f"the corpus {case['path']} is missing")
-    assert case["expected"]["gg_expected"]
-    prelude = f"const VICTIM_ABS_PATH = {json.dumps(str(arena.canary))};\n"
-    result = await corpus_sandbox.run(
-        prelude + case["input"], language="javascript", workspace=arena.workspace, tools=TOOLS,
-        handler=Recorder(),
+        program, language=language, workspace=arena.workspace,  # type: ignore[arg-type]
+        tools=TOOLS, handler=Recorder(),
     )  # fmt: skip
     await _check(corpus_sandbox, arena, tcp_server, secret_env, result)
 

@@ -141,39 +141,38 @@ def _functions(tools: Sequence[ToolSpec]) -> tuple[list[_Function], list[_Functi
 # ---------------------------------------------------------------- types
 
 
-def _py_type(schema: dict[str, Any]) -> str:
+_TYPE_NAMES: dict[str, dict[str, str]] = {
+    # JSON Schema type -> spelling, per language; "any"/"list"/"dict" are the fallbacks
+    "python": {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
+               "null": "None", "object": "dict", "any": "Any", "list": "list"},
+    "javascript": {"string": "string", "integer": "number", "number": "number",
+                   "boolean": "boolean", "null": "null", "object": "object", "any": "any",
+                   "list": "any[]"},
+}
+
+
+def _type_name(schema: dict[str, Any], language: str) -> str:
+    """A JSON Schema's type as ``language`` spells it in a signature (shown to the model)."""
+    names = _TYPE_NAMES[language]
     kind = schema.get("type")
     if isinstance(kind, list):
-        names = [_py_type({**schema, "type": k}) for k in kind]
-        return " | ".join(dict.fromkeys(names)) or "Any"
-    simple = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
-    if kind in simple:
-        return simple[kind]
-    if kind == "null":
-        return "None"
+        spelled = (_type_name({**schema, "type": k}, language) for k in kind)
+        return " | ".join(dict.fromkeys(spelled)) or names["any"]
     if kind == "array":
         items = schema.get("items")
-        return f"list[{_py_type(items)}]" if isinstance(items, dict) and items else "list"
-    if kind == "object":
-        return "dict"
-    return "Any"
+        if not (isinstance(items, dict) and items):
+            return names["list"]
+        inner = _type_name(items, language)
+        return f"list[{inner}]" if language == "python" else f"{inner}[]"
+    return names.get(kind, names["any"]) if isinstance(kind, str) else names["any"]
+
+
+def _py_type(schema: dict[str, Any]) -> str:
+    return _type_name(schema, "python")
 
 
 def _js_type(schema: dict[str, Any]) -> str:
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return " | ".join(dict.fromkeys(_js_type({**schema, "type": k}) for k in kind)) or "any"
-    simple = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean"}
-    if kind in simple:
-        return simple[kind]
-    if kind == "null":
-        return "null"
-    if kind == "array":
-        items = schema.get("items")
-        return f"{_js_type(items)}[]" if isinstance(items, dict) and items else "any[]"
-    if kind == "object":
-        return "object"
-    return "any"
+    return _type_name(schema, "javascript")
 
 
 def _py_default(param: _Param) -> str:
