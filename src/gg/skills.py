@@ -260,17 +260,6 @@ def _script_tools(run: Any) -> list[Tool]:
     return [t for t in tools if run.registry.capability_of(t.name) not in NO_SCRIPT_CAPABILITIES]
 
 
-def _result_text(result: Any, label: str) -> str:
-    parts = []
-    if result.output:
-        parts.append(f"Output of {label}:\n{result.output.rstrip()}")
-    if result.returned is not None:
-        parts.append(f"{label} returned: {result.returned}")
-    if result.error:
-        parts.append(f"{label} failed:\n{result.error.rstrip()}")
-    return "\n".join(parts) or f"{label} ran and printed nothing."
-
-
 async def run_on_use(ctx: ToolContext, source: str, *, language: Language, label: str) -> str:
     """Run an on-use script in the run's sandbox with no ending group (SPEC S13).
 
@@ -295,7 +284,7 @@ async def run_on_use(ctx: ToolContext, source: str, *, language: Language, label
     if run is None:
         raise ToolError(f"{label} runs only inside a run")
     try:
-        from gg.modes.code import run_on_use_script
+        from gg.modes.code import program_feedback, run_on_use_script
 
         sandbox = run.sandbox()
     except (ImportError, GGError) as e:
@@ -312,7 +301,7 @@ async def run_on_use(ctx: ToolContext, source: str, *, language: Language, label
         raise
     except GGError as e:
         raise ToolError(f"{label} could not run: {e}") from e
-    return _result_text(result, label)
+    return program_feedback(result, label=label)
 
 
 @tool

@@ -46,7 +46,7 @@ from gg.stream import (
 )
 from gg.tools.registry import ArgumentsError, Tool, ToolContext
 
-__all__ = ["SUBMIT_PROGRAM", "CodeMode", "ProgramTurn", "run_on_use_script"]
+__all__ = ["SUBMIT_PROGRAM", "CodeMode", "ProgramTurn", "program_feedback", "run_on_use_script"]
 
 SUBMIT_PROGRAM = ToolSpec(
     name="submit_program",
@@ -129,15 +129,18 @@ def _runtime_error(error: str) -> str:
     return _DENO_HINT.sub(" (the sandbox does not allow this)", error)
 
 
-def _feedback(result: ProgramResult) -> str:
+def program_feedback(result: ProgramResult, *, label: str = "The program") -> str:
+    """What a program (or an on-use script, named by ``label``) printed, returned and
+    raised, as the text the model is given (SPEC M2)."""
+    name = label[:1].upper() + label[1:]
     parts = []
     if result.output:
-        parts.append(f"Output:\n{result.output}")
+        parts.append(f"Output of {label[:1].lower() + label[1:]}:\n{result.output.rstrip()}")
     if result.returned is not None:
-        parts.append(f"Returned: {result.returned}")
+        parts.append(f"{name} returned: {result.returned}")
     if result.error:
-        parts.append(f"Error:\n{_runtime_error(result.error)}")
-    return "\n".join(parts) or "The program ran and printed nothing."
+        parts.append(f"{name} failed:\n{_runtime_error(result.error).rstrip()}")
+    return "\n".join(parts) or f"{name} ran and printed nothing."
 
 
 class CodeMode:
@@ -216,7 +219,7 @@ def _read_program(out: TurnOutcome, call: ToolCall, result: ProgramResult, turn:
     decl = turn.declarations
     if decl.superseded:
         ctx.emit(EndingSuperseded, count=decl.superseded)
-    feedback = _feedback(result)
+    feedback = program_feedback(result)
     if result.error is not None and decl.current is not None:
         ctx.emit(EndingRevoked, call=decl.current.call, error=excerpt(result.error, 1000))
         decl.revoke()
