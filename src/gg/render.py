@@ -116,10 +116,11 @@ class Renderer:
         if t == "ending_revoked":
             return f"{sid}[yellow]↺ {e.call} revoked[/]: {escape(_one_line(e.error))}"
         if t == "gate_passed":
-            return f"{sid}[green]✓ gate passed[/] ({e.hooks} agent-stop hook(s))"
+            return f"{sid}[green]✓ ending gate passed[/] ({e.hooks} agent-stop hook(s))"
         if t == "gate_blocked":
             broken = " [red](the hook itself failed)[/]" if e.failed else ""
-            return (f"{sid}[yellow]⛔ gate blocked by {escape(e.hook)}[/]{broken}: "
+            return (f"{sid}[yellow]⛔ ending gate blocked by agent-stop hook "
+                    f"{escape(e.hook)}[/]{broken}: "
                     f"{escape(_one_line(e.reason, 300))}")
         if t == "ceiling_tripped":
             self.console.print(Panel(escape(e.diagnosis), title=f"ceiling: {e.ceiling}",
