@@ -4,12 +4,21 @@
 file atomically (write to a temp file, then rename), so a crashed run still
 leaves a valid file holding every reply so far. Replaying it with
 ``--model scripted:FILE`` serves the same replies in the same order.
+
+The file may sit in a workspace an agent writes (issue 9, the trust boundary):
+its directory is opened once, when the recording starts, and every write
+goes through that descriptor: a fresh temp name created with ``O_EXCL`` and
+``O_NOFOLLOW``, then renamed over the file's name (a rename replaces a
+symbolic link planted there; it never writes through it). A directory
+swapped for a link later changes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +33,8 @@ class RecordingModel:
     """Wraps ``inner`` and records its replies to ``path`` (SPEC §10 scripted format).
 
     Raises:
-        OSError: from :meth:`respond` if the file cannot be written.
+        OSError: here if ``path``'s directory cannot be opened; from :meth:`respond`
+            if the file cannot be written.
     """
 
     def __init__(self, inner: Model, path: Path) -> None:
@@ -32,6 +42,7 @@ class RecordingModel:
         self.name = inner.name
         self.path = path
         self.replies: list[dict[str, Any]] = []
+        self._dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
     async def respond(self, messages: list[Message], tools: list[ToolSpec]) -> Reply:
         """Ask the inner model, record the reply, return it unchanged."""
@@ -41,11 +52,23 @@ class RecordingModel:
         return reply
 
     def _write(self) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
         # secrets never reach the file, as on the stream (a replay then serves "[redacted]")
-        tmp.write_text(redact(json.dumps({"replies": self.replies}, indent=1,
-                                         ensure_ascii=False)))
-        os.replace(tmp, self.path)
+        data = redact(json.dumps({"replies": self.replies}, indent=1, ensure_ascii=False))
+        tmp = f".{self.path.name}.{secrets.token_hex(6)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(tmp, flags, 0o644, dir_fd=self._dir_fd)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
+                fh.write(data)
+            os.replace(tmp, self.path.name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=self._dir_fd)
+            raise
+
+    def __del__(self) -> None:
+        with contextlib.suppress(AttributeError, OSError):
+            os.close(self._dir_fd)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

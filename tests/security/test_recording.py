@@ -1,0 +1,42 @@
+"""``--record FILE`` inside a hostile workspace never writes through a planted link (issue 9)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import gg
+from gg.testing import ScriptedModel, call
+
+
+def test_record_replaces_planted_symlinks_and_ignores_a_swapped_directory(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "victim.txt"
+    target.write_text("untouched")
+    rec_dir = ws / "rec"
+    rec_dir.mkdir()
+    record = rec_dir / "run.json"
+    os.symlink(target, record)  # planted: the final name points out
+    os.symlink(target, rec_dir / "run.json.tmp")  # planted: the old temp name points out
+
+    class Swapper(ScriptedModel):
+        async def respond(self, messages, tools):  # type: ignore[no-untyped-def]
+            reply = await super().respond(messages, tools)
+            if len(self.calls) == 1:  # after the first reply: swap the directory for a link
+                os.rename(rec_dir, ws / "rec-moved")
+                os.symlink(outside, rec_dir)
+            return reply
+
+    model = Swapper([call("list_dir", path="."), call("finish", summary="done")])
+    result = gg.Agent(model=model, workspace=ws, record=record).run("list, then finish")
+    assert result.status == "ended"
+    assert target.read_text() == "untouched"
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
+    written = ws / "rec-moved" / "run.json"
+    assert not written.is_symlink()
+    replies = json.loads(written.read_text())["replies"]
+    assert [r["tool_calls"][0]["name"] for r in replies] == ["list_dir", "finish"]
