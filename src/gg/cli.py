@@ -8,6 +8,8 @@ names the flag or key, and nothing is written).
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -198,11 +200,16 @@ def init(
 ) -> None:
     """Write a commented gg.toml with every default into the workspace."""
     target = workspace / CONFIG_NAME
-    if target.exists() and not force:
+    if os.path.lexists(target) and not force:
         raise _fail(f"{target} exists (use --force to overwrite)")
     if not workspace.is_dir():
         raise _fail(f"workspace {str(workspace)!r} does not exist")
-    target.write_text(default_toml(), encoding="utf-8")
+    # never through a link planted at gg.toml: a fresh file renamed over the name
+    tmp = workspace / f".{CONFIG_NAME}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(default_toml())
+    os.replace(tmp, target)
     Console().print(f"wrote {target}")
 
 

@@ -12,6 +12,9 @@ error that says so.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -236,28 +239,62 @@ def settings_from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME) -> Se
         raise _key_error(e, source) from None
 
 
+_CONFIG_MAX = 1 << 20  # bytes: a gg.toml larger than this is refused
+
+
 def load_settings(path: Path | None = None, *, workspace: Path | None = None) -> Settings:
     """Load settings from ``path``, else ``<workspace>/gg.toml`` if it exists, else defaults.
 
+    The workspace's ``gg.toml`` is agent-writable (issue 9): it is opened without
+    following a symbolic link, must be a regular file of at most 1 MiB, and is
+    read once; a FIFO or device planted there is an error, never a hang. An
+    explicit ``path`` (``--config``) may be a link.
+
     Raises:
-        ConfigError: the file given does not exist, is not TOML, or has a bad key.
+        ConfigError: the file does not exist (when given), is not a regular file,
+            is too large, is not UTF-8 TOML, or has a bad key.
     """
+    follow = path is not None
     if path is None:
         candidate = (workspace or Path.cwd()) / CONFIG_NAME
-        if not candidate.is_file():
+        if not os.path.lexists(candidate):
             return Settings()
         path = candidate
+    data = _parse_toml(_read_config(path, follow=follow), path)
+    return settings_from_dict(data, source=str(path))
+
+
+def _parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """Parse ``text`` as TOML; errors name ``path``.
+
+    Raises:
+        ConfigError: not valid TOML.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise ConfigError(f"cannot read config {str(path)!r}: {e.strerror}") from None
-    try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    return settings_from_dict(data, source=str(path))
+
+
+def _read_config(path: Path, *, follow: bool) -> str:
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ConfigError(f"{path}: is a symbolic link; gg reads the workspace's "
+                              "gg.toml only as a regular file (or pass --config)") from None
+        raise ConfigError(f"cannot read config {str(path)!r}: {e.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise ConfigError(f"{path}: not a regular file")
+        raw = fh.read(_CONFIG_MAX + 1)
+    if len(raw) > _CONFIG_MAX:
+        raise ConfigError(f"{path}: larger than {_CONFIG_MAX:,} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
 def default_toml() -> str:

@@ -40,3 +40,39 @@ def test_record_replaces_planted_symlinks_and_ignores_a_swapped_directory(tmp_pa
     assert not written.is_symlink()
     replies = json.loads(written.read_text())["replies"]
     assert [r["tool_calls"][0]["name"] for r in replies] == ["list_dir", "finish"]
+
+
+def test_gg_init_never_writes_through_a_planted_link(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gg.cli import app
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    os.symlink(victim, ws / "gg.toml")
+    refused = CliRunner().invoke(app, ["init", "-w", str(ws)])
+    assert refused.exit_code == 2, refused.output
+    forced = CliRunner().invoke(app, ["init", "-w", str(ws), "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert victim.read_text() == "untouched"
+    assert not (ws / "gg.toml").is_symlink() and "[ceilings]" in (ws / "gg.toml").read_text()
+
+
+def test_workspace_config_that_is_a_fifo_or_link_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    from gg.config import load_settings
+    from gg.errors import ConfigError
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.mkfifo(ws / "gg.toml")
+    for _ in range(2):
+        try:
+            load_settings(workspace=ws)
+        except ConfigError as e:
+            assert "regular file" in str(e) or "symbolic link" in str(e)
+        else:
+            raise AssertionError("a FIFO gg.toml was accepted")
+        os.unlink(ws / "gg.toml")
+        os.symlink("/etc/passwd", ws / "gg.toml")
