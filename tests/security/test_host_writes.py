@@ -1,4 +1,4 @@
-"""``--record FILE`` inside a hostile workspace never writes through a planted link (issue 9)."""
+"""Files gg writes or reads in a hostile workspace: --record, gg init, gg.toml (issue 9)."""
 
 from __future__ import annotations
 
