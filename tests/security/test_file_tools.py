@@ -37,7 +37,7 @@ import pytest
 import gg
 from gg.errors import ToolError
 from gg.testing import ScriptedModel
-from gg.tools import Tool, ToolContext, default_registry
+from gg.tools import Tool, ToolContext, default_registry, safefs
 from gg.tools.search import Search
 
 ITERATIONS = 2_000  # per tool and race shape
@@ -90,6 +90,17 @@ def swapping(a: Path, b: Path) -> Iterator[None]:
             os.rename(a.with_name("tmp-swap"), b)
 
 
+@pytest.fixture(params=["openat2", "walk"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test with the kernel's ``openat2``, and again with gg's own O_NOFOLLOW walk
+    (what a kernel without ``openat2`` gets)."""
+    if request.param == "walk":
+        monkeypatch.setattr(safefs, "_OPENAT2", None)
+    elif safefs._OPENAT2 is None:
+        pytest.skip("this kernel has no openat2")
+    return str(request.param)
+
+
 def builtin(name: str) -> Tool:
     t = default_registry().get(name)
     assert t is not None
@@ -130,7 +141,7 @@ def test_the_race_harness_beats_a_check_then_open(arena: dict[str, Any]) -> None
 
 
 async def test_read_file_never_reads_the_canary_through_a_swapped_dir(
-        arena: dict[str, Any]) -> None:
+        arena: dict[str, Any], engine: str) -> None:
     ws, secret, ctx = arena["ws"], arena["secret"], arena["ctx"]
     with swapping(ws / "d", ws / "s"):
         texts, errors = await outcomes("read_file", ctx, ITERATIONS, path="d/canary.txt")
@@ -138,7 +149,8 @@ async def test_read_file_never_reads_the_canary_through_a_swapped_dir(
     assert texts.count("inside") > 0 and errors > 0  # both sides of the race were seen
 
 
-async def test_read_file_never_follows_a_swapped_final_symlink(arena: dict[str, Any]) -> None:
+async def test_read_file_never_follows_a_swapped_final_symlink(
+        arena: dict[str, Any], engine: str) -> None:
     ws, secret, ctx = arena["ws"], arena["secret"], arena["ctx"]
     with swapping(ws / "f", ws / "l"):
         texts, _ = await outcomes("read_file", ctx, ITERATIONS, path="f")
@@ -146,7 +158,7 @@ async def test_read_file_never_follows_a_swapped_final_symlink(arena: dict[str, 
     assert not any(secret in t for t in texts) and "inside" in texts
 
 
-async def test_list_dir_never_lists_outside(arena: dict[str, Any]) -> None:
+async def test_list_dir_never_lists_outside(arena: dict[str, Any], engine: str) -> None:
     ws, ctx = arena["ws"], arena["ctx"]
     with swapping(ws / "d", ws / "s"):
         texts, _ = await outcomes("list_dir", ctx, ITERATIONS, path="d")
@@ -155,7 +167,7 @@ async def test_list_dir_never_lists_outside(arena: dict[str, Any]) -> None:
     assert "canary.txt" in texts
 
 
-async def test_search_text_never_finds_the_canary(arena: dict[str, Any]) -> None:
+async def test_search_text_never_finds_the_canary(arena: dict[str, Any], engine: str) -> None:
     ws, secret, ctx = arena["ws"], arena["secret"], arena["ctx"]
     with swapping(ws / "d", ws / "s"):
         texts, _ = await outcomes("search_text", ctx, ITERATIONS // 2, pattern="CANARY|inside")
@@ -200,7 +212,7 @@ async def test_hard_links_are_not_read_and_not_written_through(arena: dict[str, 
     assert hard.read_text() == "replaced"  # a new file took the name; the canary is untouched
 
 
-async def test_symlinks_inside_the_workspace_still_work(tmp_path: Path) -> None:
+async def test_symlinks_inside_the_workspace_still_work(tmp_path: Path, engine: str) -> None:
     ws = tmp_path / "ws"
     (ws / "real/sub").mkdir(parents=True)
     (ws / "real/sub/a.txt").write_text("A")

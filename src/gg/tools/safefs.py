@@ -106,7 +106,7 @@ def _load_openat2() -> Callable[[int, str, int], int] | None:
         return fd
 
     try:
-        os.close(openat2(-100, "/", os.O_PATH | os.O_CLOEXEC))  # AT_FDCWD: a probe
+        os.close(openat2(-100, ".", os.O_PATH | os.O_CLOEXEC))  # AT_FDCWD: a probe
     except OSError:
         return None  # ENOSYS (old kernel) or a seccomp filter refusing it
     return openat2
