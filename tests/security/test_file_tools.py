@@ -388,3 +388,24 @@ def test_a_code_mode_program_racing_its_own_tool_calls_never_escapes(
     summary = result.ending.summary
     assert summary.startswith("leaks=0 ") and int(summary.split("reads=")[1]) > 100, summary
     assert not (out / "w.txt").exists()
+
+
+# ---------------------------------------------------------------- other host-side readers
+
+
+def test_skills_planted_through_symlinks_out_are_not_read(tmp_path: Path) -> None:
+    from gg.skills import discover_skills
+
+    out = tmp_path / "out"
+    (out / "evil").mkdir(parents=True)
+    (out / "evil/SKILL.md").write_text("---\nname: evil\ndescription: outside\n---\nSECRET\n")
+    ws = tmp_path / "ws"
+    (ws / ".gg").mkdir(parents=True)
+    (ws / ".gg/skills").symlink_to(out)  # the whole skills dir points out
+    (ws / "skills/fine").mkdir(parents=True)
+    (ws / "skills/fine/SKILL.md").write_text("---\nname: fine\ndescription: inside\n---\nok\n")
+    (ws / "skills/linked").symlink_to(out / "evil")  # one skill folder points out
+    (ws / "skills/fine/on_use.py").symlink_to(out / "evil/SKILL.md")  # the script points out
+    skills = discover_skills(ws)
+    assert "evil" not in skills and skills["fine"].instructions == "ok"
+    assert skills["fine"].script is None
