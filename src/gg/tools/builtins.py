@@ -197,7 +197,8 @@ async def search_text(pattern: str, path: str = ".", *, ctx: ToolContext) -> str
     files, files over 2 MB, symlinks, and directories such as .git and node_modules.
 
     Args:
-        pattern: A Python regular expression, matched against each line.
+        pattern: A regular expression in RE2 syntax (as ripgrep: no backreferences or
+            lookaround), matched against each line.
         path: The file or directory to search, relative to the workspace root.
     """
     check_path(path)
