@@ -48,6 +48,7 @@ from gg.endings import Language
 from gg.errors import ToolError, UserError
 from gg.stream import now_iso
 from gg.tools.registry import Tool, ToolContext, tool
+from gg.tools.safefs import read_beneath
 
 __all__ = ["DB_NAME", "MEMORY_TOOLS", "SCHEMA_VERSION", "Memory", "MemoryStore",
            "db_path", "recall", "remember"]
@@ -58,6 +59,7 @@ TEXT_MAX = 10_000  # characters in one note
 TAGS_MAX = 20
 TAG_MAX = 40  # characters in one tag
 _CANDIDATES = 200  # matches ranked per query
+_SCRIPT_CAP = 1_000_000  # bytes of an on_recall script
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -312,9 +314,11 @@ def _on_recall(ctx: ToolContext) -> tuple[str, Language] | None:
     if not name:
         return None
     path = Path(run.workspace) / name
-    try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+    try:  # in the workspace: agent-written, so opened beneath it (issue 9 item 1)
+        data = (path.read_bytes() if Path(name).is_absolute()
+                else read_beneath(Path(run.workspace), name, cap=_SCRIPT_CAP))
+        source = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError, ToolError) as e:
         raise ToolError(f"[memory] on_recall: cannot read {str(path)!r}: {e}") from e
     return source, "javascript" if name.endswith(".js") else "python"
 

@@ -7,6 +7,7 @@ stream, the budget and the gate, and each keeps its own ceiling counts.
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import time
@@ -221,11 +222,12 @@ class Run:
     def workspace_overview(self, workspace: Path, limit: int = 40) -> str:
         """A short listing of ``workspace``'s top level for the system prompt (cached)."""
         if workspace not in self._overviews:
-            try:
-                names = sorted(
-                    p.name + ("/" if p.is_dir() else "")
-                    for p in workspace.iterdir() if not p.name.startswith(".")
-                )
+            try:  # names only, never following a link the agent planted (issue 9 item 1)
+                with os.scandir(workspace) as entries:
+                    names = sorted(
+                        e.name + ("/" if e.is_dir(follow_symlinks=False) else "")
+                        for e in itertools.islice(entries, 10_000) if not e.name.startswith(".")
+                    )
             except OSError:
                 names = []
             more = f" (and {len(names) - limit} more)" if len(names) > limit else ""

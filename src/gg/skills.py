@@ -35,6 +35,7 @@ and description, for sessions whose arm offers ``use_skill``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from gg.endings import Language
 from gg.errors import GGError, ToolError, UserError
 from gg.modes.base import Emit
 from gg.tools.registry import Registry, Tool, ToolContext, tool
+from gg.tools.safefs import open_beneath, read_beneath
 
 if TYPE_CHECKING:
     from gg.config import Settings
@@ -73,6 +75,8 @@ NO_SCRIPT_CAPABILITIES = frozenset({"agents", "skills", "memory"})
 """Capabilities whose tools an on-use script's SDK does not offer."""
 _SECTION_MAX = 100  # skills listed in the system prompt
 _DESCRIPTION_MAX = 300  # characters of a description in the system prompt
+_FILE_CAP = 1_000_000  # bytes of a SKILL.md or an on-use script
+_MAX_FOLDERS = 10_000  # entries of a skills directory looked at
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +97,8 @@ class Skill:
     """The script's language: ``"python"`` (``on_use.py``) or ``"javascript"`` (``on_use.js``)."""
     meta: dict[str, str] = field(default_factory=dict)
     """Other front-matter keys, as written."""
+    base: Path | None = None
+    """The workspace, when the skill lives in it: its files are then read beneath it."""
 
 
 def _unquote(value: str) -> str:
@@ -145,16 +151,44 @@ def parse_skill_md(text: str, *, path: Path) -> tuple[dict[str, str], str]:
     return fields, "\n".join(lines[end + 1 :]).strip()
 
 
-def _script_of(folder: Path) -> tuple[Path | None, Language | None]:
-    found = [(folder / n, lang) for n, lang in SCRIPTS.items() if (folder / n).is_file()]
+def _is_file(path: Path, base: Path | None) -> bool:
+    """Whether ``path`` is a regular file; opened beneath ``base`` (the workspace) when given."""
+    if base is None:
+        return path.is_file()
+    try:
+        os.close(open_beneath(base, path.relative_to(base).as_posix()))
+    except ToolError:
+        return False
+    return True
+
+
+def read_skill_file(path: Path, base: Path | None, *, encoding: str = "utf-8") -> str:
+    """Read a skill's file: beneath ``base`` (the workspace: agent-written, issue 9 item 1),
+    regular files only, at most 1 MB; as a plain path when ``base`` is ``None`` (the user's).
+
+    Raises:
+        OSError: unreadable (a ``ToolError`` from the safe open becomes one).
+        UnicodeDecodeError: not text in ``encoding``.
+    """
+    if base is None:
+        return path.read_text(encoding=encoding)
+    try:
+        data = read_beneath(base, path.relative_to(base).as_posix(), cap=_FILE_CAP)
+    except ToolError as e:
+        raise OSError(str(e)) from None
+    return data.decode(encoding)
+
+
+def _script_of(folder: Path, base: Path | None) -> tuple[Path | None, Language | None]:
+    found = [(folder / n, lang) for n, lang in SCRIPTS.items() if _is_file(folder / n, base)]
     if len(found) > 1:
         raise UserError(f"{str(folder)!r}: a skill has at most one on-use script; found "
                         f"{' and '.join(p.name for p, _ in found)}")
     return found[0] if found else (None, None)
 
 
-def load_skill(folder: Path) -> Skill:
-    """Read and check one skill folder (SPEC T3).
+def load_skill(folder: Path, base: Path | None = None) -> Skill:
+    """Read and check one skill folder (SPEC T3); beneath ``base`` (the workspace) if given.
 
     Raises:
         UserError: naming the file: ``SKILL.md`` missing, unreadable, not
@@ -163,7 +197,7 @@ def load_skill(folder: Path) -> Skill:
     """
     path = folder / SKILL_FILE
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_skill_file(path, base, encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise UserError(f"{str(path)!r} is not UTF-8 text") from None
     except OSError as e:
@@ -179,15 +213,34 @@ def load_skill(folder: Path) -> Skill:
     if not description:
         raise UserError(f"{str(path)!r}: the front matter has no 'description' (say when to "
                         "use the skill)")
-    script, language = _script_of(folder)
+    script, language = _script_of(folder, base)
     return Skill(name=name, description=description, instructions=body, folder=folder,
-                 script=script, language=language, meta=fields)
+                 script=script, language=language, meta=fields, base=base)
 
 
 def skill_dirs(workspace: Path) -> list[Path]:
     """Where skills are looked for, first first: the workspace's, then the user's."""
     user = os.environ.get("GG_SKILLS_DIR") or str(Path.home() / ".config" / "gg" / "skills")
     return [workspace / ".gg" / "skills", workspace / "skills", Path(user).expanduser()]
+
+
+def _skill_folders(root: Path, base: Path | None) -> list[Path]:
+    """The folders of ``root`` holding a SKILL.md, sorted; listed beneath ``base`` if given."""
+    if base is None:
+        if not root.is_dir():
+            return []
+        return sorted(p for p in root.iterdir() if (p / SKILL_FILE).is_file())
+    root = base / root.relative_to(base)
+    try:
+        fd = open_beneath(base, root.relative_to(base).as_posix(), kind="directory")
+    except ToolError:
+        return []
+    try:
+        with os.scandir(fd) as entries:
+            names = [e.name for e in itertools.islice(entries, _MAX_FOLDERS)]
+    finally:
+        os.close(fd)
+    return [root / n for n in sorted(names) if _is_file(root / n / SKILL_FILE, base)]
 
 
 def discover_skills(workspace: Path) -> dict[str, Skill]:
@@ -198,12 +251,11 @@ def discover_skills(workspace: Path) -> dict[str, Skill]:
             name in the same directory.
     """
     found: dict[str, Skill] = {}
-    for root in skill_dirs(workspace):
-        if not root.is_dir():
-            continue
+    for i, root in enumerate(skill_dirs(workspace)):
+        base = workspace.resolve() if i < 2 else None  # the first two are in the workspace
         here: dict[str, Skill] = {}
-        for folder in sorted(p for p in root.iterdir() if (p / SKILL_FILE).is_file()):
-            skill = load_skill(folder)
+        for folder in _skill_folders(root, base):
+            skill = load_skill(folder, base)
             if skill.name in here:
                 raise UserError(f"two skills are named {skill.name!r} in {str(root)!r}: "
                                 f"{here[skill.name].folder.name!r} and {folder.name!r}")
@@ -322,7 +374,7 @@ async def use_skill(name: str, *, ctx: ToolContext) -> str:
     parts = [f"# Skill: {skill.name}\n{skill.instructions or '(this skill has no instructions)'}"]
     if skill.script is not None and skill.language is not None:
         try:
-            source = skill.script.read_text(encoding="utf-8")
+            source = read_skill_file(skill.script, skill.base)
         except (OSError, UnicodeDecodeError) as e:
             raise ToolError(f"cannot read {str(skill.script)!r}: {e}") from e
         parts.append(await run_on_use(ctx, source, language=skill.language,

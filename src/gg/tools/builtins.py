@@ -6,10 +6,15 @@ the workspace; one that leaves it (``..``, absolute, or a symlink pointing
 out) raises :class:`gg.errors.WorkspaceEscape`, a tool error the model sees,
 not a crash.
 
-What this module does not promise: it is **not a sandbox**. Path checks
-resolve symlinks at call time, so a process racing the check can still win;
-``run_command`` runs a real shell with the user's rights, a scrubbed
-environment and a timeout. The sandbox (SPEC M3) replaces :func:`spawn_command`.
+The file tools run in gg's process, on the host, but every path resolves and
+opens in one step beneath a handle of the workspace (:mod:`gg.tools.safefs`,
+issue 9 item 1): no check-then-use window a racing program could win; regular
+files only, size-capped, in a worker thread under a deadline so the event
+loop never blocks. ``search_text`` matches with RE2 (:mod:`gg.tools.search`).
+
+What this module does not promise: ``run_command`` outside a sandbox runs a
+real shell with the user's rights, a scrubbed environment and a timeout. The
+sandbox (SPEC M3) replaces :func:`spawn_command`.
 
 :func:`run_shell` is also what agent-stop command hooks run on (:mod:`gg.hooks`).
 """
@@ -19,18 +24,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import signal
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Protocol
+from typing import Annotated, Protocol, TypeVar
 
 from pydantic import Field
 
 from gg.errors import SandboxError, ToolError, WorkspaceEscape
 from gg.tools.registry import Registry, ToolContext, cap_text, tool
+from gg.tools.safefs import Beneath, check_path, open_beneath, read_beneath, run_blocking
+from gg.tools.search import Search
 
 __all__ = [
     "ShellResult",
@@ -48,16 +54,13 @@ __all__ = [
     "write_file",
 ]
 
+_T = TypeVar("_T")
 _READ_LIMIT = 8_000_000  # bytes: read_file refuses larger files
-_SEARCH_FILE_LIMIT = 2_000_000  # bytes: search_text skips larger files
 _SEARCH_MAX_HITS = 200
-_SEARCH_MAX_FILES = 20_000
 _LIST_MAX = 1_000
-_LINE_MAX = 300  # characters of a matching line shown
-_SKIP_DIRS = frozenset(
-    {".git", ".hg", ".svn", ".gg", ".venv", "venv", "node_modules", "__pycache__",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}
-)  # fmt: skip
+_PATTERN_MAX = 2_000  # characters of a search_text pattern
+_FILE_DEADLINE_S = 10.0  # seconds a read_file / write_file / list_dir call may take
+_SEARCH_DEADLINE_S = 10.0  # seconds a search_text call may take
 _ENV_KEEP = frozenset(
     {"PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME", "SHELL",
      "TMPDIR", "TEMP", "TMP", "COLUMNS", "LINES"}
@@ -68,7 +71,12 @@ _ENV_KEEP = frozenset(
 
 
 def resolve_path(ctx: ToolContext, path: str) -> Path:
-    """Resolve a tool path inside the workspace (SPEC §10 Built-in tools).
+    """Where a tool path points now, inside the workspace (SPEC §10 Built-in tools).
+
+    A check, not a guard: the answer can be stale by the time it is used (a
+    program may swap a directory for a symlink meanwhile), so never open what
+    it returns. The file tools resolve and open in one step through
+    :mod:`gg.tools.safefs` instead (issue 9 item 1).
 
     Args:
         ctx: the call's context; ``ctx.workspace`` is resolved.
@@ -80,20 +88,11 @@ def resolve_path(ctx: ToolContext, path: str) -> Path:
     Raises:
         WorkspaceEscape: ``path`` is absolute, climbs out with ``..``, or
             resolves outside through a symlink.
-        ToolError: ``path`` contains a NUL character.
+        ToolError: ``path`` is empty or contains a NUL character.
     """
-    if "\x00" in path:
-        raise ToolError(f"path {path!r} contains a NUL character")
-    ws = ctx.workspace
-    if os.path.isabs(path):
-        raise WorkspaceEscape(
-            f"path {path!r} is absolute; paths are relative to the workspace "
-            "(e.g. 'src/main.py'), and nothing outside it can be reached"
-        )
-    if not Path(os.path.normpath(ws / path)).is_relative_to(ws):
-        raise WorkspaceEscape(f"path {path!r} leaves the workspace; paths must stay inside it")
-    real = (ws / path).resolve()
-    if not real.is_relative_to(ws):
+    check_path(path)
+    real = (ctx.workspace / path).resolve()
+    if not real.is_relative_to(ctx.workspace):
         raise WorkspaceEscape(
             f"path {path!r} resolves outside the workspace through a symbolic link; "
             "paths must stay inside it"
@@ -101,42 +100,37 @@ def resolve_path(ctx: ToolContext, path: str) -> Path:
     return real
 
 
-def _rel(ctx: ToolContext, path: Path) -> str:
-    return path.relative_to(ctx.workspace).as_posix() or "."
+def _shown(path: str) -> str:
+    """How a tool path is shown in results: normalised, relative ('.' for the root)."""
+    return os.path.normpath(path)
+
+
+async def _off_loop(fn: Callable[[], _T], what: str) -> _T:
+    return await run_blocking(fn, timeout_s=_FILE_DEADLINE_S, what=what)
 
 
 # ---------------------------------------------------------------- files
 
 
 @tool
-def read_file(path: str, *, ctx: ToolContext) -> str:
+async def read_file(path: str, *, ctx: ToolContext) -> str:
     """Read a text file of the workspace and return its content.
 
     Args:
         path: The file to read, relative to the workspace root.
     """
-    target = resolve_path(ctx, path)
-    if target.is_dir():
-        raise ToolError(f"{path!r} is a directory; use list_dir to see what it holds")
-    try:
-        size = target.stat().st_size
-        if size > _READ_LIMIT:
-            raise ToolError(
-                f"{path!r} is {size:,} bytes, too large to read whole; "
-                "use search_text, or run_command with head/sed"
-            )
-        data = target.read_bytes()
-    except FileNotFoundError:
-        raise ToolError(f"no such file: {path!r}") from None
-    except OSError as exc:
-        raise ToolError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+    check_path(path)
+    data = await _off_loop(lambda: read_beneath(ctx.workspace, path, cap=_READ_LIMIT),
+                           "read_file")  # fmt: skip
     if b"\x00" in data[:8192]:
-        raise ToolError(f"{path!r} is a binary file ({size:,} bytes); read_file reads text only")
+        raise ToolError(
+            f"{path!r} is a binary file ({len(data):,} bytes); read_file reads text only"
+        )
     return data.decode("utf-8", errors="replace")
 
 
 @tool
-def write_file(path: str, content: str, *, ctx: ToolContext) -> str:
+async def write_file(path: str, content: str, *, ctx: ToolContext) -> str:
     """Write a text file in the workspace, replacing it if it exists.
 
     Missing parent directories are created.
@@ -145,103 +139,80 @@ def write_file(path: str, content: str, *, ctx: ToolContext) -> str:
         path: The file to write, relative to the workspace root.
         content: The file's whole new content (UTF-8 text).
     """
-    target = resolve_path(ctx, path)
-    if target.is_dir():
-        raise ToolError(f"{path!r} is a directory; give a file path")
+    check_path(path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
-    except OSError as exc:
-        raise ToolError(f"cannot write {path!r}: {exc.strerror or exc}") from None
-    return f"wrote {len(content):,} characters to {_rel(ctx, target)}"
+        data = content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolError(f"the content is not valid Unicode text: {exc.reason}") from None
+
+    def write() -> str:
+        with Beneath(ctx.workspace) as root:
+            return root.write(path, data)
+
+    written = await _off_loop(write, "write_file")
+    return f"wrote {len(content):,} characters to {written}"
 
 
 @tool
-def list_dir(path: str = ".", *, ctx: ToolContext) -> str:
+async def list_dir(path: str = ".", *, ctx: ToolContext) -> str:
     """List a workspace directory: one entry a line, directories ending in '/'.
 
     Args:
         path: The directory to list, relative to the workspace root.
     """
-    target = resolve_path(ctx, path)
+    check_path(path)
+    names, total = await _off_loop(lambda: _list(ctx.workspace, path), "list_dir")
+    if not names:
+        return f"{_shown(path)} is empty"
+    lines = names[:_LIST_MAX]
+    if total > _LIST_MAX:
+        lines.append(f"[... {total - _LIST_MAX:,} more entries not shown]")
+    return "\n".join(lines)
+
+
+def _list(workspace: Path, path: str) -> tuple[list[str], int]:
+    """Entry lines of a directory opened beneath ``workspace``, sorted, and their count."""
+    fd = open_beneath(workspace, path, kind="directory")
     try:
-        entries = sorted(os.scandir(target), key=lambda e: e.name)
-    except FileNotFoundError:
-        raise ToolError(f"no such directory: {path!r}") from None
-    except NotADirectoryError:
-        raise ToolError(f"{path!r} is a file, not a directory; use read_file") from None
+        with os.scandir(fd) as entries:
+            lines = sorted(_entry_line(e) for e in entries)
     except OSError as exc:
         raise ToolError(f"cannot list {path!r}: {exc.strerror or exc}") from None
-    if not entries:
-        return f"{_rel(ctx, target)} is empty"
-    lines = [_entry_line(e) for e in entries[:_LIST_MAX]]
-    if len(entries) > _LIST_MAX:
-        lines.append(f"[... {len(entries) - _LIST_MAX:,} more entries not shown]")
-    return "\n".join(lines)
+    finally:
+        os.close(fd)
+    return lines, len(lines)
 
 
 def _entry_line(entry: os.DirEntry[str]) -> str:
     if entry.is_symlink():
         return f"{entry.name}@"
-    return f"{entry.name}/" if entry.is_dir() else entry.name
+    return f"{entry.name}/" if entry.is_dir(follow_symlinks=False) else entry.name
 
 
 @tool
-def search_text(pattern: str, path: str = ".", *, ctx: ToolContext) -> str:
+async def search_text(pattern: str, path: str = ".", *, ctx: ToolContext) -> str:
     """Search the workspace's text files for a regular expression.
 
     Returns one hit a line as 'file:line: text', at most 200 hits. Skips binary
     files, files over 2 MB, symlinks, and directories such as .git and node_modules.
 
     Args:
-        pattern: A Python regular expression, matched against each line.
+        pattern: A regular expression in RE2 syntax (as ripgrep: no backreferences or
+            lookaround), matched against each line.
         path: The file or directory to search, relative to the workspace root.
     """
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
-    root = resolve_path(ctx, path)
-    if not root.exists():
-        raise ToolError(f"no such file or directory: {path!r}")
-    hits: list[str] = []
-    for file in _text_files(root):
-        for number, line in enumerate(file.read_bytes().decode("utf-8", "replace").splitlines()):
-            if regex.search(line):
-                hits.append(f"{_rel(ctx, file)}:{number + 1}: {line[:_LINE_MAX]}")
-                if len(hits) >= _SEARCH_MAX_HITS:
-                    hits.append(f"[stopped at {_SEARCH_MAX_HITS} hits; narrow the pattern or path]")
-                    return "\n".join(hits)
-    return "\n".join(hits) if hits else f"no match for {pattern!r} in {_rel(ctx, root)}"
-
-
-def _text_files(root: Path) -> Iterator[Path]:
-    """Regular, non-symlink, small, non-binary files under ``root``, in sorted order."""
-    if root.is_file():
-        candidates: Iterator[Path] = iter((root,))
-    else:
-        candidates = _walk(root)
-    for count, file in enumerate(candidates):
-        if count >= _SEARCH_MAX_FILES:
-            return
-        try:
-            if file.is_symlink() or not file.is_file():
-                continue
-            if file.stat().st_size > _SEARCH_FILE_LIMIT:
-                continue
-            with file.open("rb") as fh:
-                if b"\x00" in fh.read(8192):
-                    continue
-        except OSError:
-            continue
-        yield file
-
-
-def _walk(root: Path) -> Iterator[Path]:
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        for name in sorted(filenames):
-            yield Path(dirpath) / name
+    check_path(path)
+    if len(pattern) > _PATTERN_MAX:
+        raise ToolError(f"the pattern is {len(pattern):,} characters; at most {_PATTERN_MAX:,}")
+    search = Search(pattern=pattern, deadline=time.monotonic() + _SEARCH_DEADLINE_S,
+                    max_hits=_SEARCH_MAX_HITS)
+    hits = await run_blocking(lambda: search.run(ctx.workspace, path),
+                              timeout_s=_SEARCH_DEADLINE_S + 1, what="search_text")  # fmt: skip
+    if not hits:
+        return f"no match for {pattern!r} in {_shown(path)}"
+    if len(hits) >= _SEARCH_MAX_HITS:
+        hits.append(f"[stopped at {_SEARCH_MAX_HITS} hits; narrow the pattern or path]")
+    return "\n".join(hits)
 
 
 # ---------------------------------------------------------------- shell
