@@ -97,6 +97,9 @@ class HookSettings(_Section):
     on_error: Literal["block", "pass"] = "block"
     pass_env: list[str] = []
     """Environment variables passed to the hook (hooks get a scrubbed environment)."""
+    trusted: bool = False
+    """Run on the host as gg's user (scrubbed env) instead of in the run's sandbox with the
+    workspace read-only (issue 9 item 5)."""
 
 
 class HooksSettings(_Section):
@@ -303,6 +306,7 @@ max_cost = 0              # run budget in price-table units; 0 = none
 # roles = ["standard"]
 # on_error = "block"      # or "pass": what a crashing or timed-out hook does
 # pass_env = []           # env vars the hook may see (its environment is scrubbed)
+# trusted = false         # true: run on the host as gg's user, not in the sandbox
 
 [tools]
 capabilities = ["files", "shell"]   # files: read/write/list/search; shell: run_command

@@ -78,7 +78,8 @@ class Spec:
     """Shell mode: variables added to (or replacing) the built environment (a hook's
     ``pass_env``, a ``PATH`` with a tool prefix first)."""
     binds: tuple[str, ...] = ()
-    """Directories made visible read-only at their own path (a hook's interpreter prefix)."""
+    """Directories (or files) made visible read-only at their own path (a hook's interpreter
+    prefix, a hook script outside the workspace)."""
     protect: tuple[str, ...] = ()
     """Files inside the workspace bound read-only over it under bubblewrap (gg.toml, hook
     scripts: issue 9 item 2). A path that is not a regular file now is skipped."""
@@ -228,7 +229,7 @@ def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
     args += ["--perms", "1777", "--size", str(spec.limits.tmp_mb * _MIB), "--tmpfs", "/tmp"]
     ws = str(spec.workspace)
     prefix = spec.facts.python_prefix
-    extra = [b for b in spec.binds if b != prefix and os.path.isdir(b)]
+    extra = [b for b in spec.binds if b != prefix and os.path.exists(b)]
     for path in _mount_parents([ws, "/gg/guest", *([prefix] if prefix else []), *extra]):
         args += ["--perms", "0755", "--dir", path]  # searchable by the slot uid
     for path in [*([prefix] if prefix else []), *extra]:
