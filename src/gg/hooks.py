@@ -43,6 +43,8 @@ import asyncio
 import inspect
 import json
 import os
+import shlex
+import shutil
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -255,6 +257,18 @@ def _tool_prefixes() -> tuple[str, ...]:
     return tuple(found)
 
 
+def _host_command(command: str) -> str:
+    """As root, run a host hook without ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN`` and
+    ``CAP_PERFMON`` in its bounding set (``setpriv``, when installed): each of them lets
+    root read a non-dumpable process's ``/proc/<pid>/environ``. A speed bump, not a
+    boundary: a root hook keeps every other capability (it can still rewrite gg itself)."""
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
+    if os.geteuid() != 0 or setpriv is None:
+        return command
+    drop = "--bounding-set=-sys_ptrace,-sys_admin,-perfmon"
+    return f"exec {setpriv} {drop} -- /bin/sh -c {shlex.quote(command)}"
+
+
 @dataclass(frozen=True, kw_only=True)
 class CommandHook(_HookBase):
     """A shell command bound to ``agent-stop`` (SPEC H1, §10 ``[[hooks.agent_stop]]``)."""
@@ -307,7 +321,8 @@ class CommandHook(_HookBase):
                 result = await self._sandboxed(place, event, stdin)
             else:
                 result = await run_shell(
-                    self.command, cwd=event.workspace, env=scrubbed_env(self.pass_env),
+                    _host_command(self.command), cwd=event.workspace,
+                    env=scrubbed_env(self.pass_env),
                     timeout_s=self.timeout_s, stdin=stdin, capture_limit=_CAPTURE,
                 )  # fmt: skip
         except (OSError, GGError) as exc:
