@@ -301,7 +301,7 @@ max_cost = 0              # run budget in price-table units; 0 = none
 # Agent-stop hooks run before a session ends (the ending gate). Exit 0 passes;
 # exit 2 (reason on stderr) or stdout {"decision": "block", "reason": "..."} blocks.
 # [[hooks.agent_stop]]
-# command = "python -m pytest -q"
+# command = "python -m pytest -q -p no:cacheprovider"   # runs in the sandbox, workspace read-only
 # timeout_s = 600
 # roles = ["standard"]
 # on_error = "block"      # or "pass": what a crashing or timed-out hook does
