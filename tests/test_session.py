@@ -173,7 +173,8 @@ def test_gate_blocks_then_passes_and_hook_sees_blocked_before(
     result, model = run_scripted(
         [call("finish", summary="done"), call("write_file", path="fixed.txt", content="y"),
          call("finish", summary="done now")],
-        hooks=[gg.CommandHook(command=hook, timeout_s=30)],
+        # trusted: this hook writes a log into the workspace, which a sandboxed hook cannot
+        hooks=[gg.CommandHook(command=hook, timeout_s=30, trusted=True)],
     )
     assert result.ending == gg.Finish(summary="done now")
     evs = events_of(result)

@@ -149,6 +149,7 @@ class Agent:
         if not ws.is_dir():
             raise UserError(f"workspace {str(ws)!r} does not exist or is not a directory")
         self.workspace = ws.resolve()
+        self.configs: tuple[Path, ...] = (Path(config).expanduser(),) if config else ()
         base = settings or load_settings(Path(config) if config else None, workspace=self.workspace)
         spec = model if isinstance(model, str) else getattr(model, "name", None)
         self.settings = _merge(base, {
@@ -199,7 +200,7 @@ class Agent:
     @staticmethod
     def _toml_hook(h: Any) -> CommandHook:
         return CommandHook(command=h.command, timeout_s=h.timeout_s, roles=tuple(h.roles),
-                           on_error=h.on_error, pass_env=tuple(h.pass_env))
+                           on_error=h.on_error, pass_env=tuple(h.pass_env), trusted=h.trusted)
 
     def _check_arm(self) -> None:
         tools = self.settings.tools
@@ -223,7 +224,7 @@ class Agent:
         """A new :class:`Run` with this agent's model, settings, tools and hooks."""
         return Run(workspace=self.workspace, model=self.model, settings=self.settings,
                    registry=self.registry, gate=Gate(self.hooks), run_id=run_id,
-                   listeners=self.listeners)
+                   listeners=self.listeners, configs=self.configs)
 
     async def arun(self, task: str) -> RunResult:
         """Run ``task`` in a new run's root session (async). Never raises for model output."""

@@ -100,6 +100,9 @@ class HookSettings(_Section):
     on_error: Literal["block", "pass"] = "block"
     pass_env: list[str] = []
     """Environment variables passed to the hook (hooks get a scrubbed environment)."""
+    trusted: bool = False
+    """Run on the host as gg's user (scrubbed env) instead of in the run's sandbox with the
+    workspace read-only (issue 9 item 5)."""
 
 
 class HooksSettings(_Section):
@@ -335,11 +338,12 @@ max_cost = 0              # run budget in price-table units; 0 = none
 # Agent-stop hooks run before a session ends (the ending gate). Exit 0 passes;
 # exit 2 (reason on stderr) or stdout {"decision": "block", "reason": "..."} blocks.
 # [[hooks.agent_stop]]
-# command = "python -m pytest -q"
+# command = "python -m pytest -q -p no:cacheprovider"   # runs in the sandbox, workspace read-only
 # timeout_s = 600
 # roles = ["standard"]
 # on_error = "block"      # or "pass": what a crashing or timed-out hook does
 # pass_env = []           # env vars the hook may see (its environment is scrubbed)
+# trusted = false         # true: run on the host as gg's user, not in the sandbox
 
 [tools]
 capabilities = ["files", "shell"]   # files: read/write/list/search; shell: run_command

@@ -20,11 +20,21 @@ so a diagnosis can blame the hook, not the model (S6). With
 ``on_error="block"`` (the default, H1) it blocks with the failure as the
 reason; with ``"pass"`` it passes.
 
+Where a command hook runs (issue 9 item 5). Inside a run (the gate is given
+a :class:`HookPlace`), by default in the run's sandbox: the workspace
+read-only, the event JSON on stdin, the hook's timeout, as the sandbox uid
+when gg is root, with an environment built from nothing but ``PATH`` (gg's
+interpreter prefix first, bound read-only), the sandbox's own variables and
+the ``pass_env`` names. ``trusted=True`` runs it on the host as gg's user
+with :func:`gg.tools.builtins.scrubbed_env` plus ``pass_env``. A gate checked
+without a place (a caller running it on its own) runs hooks on the host so.
+Before running a command hook the gate checks its scripts against the run's
+:class:`gg.guard.Snapshot`: a script changed during the run is not run and the
+gate blocks naming it (a failed hook, so a diagnosis blames it).
+
 What this module does not promise: a sync callable that times out cannot be
 stopped; its thread runs on in the background while the gate moves on.
-Command hooks run with :func:`gg.tools.builtins.scrubbed_env` (no API keys:
-they typically run model-written code, e.g. tests); a hook that needs a
-variable names it in ``pass_env``.
+Callable hooks run in gg's own process, with gg's rights and environment.
 """
 
 from __future__ import annotations
@@ -32,6 +42,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import os
+import shlex
+import shutil
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,7 +53,8 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from gg.endings import Ending, Role
-from gg.errors import UserError
+from gg.errors import GGError, UserError
+from gg.guard import Snapshot
 from gg.tools.builtins import ShellResult, run_shell, scrubbed_env
 
 __all__ = [
@@ -50,6 +65,7 @@ __all__ = [
     "Hook",
     "HookAnswer",
     "HookOutcome",
+    "HookPlace",
     "StopEvent",
 ]
 
@@ -216,6 +232,44 @@ class _HookBase:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HookPlace:
+    """Where a run's command hooks run and what they are checked against (issue 9 item 5).
+
+    A :class:`~gg.run.Run` gives its gate one; without one, command hooks run on the host.
+    """
+
+    sandbox: Callable[[], Any] | None = None
+    """Returns the run's :class:`gg.sandbox.Sandbox` (may raise ``SandboxError``);
+    ``None``: untrusted hooks run on the host too (no sandbox offered)."""
+    snapshot: Snapshot | None = None
+    """The digests taken at run start; a hook whose script differs now is not run."""
+
+
+def _tool_prefixes() -> tuple[str, ...]:
+    """gg's interpreter prefixes (the venv and its base), bound read-only for sandboxed hooks,
+    so that ``python -m pytest`` finds the packages gg's environment has."""
+    found: list[str] = []
+    for raw in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(
+            os.path.realpath(sys.executable)))):  # fmt: skip
+        path = os.path.realpath(raw)
+        if path != "/" and not path.startswith("/usr") and path not in found:
+            found.append(path)
+    return tuple(found)
+
+
+def _host_command(command: str) -> str:
+    """As root, run a host hook without ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN`` and
+    ``CAP_PERFMON`` in its bounding set (``setpriv``, when installed): each of them lets
+    root read a non-dumpable process's ``/proc/<pid>/environ``. A speed bump, not a
+    boundary: a root hook keeps every other capability (it can still rewrite gg itself)."""
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
+    if os.geteuid() != 0 or setpriv is None:
+        return command
+    drop = "--bounding-set=-sys_ptrace,-sys_admin,-perfmon"
+    return f"exec {setpriv} {drop} -- /bin/sh -c {shlex.quote(command)}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class CommandHook(_HookBase):
     """A shell command bound to ``agent-stop`` (SPEC H1, §10 ``[[hooks.agent_stop]]``)."""
 
@@ -223,6 +277,8 @@ class CommandHook(_HookBase):
     """A ``/bin/sh`` command line, run in the workspace with the event JSON on stdin."""
     pass_env: tuple[str, ...] = ()
     """Names of gg's environment variables the command may see beyond the scrubbed set."""
+    trusted: bool = False
+    """Run on the host as gg's user (scrubbed env) instead of in the run's sandbox."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -238,28 +294,64 @@ class CommandHook(_HookBase):
     def _display(self) -> str:
         return self.command
 
-    async def run(self, event: StopEvent) -> HookOutcome:
+    async def run(self, event: StopEvent, *, place: HookPlace | None = None) -> HookOutcome:
         """Run the command on ``event``; never raises for the command's own failures.
+
+        Args:
+            event: the agent-stop event (its JSON is the command's stdin).
+            place: the run's sandbox and snapshot; ``None``: on the host, unchecked.
 
         Returns:
             The outcome: exit 0 passes unless stdout is a JSON block decision;
             exit 2 blocks with stderr; anything else is a failure (``on_error``).
+            A script changed since run start blocks, as a failure, whatever ``on_error``.
         """
         start = time.monotonic()
+        if place is not None and place.snapshot is not None:
+            problems = place.snapshot.tampered(self.command)
+            if problems:
+                return self._outcome("block", (
+                    f"hook {self._display()!r} was not run: its script "
+                    f"{'; '.join(problems)}. gg runs a hook only as it was when the run "
+                    "started; restore the file (or start a new run to accept the change)"
+                ), failed=True)
+        stdin = json.dumps(event.as_json()).encode()
         try:
-            result = await run_shell(
-                self.command,
-                cwd=event.workspace,
-                env=scrubbed_env(self.pass_env),
-                timeout_s=self.timeout_s,
-                stdin=json.dumps(event.as_json()).encode(),
-                capture_limit=_CAPTURE,
-            )
-        except OSError as exc:
+            if place is not None and place.sandbox is not None and not self.trusted:
+                result = await self._sandboxed(place, event, stdin)
+            else:
+                result = await run_shell(
+                    _host_command(self.command), cwd=event.workspace,
+                    env=scrubbed_env(self.pass_env),
+                    timeout_s=self.timeout_s, stdin=stdin, capture_limit=_CAPTURE,
+                )  # fmt: skip
+        except (OSError, GGError) as exc:
+            where = "" if self.trusted or place is None else " in the sandbox"
             return self._failure(
-                f"hook {self._display()!r} could not start: {exc}", seconds=time.monotonic() - start
+                f"hook {self._display()!r} could not start{where}: {exc}",
+                seconds=time.monotonic() - start,
             )
         return self._read(result)
+
+    async def _sandboxed(self, place: HookPlace, event: StopEvent, stdin: bytes) -> ShellResult:
+        """Run in the run's sandbox, the workspace read-only (issue 9 item 5)."""
+        from gg.sandbox.host import SYSTEM_PATH
+
+        assert place.sandbox is not None
+        sandbox = place.sandbox()
+        prefixes = _tool_prefixes()
+        env = {"PATH": ":".join([*(f"{p}/bin" for p in prefixes), SYSTEM_PATH])}
+        env |= {k: os.environ[k] for k in self.pass_env if k in os.environ}
+        outside = place.snapshot.outside() if place.snapshot is not None else ()
+        done = await sandbox.run_shell(
+            self.command, workspace=event.workspace, timeout_s=self.timeout_s,
+            read_only=True, stdin=stdin, env=env, binds=(*prefixes, *outside),
+        )  # fmt: skip
+        return ShellResult(
+            exit_code=None if done.timed_out else done.exit_code,
+            stdout=done.output, stderr=done.stderr or "",
+            timed_out=done.timed_out, seconds=done.seconds,
+        )  # fmt: skip
 
     def _read(self, result: ShellResult) -> HookOutcome:
         code, seconds = result.exit_code, result.seconds
@@ -397,15 +489,23 @@ class Gate:
         """The hooks bound to ``role``, in order."""
         return tuple(h for h in self.hooks if h.applies_to(role))
 
-    async def check(self, event: StopEvent) -> GateResult:
+    async def check(self, event: StopEvent, *, place: HookPlace | None = None) -> GateResult:
         """Run the hooks bound to ``event.role`` in order; stop at the first block.
+
+        Args:
+            event: the agent-stop event.
+            place: where command hooks run (a run's sandbox and snapshot); ``None``:
+                on the host, as gg's user with a scrubbed environment.
 
         Returns:
             A :class:`GateResult`; a role with no hooks passes with no outcomes.
         """
         outcomes: list[HookOutcome] = []
         for hook in self.hooks_for(event.role):
-            outcome = await hook.run(event)
+            if isinstance(hook, CommandHook):
+                outcome = await hook.run(event, place=place)
+            else:
+                outcome = await hook.run(event)
             outcomes.append(outcome)
             if outcome.decision == "block":
                 return GateResult(passed=False, outcomes=tuple(outcomes), blocking=outcome)

@@ -36,6 +36,19 @@ def _one_line(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
+def _run_warnings(e: Any) -> str:
+    """run_started's warnings (issue 9): commands on the host, protected files changed."""
+    out = ""
+    if getattr(e, "commands", "sandbox") == "host":
+        out += ("\n   [yellow]run_command runs on the host[/] ([sandbox] commands = \"host\"): "
+                "commands run as gg's user, outside the sandbox")
+    changed = getattr(e, "config_changed", None) or []
+    if changed:
+        out += (f"\n   [yellow]changed since the last run:[/] "
+                f"{escape(', '.join(str(c) for c in changed))}")
+    return out
+
+
 class Renderer:
     """Prints events readably. Call it with each event (it is a stream listener).
 
@@ -86,7 +99,7 @@ class Renderer:
         if t == "run_started":
             return (f"[bold]gg run {e.run_id}[/] · workspace {escape(e.workspace)} · "
                     f"model {escape(str(e.settings.get('model', {}).get('spec')))} · "
-                    f"sandbox {e.isolation}")
+                    f"sandbox {e.isolation}{_run_warnings(e)}")
         if t == "session_started":
             parent = f" · parent {e.parent}" if e.parent else ""
             return (f"{sid}[bold cyan]▶ session[/] role {e.role} · mode {e.mode} · "

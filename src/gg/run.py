@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,7 +20,8 @@ from gg.ceilings import Budget, Ceilings
 from gg.config import Settings, ToolsSettings
 from gg.endings import Language, Role
 from gg.errors import UserError
-from gg.hooks import Gate
+from gg.guard import Snapshot, changed_since_last_run, make_undumpable
+from gg.hooks import CommandHook, Gate, HookPlace
 from gg.models.base import Model
 from gg.modes.base import Mode
 from gg.modes.tool_calling import ToolCallingMode
@@ -72,6 +74,12 @@ class Run:
         isolation: the sandbox layer in force, for ``run_started``.
         mode_factory: builds the mode for a session (default: tool-calling, or
             code mode when registered by :mod:`gg.modes.code`).
+        configs: the config files the run's settings came from (the workspace's
+            ``gg.toml`` is always protected): hashed at start with the hook scripts,
+            bound read-only in the sandbox, compared with the last run (issue 9 item 2).
+
+    Starting a run makes gg's process non-dumpable (issue 9 item 5) and warns on
+    stderr when ``gg.toml`` or a hook script changed since the workspace's last run.
     """
 
     def __init__(
@@ -86,7 +94,9 @@ class Run:
         listeners: Sequence[Callable[[Any], None]] = (),
         isolation: str | None = None,
         mode_factory: Callable[..., Mode] | None = None,
+        configs: Sequence[Path] = (),
     ) -> None:
+        make_undumpable()
         self.workspace = workspace.resolve()
         self.model = model
         self.settings = settings
@@ -95,6 +105,13 @@ class Run:
         self.run_id = run_id or new_run_id()
         self._sandbox: Any = None
         self.sandbox_facts: dict[str, Any] = {}
+        self.snapshot = self._snapshot(configs)
+        """Digests of gg.toml and the hook scripts at run start (issue 9 item 2)."""
+        self.config_changed = changed_since_last_run(self.snapshot)
+        if self.config_changed:
+            print(f"gg: warning: changed since this workspace's last run: "
+                  f"{', '.join(self.config_changed)} (check them before trusting this run's "
+                  "settings and hooks)", file=sys.stderr)
         self.isolation = isolation or self._probe()
         self.ceilings = Ceilings(**settings.ceilings.model_dump())
         self.budget = Budget(self.ceilings)
@@ -116,7 +133,22 @@ class Run:
             sandbox=self.sandbox_facts,
             pid=os.getpid(),
             workspace=str(self.workspace),
+            commands=settings.sandbox.commands,
+            config_changed=list(self.config_changed),
         ))
+
+    def _snapshot(self, configs: Sequence[Path]) -> Snapshot:
+        keys = {"gg.toml"}
+        for path in configs:
+            real = Path(path).resolve()
+            keys.add(real.relative_to(self.workspace).as_posix()
+                     if real.is_relative_to(self.workspace) else str(real))
+        commands = [h.command for h in self.gate.hooks if isinstance(h, CommandHook)]
+        return Snapshot.take(self.workspace, configs=sorted(keys), commands=commands)
+
+    def hook_place(self) -> HookPlace:
+        """Where the run's command hooks run: its sandbox, checked against its snapshot."""
+        return HookPlace(sandbox=self.sandbox, snapshot=self.snapshot)
 
     def _probe(self) -> str:
         """Name the sandbox layer in force (SPEC M3), or why there is none."""
@@ -143,6 +175,7 @@ class Run:
             limits = Limits(wall_s=cfg.wall_s, cpu_s=cfg.cpu_s, memory_mb=cfg.memory_mb,
                             processes=cfg.processes, output_bytes=cfg.output_bytes)
             self._sandbox = Sandbox(limits=limits, isolation=forced)
+            self._sandbox.protect(self.snapshot.inside())
         return self._sandbox
 
     async def aclose(self) -> None:

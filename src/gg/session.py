@@ -165,7 +165,7 @@ class _Loop:
         event = StopEvent(role=self.role, ending={"call": ending.call, **ending.arguments()},
                           session_id=self.session_id, workspace=self.workspace,
                           blocked_before=self.blocked_total)
-        result = await self.run.gate.check(event)
+        result = await self.run.gate.check(event, place=self.run.hook_place())
         if result.passed:
             self.ceilings.record_gate(blocked=False)
             self.emit(GatePassed, call=ending.call, hooks=len(result.outcomes))

@@ -102,6 +102,10 @@ class RunStarted(_Base):
     """The gg process writing the stream (``gg watch`` stops when it is gone)."""
     sandbox: dict[str, Any] = {}
     """What the sandbox has in force: namespaces, Landlock ABI, seccomp, dedicated uid."""
+    commands: str = "sandbox"
+    """Where ``run_command`` runs: ``"sandbox"``, or ``"host"`` (gg's user, no sandbox)."""
+    config_changed: list[str] = []
+    """``gg.toml`` and hook scripts changed since the workspace's last run (issue 9)."""
 
 
 class SessionStarted(_Base):

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import secrets
+import shlex
 import shutil
 import signal
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -46,7 +48,7 @@ from gg.sandbox.isolation import probe
 from gg.sandbox.limits import Limits
 from gg.sandbox.membrane import Handler, Membrane, Result
 from gg.sandbox.process import Outcome, supervise
-from gg.sandbox.runs import prepared, run_blocking
+from gg.sandbox.runs import Options, prepared, run_blocking
 from gg.sandbox.sdk import sdk_source
 
 __all__ = ["CompileProblem", "ProgramResult", "Sandbox", "ShellResult"]
@@ -97,6 +99,9 @@ class ShellResult:
     """stdout and stderr interleaved; past the cap, the head and the tail with a marker."""
     timed_out: bool
     seconds: float
+    stderr: str | None = None
+    """With ``stdin`` given to :meth:`Sandbox.run_shell`: standard error, kept apart
+    (``output`` is then standard output only); ``None`` when interleaved into ``output``."""
 
 
 def _signal_of(returncode: int | None) -> int | None:
@@ -154,6 +159,16 @@ class Sandbox:
         self.limits = limits or Limits()
         self.isolation: Isolation = probe(isolation.value if isolation else None)
         self._closed = False
+        self._protect: tuple[str, ...] = ()
+
+    def protect(self, paths: Sequence[Path]) -> None:
+        """Bind these workspace files read-only over the workspace in every later process.
+
+        Under bubblewrap only (issue 9 item 2: ``gg.toml`` and hook scripts); other layers
+        cannot hide a file inside a writable directory, and gg checks the files' hashes
+        instead. A path that is not a regular file when a process starts is skipped.
+        """
+        self._protect = tuple(str(Path(p).absolute()) for p in paths)
 
     def describe(self) -> dict[str, object]:
         """What is in force, for the stream's ``run_started`` event (SPEC M3, O1)."""
@@ -271,8 +286,9 @@ class Sandbox:
             await asyncio.to_thread(share_workspace, ws)
         membrane = Membrane(tools=[t.name for t in tools], handler=handler, limits=self.limits)
         with prepared(
-            mode=language, isolation=self.isolation, limits=self.limits, workspace=ws, files=files
-        ) as job:
+            mode=language, isolation=self.isolation, limits=self.limits, workspace=ws,
+            files=files, options=Options(protect=self._protect),
+        ) as job:  # fmt: skip
             outcome = await supervise(
                 job.plan, membrane=membrane, pipes=job.hand_over(),
                 wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes,
@@ -328,24 +344,50 @@ class Sandbox:
             f"{outcome.returncode}): a program must run to its last statement"
         )
 
-    async def run_shell(self, command: str, *, workspace: Path, timeout_s: float) -> ShellResult:
-        """Run ``/bin/sh -c command`` in the workspace, sandboxed (the ``run_command`` built-in).
+    async def run_shell(
+        self,
+        command: str,
+        *,
+        workspace: Path,
+        timeout_s: float,
+        read_only: bool = False,
+        stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        binds: Sequence[str] = (),
+    ) -> ShellResult:
+        """Run ``/bin/sh -c command`` in the workspace, sandboxed (``run_command``, hooks).
 
         Same isolation and limits as a program (``/etc`` is visible read-only under
         bubblewrap and Landlock, for the tools' configuration), except: the wall clock
         is ``timeout_s``, the CPU limit is at least ``timeout_s``, and past the output
         cap gg keeps the head and the tail (it stops the command at 100 times the cap).
 
+        Args:
+            command: the shell command line.
+            workspace: its working directory.
+            timeout_s: wall-clock seconds.
+            read_only: the workspace is read-only (bubblewrap's bind, or Landlock; under
+                ``rlimit`` without Landlock nothing enforces it). Agent-stop hooks (issue 9).
+            stdin: bytes the command reads on stdin (UTF-8 text without a NUL); given,
+                stderr is kept apart in :attr:`ShellResult.stderr`.
+            env: variables added to the sandbox's own environment (nothing of gg's).
+            binds: directories made visible read-only at their own path (a tool prefix).
+
         Raises:
             gg.errors.SandboxError: the sandbox could not start the command.
+            gg.errors.UserError: ``stdin`` is not NUL-free UTF-8.
         """
         ws = self._workspace(workspace)
+        marker = f"gg-stderr-{secrets.token_hex(8)}"
+        shell = command if stdin is None else _split_stderr(command, stdin, marker)
         if host_facts().is_root:
             await asyncio.to_thread(share_workspace, ws)
         membrane = Membrane(tools=[], handler=None, limits=self.limits)
+        options = Options(read_only=read_only, env=tuple((env or {}).items()),
+                          binds=tuple(binds), protect=self._protect)
         with prepared(
             mode="shell", isolation=self.isolation, limits=self.limits, workspace=ws,
-            files={}, command=command, wall_s=timeout_s,
+            files={}, command=shell, wall_s=timeout_s, options=options,
         ) as job:  # fmt: skip
             outcome = await supervise(
                 job.plan, membrane=membrane, pipes=job.hand_over(), wall_s=timeout_s,
@@ -353,7 +395,11 @@ class Sandbox:
             )  # fmt: skip
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the command: {outcome.output[-800:]}")
-        output = outcome.output
+        output, stderr = outcome.output, None
+        if stdin is not None:
+            output, found, stderr = output.rpartition(f"\n{marker}\n")
+            if not found:
+                output, stderr = stderr, ""
         if outcome.stopped == "output":
             output += (
                 f"\n[gg: the command printed over {100 * self.limits.output_bytes} bytes; stopped]"
@@ -363,6 +409,7 @@ class Sandbox:
             output=output,
             timed_out=outcome.stopped == "wall",
             seconds=outcome.seconds,
+            stderr=stderr,
         )
 
     async def aclose(self) -> None:
@@ -374,6 +421,22 @@ class Sandbox:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _split_stderr(command: str, stdin: bytes, marker: str) -> str:
+    """A wrapper that feeds ``stdin`` (a here-document) and prints stderr after ``marker``."""
+    try:
+        text = stdin.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError("a sandboxed command's stdin must be UTF-8 text") from None
+    end = f"GG_STDIN_{marker.rsplit('-', 1)[-1]}"
+    if "\0" in text or end in text:
+        raise UserError("a sandboxed command's stdin holds a NUL or the here-document's end")
+    err = f'"${{TMPDIR:-/tmp}}/.{marker}"'
+    return (
+        f"/bin/sh -c {shlex.quote(command)} 2>{err} <<'{end}'\n{text.rstrip(chr(10))}\n{end}\n"
+        f"c=$?; printf '\\n%s\\n' {marker}; cat {err} 2>/dev/null; exit $c\n"
+    )
 
 
 def _result_limit(result: Result, lim: Limits) -> tuple[LimitName | None, str | None]:

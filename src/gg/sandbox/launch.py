@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -71,6 +72,17 @@ class Spec:
     seccomp_fd: int | None = None
     command: str = ""
     wall_s: float = 0
+    read_only: bool = False
+    """Shell mode: the workspace is read-only (agent-stop hooks, issue 9 item 5)."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Shell mode: variables added to (or replacing) the built environment (a hook's
+    ``pass_env``, a ``PATH`` with a tool prefix first)."""
+    binds: tuple[str, ...] = ()
+    """Directories (or files) made visible read-only at their own path (a hook's interpreter
+    prefix, a hook script outside the workspace)."""
+    protect: tuple[str, ...] = ()
+    """Files inside the workspace bound read-only over it under bubblewrap (gg.toml, hook
+    scripts: issue 9 item 2). A path that is not a regular file now is skipped."""
 
 
 def _rlimits(spec: Spec, nproc_base: int) -> list[list[int | str]]:
@@ -98,8 +110,8 @@ def _own_process_count() -> int:
     uid, count = os.getuid(), 0
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
+            try:  # gg itself is non-dumpable: its /proc entry belongs to root
+                if entry.stat().st_uid == uid or entry.name == str(os.getpid()):
                     count += len(os.listdir(f"/proc/{entry.name}/task"))
             except OSError:
                 continue
@@ -117,7 +129,7 @@ def _env(spec: Spec) -> dict[str, str]:
     if spec.mode in ("javascript", "check"):
         env |= {"DENO_DIR": f"{tmp}/.deno", "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1"}
     if spec.mode == "shell":
-        env |= {"TERM": "dumb", "PYTHONDONTWRITEBYTECODE": "1"}
+        env |= {"TERM": "dumb", "PYTHONDONTWRITEBYTECODE": "1", **dict(spec.env)}
     return env
 
 
@@ -158,8 +170,10 @@ def _landlock(spec: Spec) -> dict[str, object] | None:
     if facts.deno and spec.mode in ("javascript", "check"):
         read_only.append(facts.deno)
     if spec.mode == "shell":
-        read_only += ["/etc", "/proc"]
+        read_only += ["/etc", "/proc", *spec.binds]
     rw = [str(spec.workspace), _tmp(spec)]
+    if spec.read_only:
+        read_only.append(rw.pop(0))
     return {"abi": facts.landlock_abi, "rw": rw, "ro": read_only, "files": list(_DEVICES)}
 
 
@@ -215,15 +229,45 @@ def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
     args += ["--perms", "1777", "--size", str(spec.limits.tmp_mb * _MIB), "--tmpfs", "/tmp"]
     ws = str(spec.workspace)
     prefix = spec.facts.python_prefix
-    for path in _mount_parents([ws, "/gg/guest", *([prefix] if prefix else [])]):
+    extra = [b for b in spec.binds if b != prefix and os.path.exists(b)]
+    for path in _mount_parents([ws, "/gg/guest", *([prefix] if prefix else []), *extra]):
         args += ["--perms", "0755", "--dir", path]  # searchable by the slot uid
-    if prefix:
-        args += bind_fd(prefix, prefix)
+    for path in [*([prefix] if prefix else []), *extra]:
+        args += bind_fd(path, path)
     args += bind_fd(str(GUEST_DIR), "/gg/guest") + bind_fd(str(spec.run_dir), "/gg/run")
     if spec.mode in ("javascript", "check") and spec.facts.deno:
         args += bind_fd(spec.facts.deno, "/gg/deno")
-    args += [*bind_fd(ws, ws, writable=True), "--chdir", ws]
+    args += [*bind_fd(ws, ws, writable=not spec.read_only), "--chdir", ws]
+    for path in spec.protect:  # after the workspace: these files stay read-only inside it
+        fd = _regular_file_fd(spec.workspace, path)
+        if fd is not None:
+            fds.append(fd)
+            args += ["--ro-bind-fd", str(fd), path]
     return [*args, "--"]
+
+
+def _regular_file_fd(workspace: Path, path: str) -> int | None:
+    """An ``O_PATH`` fd of ``path`` if it is a regular file beneath ``workspace`` reached
+    without following a symlink, else ``None`` (a file the agent removed or replaced)."""
+    try:
+        parts = Path(path).relative_to(workspace).parts
+    except ValueError:
+        return None
+    flags = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(workspace, flags | os.O_DIRECTORY)
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            nxt = os.open(part, flags | (0 if last else os.O_DIRECTORY), dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        if not parts or not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        return fd
+    except OSError:
+        os.close(fd)
+        return None
 
 
 def _mount_parents(paths: list[str]) -> list[str]:

@@ -24,7 +24,21 @@ from gg.sandbox.launch import Mode, Plan, Spec, plan, prepare_run_dir
 from gg.sandbox.limits import Limits
 from gg.sandbox.seccomp import seccomp_bpf
 
-__all__ = ["Prepared", "prepared", "run_blocking"]
+__all__ = ["Options", "Prepared", "prepared", "run_blocking"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Options:
+    """The less common launch options of one process (see :class:`gg.sandbox.launch.Spec`)."""
+
+    read_only: bool = False
+    """Shell mode: the workspace is read-only (hooks, issue 9 item 5)."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Shell mode: variables added to the built environment."""
+    binds: tuple[str, ...] = ()
+    """Directories visible read-only at their own path."""
+    protect: tuple[str, ...] = ()
+    """Workspace files bound read-only over it under bubblewrap (issue 9 item 2)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -92,6 +106,7 @@ def prepared(
     files: dict[str, str],
     command: str = "",
     wall_s: float = 0,
+    options: Options | None = None,
 ) -> Iterator[Prepared]:
     """Prepare one sandboxed process (see the module docstring).
 
@@ -103,11 +118,13 @@ def prepared(
         files: name -> text, written into the run directory (``program.py``, ``sdk.mjs``...).
         command: the shell command (``mode == "shell"``).
         wall_s: the shell command's timeout (raises its CPU limit to match).
+        options: a read-only workspace, extra variables and binds, protected files.
 
     Yields:
         The :class:`Prepared` process.
     """
     facts = host_facts()
+    opt = options or Options()
     slot = uid_slot() if facts.is_root else contextlib.nullcontext(None)
     with slot as uid:
         if uid is not None:
@@ -123,6 +140,7 @@ def prepared(
                 mode=mode, isolation=isolation, facts=facts, limits=limits,
                 workspace=workspace, run_dir=run_dir, uid=uid, req_fd=req_write,
                 ans_fd=ans_read, seccomp_fd=seccomp_fd, command=command, wall_s=wall_s,
+                read_only=opt.read_only, env=opt.env, binds=opt.binds, protect=opt.protect,
             )  # fmt: skip
             the_plan = plan(spec)
             owned |= set(the_plan.fds)

@@ -1,0 +1,265 @@
+"""Config protection and gg's own hardening (issue 9, Build items 2 and 5).
+
+Everything in the workspace is written by the agent, ``gg.toml`` and hook
+scripts included. What this module gives the run:
+
+- :func:`make_undumpable`: gg's process becomes non-dumpable once a run
+  starts, so a process of the same (non-root) uid cannot read
+  ``/proc/<gg pid>/environ`` or ``mem`` (the provider keys). Children are
+  dumpable again after ``exec``; nothing gg starts needs gg's own ``/proc``.
+- :func:`hook_scripts`: the files a hook command names (``./scripts/check.sh``,
+  ``python3 hooks/gate.py``): the words of the command that are existing files.
+- :class:`Snapshot`: SHA-256 digests of ``gg.toml`` and every hook's scripts,
+  taken at run start. The gate asks :meth:`Snapshot.tampered` before it runs
+  a command hook: a script changed (or appeared, or went) during the run is not
+  run, and the gate blocks naming it.
+- :func:`changed_since_last_run`: compares the snapshot with the one the last
+  run of this workspace kept in ``gg.state.workspace_state(ws)/protected.json``
+  (opened with ``O_NOFOLLOW``), and keeps the new one.
+
+Files are read beneath the workspace by an fd-relative walk (each component
+``O_NOFOLLOW``), regular files only, at most :data:`MAX_BYTES` each.
+
+What this module does not promise: that a script's own imports or sourced
+files are covered (only the files the command names are), or that a file
+outside the workspace is safe from someone else on the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import json
+import os
+import shlex
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gg.state import workspace_state
+
+__all__ = [
+    "MAX_BYTES",
+    "Snapshot",
+    "changed_since_last_run",
+    "hook_scripts",
+    "make_undumpable",
+]
+
+MAX_BYTES = 16 << 20
+"""A protected file larger than this is recorded by its size only (``"large:<bytes>"``)."""
+_PR_SET_DUMPABLE = 4
+_PR_GET_DUMPABLE = 3
+_SNAPSHOT_NAME = "protected.json"
+_STRIP_LEFT = "$(`{<>"
+_STRIP_RIGHT = ";)&|`}"
+_SCRIPT_SUFFIXES = (".sh", ".bash", ".py", ".js", ".mjs", ".ts", ".pl", ".rb", ".lua")
+_SYSTEM = ("/usr/", "/bin/", "/sbin/", "/lib", "/etc/", "/proc/", "/dev/", "/sys/")
+
+
+def make_undumpable() -> bool:
+    """Make gg's process non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``), once; idempotent.
+
+    Returns:
+        True when the process is non-dumpable afterwards (False where ``prctl`` is missing).
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) == 0:
+            return True
+        return bool(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _words(command: str) -> list[str]:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    out: list[str] = []
+    for word in words:
+        inner = word.split() if any(c.isspace() for c in word) else [word]
+        for piece in inner:  # one level of `sh -c "..."`
+            out += [piece, *piece.split("=")[1:]]
+    return [w.lstrip(_STRIP_LEFT).rstrip(_STRIP_RIGHT) for w in out]
+
+
+def hook_scripts(command: str, workspace: Path) -> tuple[str, ...]:
+    """The files a hook command names: keys of :class:`Snapshot` (issue 9 item 2).
+
+    Args:
+        command: the hook's ``/bin/sh`` command line.
+        workspace: the resolved workspace (relative words are taken from it).
+
+    Returns:
+        Sorted keys: a path relative to the workspace for a file inside it, an
+        absolute path for one outside; only words that name an existing regular
+        file (inside the workspace: reached without a symlink).
+    """
+    found: set[str] = set()
+    for word in _words(command):
+        if not word or word.startswith("-") or "\0" in word:
+            continue
+        key = _key(word, workspace)
+        if key is not None and _digest(workspace, key) is not None:
+            found.add(key)
+    return tuple(sorted(found))
+
+
+def _script_like(key: str) -> bool:
+    """A word that reads as a script path (``./check.sh``, ``hooks/gate``): a file of this
+    name appearing during a run counts as a changed hook script."""
+    return "/" in key or key.endswith(_SCRIPT_SUFFIXES)
+
+
+def _key(word: str, workspace: Path) -> str | None:
+    path = Path(os.path.normpath(word if os.path.isabs(word) else workspace / word))
+    if path == workspace or str(path).startswith(_SYSTEM):
+        return None
+    try:
+        return path.relative_to(workspace).as_posix()
+    except ValueError:
+        return str(path) if os.path.isabs(word) else None
+
+
+def _open_beneath(workspace: Path, key: str) -> int:
+    """An fd of ``workspace/key`` opened for reading with no symlink followed, or OSError."""
+    parts = Path(key).parts
+    if Path(key).is_absolute():
+        return os.open(key, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                          dir_fd=fd)  # fmt: skip
+            os.close(fd)
+            fd = nxt
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+        return os.open(parts[-1], flags, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _digest(workspace: Path, key: str) -> str | None:
+    """``sha256:<hex>`` of a regular file (``large:<n>`` past the cap), ``None`` if none."""
+    try:
+        fd = _open_beneath(workspace, key)
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        if info.st_size > MAX_BYTES:
+            return f"large:{info.st_size}"
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+        return f"sha256:{digest.hexdigest()}"
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    """Digests of ``gg.toml`` and the hook scripts at run start (issue 9 item 2)."""
+
+    workspace: Path
+    """The resolved workspace."""
+    digests: Mapping[str, str | None]
+    """Key (see :func:`hook_scripts`) -> digest; ``None``: no such regular file."""
+    hooks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Hook command -> the keys of the scripts it named at run start."""
+
+    @classmethod
+    def take(cls, workspace: Path, *, configs: Iterable[str], commands: Iterable[str]) -> Snapshot:
+        """Hash ``configs`` (keys, e.g. ``"gg.toml"``) and the scripts of each command."""
+        ws = workspace.resolve()
+        hooks = {c: hook_scripts(c, ws) for c in commands}
+        keys = {*configs, *(k for ks in hooks.values() for k in ks)}
+        return cls(workspace=ws, digests={k: _digest(ws, k) for k in sorted(keys)}, hooks=hooks)
+
+    def inside(self) -> tuple[Path, ...]:
+        """The protected files inside the workspace (bound read-only under bubblewrap)."""
+        return tuple(self.workspace / k for k, d in self.digests.items()
+                     if d is not None and not os.path.isabs(k))  # fmt: skip
+
+    def outside(self) -> tuple[str, ...]:
+        """Hook scripts outside the workspace (made visible read-only to sandboxed hooks)."""
+        return tuple(k for k, d in self.digests.items() if d is not None and os.path.isabs(k))
+
+    def tampered(self, command: str) -> list[str]:
+        """The scripts of ``command`` that changed, went or appeared since run start.
+
+        Returns:
+            Sentences such as ``"'scripts/check.sh' changed during this run"``; empty when
+            every script is as it was (or the command names none).
+        """
+        then = self.hooks.get(command, ())
+        now = hook_scripts(command, self.workspace)
+        problems: list[str] = []
+        for key in sorted({*then, *(k for k in now if k in then or _script_like(k))}):
+            before, after = self.digests.get(key), _digest(self.workspace, key)
+            if key not in then or before is None:
+                problems.append(f"{key!r} appeared during this run")
+            elif after is None:
+                problems.append(f"{key!r} was removed or replaced by a non-file during this run")
+            elif after != before:
+                problems.append(f"{key!r} changed during this run")
+        return problems
+
+
+def _read_last(path: Path) -> dict[str, str | None]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return {}
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return {}
+        try:
+            data = json.loads(f.read(MAX_BYTES))
+        except ValueError:
+            return {}
+    digests = data.get("digests") if isinstance(data, dict) else None
+    if not isinstance(digests, dict):
+        return {}
+    return {str(k): v if isinstance(v, str) else None for k, v in digests.items()}
+
+
+def _write(path: Path, digests: Mapping[str, str | None]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump({"digests": dict(digests)}, f, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def changed_since_last_run(snapshot: Snapshot) -> list[str]:
+    """The protected files that differ from the last run's snapshot; keeps this one.
+
+    A file counts when the last run knew it and its digest is different now (changed,
+    removed). The first run of a workspace, or files new in this run, warn of nothing
+    (a new hook shows up as a change of ``gg.toml``).
+
+    Returns:
+        Sorted keys (``"gg.toml"``, ``"scripts/check.sh"``). A state directory that cannot
+        be written is not an error (the next run then compares with an older snapshot).
+    """
+    try:
+        path = workspace_state(snapshot.workspace) / _SNAPSHOT_NAME
+    except OSError:
+        return []
+    last = _read_last(path)
+    changed = sorted(k for k, d in last.items()
+                     if k in snapshot.digests and snapshot.digests[k] != d)  # fmt: skip
+    merged = {**last, **snapshot.digests}
+    with contextlib.suppress(OSError):
+        _write(path, merged)
+    return changed
