@@ -418,3 +418,31 @@ def test_gg_dirs_in_the_repository_are_not_followed_through_links(tmp_path: Path
     (repo / ".gg" / ".gitignore").symlink_to(target)
     write_gg_ignore(repo)
     assert not target.exists()
+
+
+@pytest.mark.parametrize("committed", [False, True])
+def test_a_nested_repository_in_the_worktree_runs_nothing(
+        committed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worktree's .git is left alone; a repository made inside it carries fsmonitor,
+    hooks and a filter of its own. gg's git never runs git in it with that config."""
+    traps = Traps(tmp_path, monkeypatch)
+    repo = make_repo(tmp_path / "repo")
+    config = (fsmonitor_config(traps, "nested-fsmonitor")
+              + f'[filter "evil"]\n\tclean = "{traps.command("nested-filter")}; cat"\n'
+              + f'[core]\n\thooksPath = {traps.dir}/../hooks\n')
+    init = ("cd sub && git init -q . && git -c user.name=a -c user.email=a@b commit -q "
+            "--allow-empty -m x && git log --oneline")
+    attack = [call("write_file", path="sub/a.txt", content="a\n"),
+              *([call("run_command", command=init)] if committed else
+                evil_gitdir("sub/.git", "")),
+              call("write_file", path="sub/.git/config", content=config),
+              call("write_file", path="sub/.gitattributes", content="* filter=evil\n")]
+    board, result = run_board(repo, board_model(attack))
+    traps.check()
+    one, two = result.issues
+    assert two.state is IssueState.DONE, result.diagnosis
+    if not committed:  # git itself refuses to add a nested repository with no commit
+        assert one.state is IssueState.STUCK and "sub/" in (one.diagnosis or ""), one
+    else:  # added as a gitlink, merged like any change
+        assert one.state is IssueState.DONE, result.diagnosis
+        assert plain_git(repo, "ls-tree", "main", "sub").startswith("160000 commit")

@@ -173,14 +173,16 @@ class Git:
         overrides: dict[str, str] = {}
         if args and args[0] not in _NO_CONTENT:
             listing = await self._exec([*base, "config", "--list", "-z"], cwd=work,
-                                       env=self.env(), check=True)
+                                       env=self.env(), check=True, op="git config --list")
             overrides = driver_overrides(listing.out.encode("utf-8", "surrogateescape"),
                                          git=self._git)
-        return await self._exec([*base, *args], cwd=work, env=self.env(overrides), check=check)
+        return await self._exec([*base, *args], cwd=work, env=self.env(overrides), check=check,
+                                op=" ".join(("git", *args)))
 
     async def _exec(self, argv: list[str], *, cwd: Path, env: dict[str, str],
-                    check: bool) -> GitResult:
-        """Start ``argv`` (a git command line), wait for it under the timeout."""
+                    check: bool, op: str) -> GitResult:
+        """Start ``argv`` (a git command line; ``op`` names it in errors), wait under the
+        timeout."""
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
@@ -188,8 +190,6 @@ class Git:
                 start_new_session=True)
         except FileNotFoundError:
             raise UserError(f"cannot run git ({self._git!r}) in {str(cwd)!r}") from None
-        op = "git " + " ".join(a for a in argv[1:] if not a.startswith(("-c", "--git-dir",
-                                                                         "--work-tree")))
         try:
             out, err = await asyncio.wait_for(proc.communicate(), self.timeout_s)
         except TimeoutError:
@@ -214,7 +214,8 @@ class Git:
         argv = [self._git, *config_args(), "-c", f"safe.directory={self.repo}", "rev-parse",
                 "--path-format=absolute", "--show-toplevel", "--absolute-git-dir",
                 "--git-common-dir"]
-        return await self._exec(argv, cwd=self.repo, env=self.env(), check=False)
+        return await self._exec(argv, cwd=self.repo, env=self.env(), check=False,
+                                op="git rev-parse --show-toplevel")
 
     async def _main(self) -> tuple[Path, Path]:
         """The repository's git dir and common dir (real paths), found once.

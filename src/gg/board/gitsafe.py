@@ -26,6 +26,11 @@ process gg starts gets, so that none of it runs a command:
   (see :class:`gg.board.git.Git`); a worktree's ``.git`` is never read by git,
   and gg refuses a worktree whose ``.git`` is no longer the file it wrote
   (:func:`check_gitfile`).
+- **No question to a nested repository**: gg runs no ``git status`` and no
+  worktree-to-index diff (unmerged files come from ``ls-files``), so git never
+  starts a git process inside a repository the agent made in the worktree
+  (which would read that repository's configuration); one is committed as a
+  gitlink, like any change.
 
 Host-side reads of agent files (:func:`read_regular`) walk beneath the
 worktree with ``O_NOFOLLOW`` and read regular files only, capped; the
@@ -99,7 +104,6 @@ SAFE_CONFIG: tuple[tuple[str, str], ...] = (
     ("protocol.file.allow", "never"),
     ("submodule.recurse", "false"),
     ("fetch.recurseSubmodules", "false"),
-    ("diff.ignoreSubmodules", "all"),
     ("status.submoduleSummary", "false"),
     ("gc.auto", "0"),
     ("maintenance.auto", "false"),
