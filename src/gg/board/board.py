@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 import gg
 from gg.board.git import Git, worktree_path
+from gg.board.gitsafe import write_gg_ignore
 from gg.board.merge import MergeGuard
 from gg.board.sqlite import SqliteStore, default_path
 from gg.board.store import TERMINAL, Issue, IssueDetail, IssueState, Store
@@ -362,8 +363,6 @@ def _outcome(issues: list[Issue], halt: str | None) -> tuple[Literal["ended", "s
 
 
 def _ignore_gg_dir(workspace: Path) -> None:
-    """Make git ignore ``.gg/`` (runs, store, worktrees) without touching the user's files."""
-    ignore = workspace / ".gg" / ".gitignore"
-    if not ignore.exists():
-        ignore.parent.mkdir(parents=True, exist_ok=True)
-        ignore.write_text("# written by gg: nothing in .gg/ belongs in the repository\n*\n")
+    """Make git ignore ``.gg/`` (runs, store, worktrees) without touching the user's files
+    (no link followed: :func:`~gg.board.gitsafe.write_gg_ignore`)."""
+    write_gg_ignore(workspace)

@@ -4,6 +4,7 @@ The tree::
 
     GGError                    gg's root (gg.errors)
     └── BoardError             a board operation failed; carries .code, .operation, .retryable
+        └── WorktreeChanged    a worktree's ``.git`` is not the file gg wrote (code "worktree")
 
 A :class:`BoardError` with ``retryable=True`` leaves the issue in its state,
 so the next ``gg board run`` tries again (the base branch moved, a git lock
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from gg import GGError
 
-__all__ = ["BoardError"]
+__all__ = ["BoardError", "WorktreeChanged"]
 
 
 class BoardError(GGError):
@@ -35,3 +36,14 @@ class BoardError(GGError):
         self.code = code
         self.operation = operation
         self.retryable = retryable
+
+
+class WorktreeChanged(BoardError):
+    """A worktree's ``.git`` was changed by what runs in it: gg will not run git there.
+
+    Never retryable: the issue whose agent made the change is ``stuck`` with
+    this message, which names the change (issue 9 item 4).
+    """
+
+    def __init__(self, message: str, *, operation: str) -> None:
+        super().__init__(message, code="worktree", operation=operation, retryable=False)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import gg
-from gg.board.errors import BoardError
+from gg.board.errors import BoardError, WorktreeChanged
 from gg.board.git import Git, conflict_markers, worktree_path
 from gg.board.prompts import merge_task
 from gg.board.store import Issue, IssueState
@@ -77,16 +77,21 @@ class MergeGuard:
         armed = self._armed.get(worktree)
         if armed is None:
             return None
-        tip, conflicted = armed
-        if await self.git.ref("MERGE_HEAD", cwd=worktree):
+        try:
+            return await self._check(worktree, *armed)
+        except WorktreeChanged:
+            return None  # the commit refuses the worktree, naming the change
+
+    async def _check(self, worktree: Path, tip: str, conflicted: tuple[str, ...]) -> str | None:
+        if await self.git.ref("MERGE_HEAD", worktree=worktree):
             unresolved = set(conflicted) | set(await self.git.unmerged(worktree))
-            left = sorted(f for f in unresolved if conflict_markers(worktree / f))
+            left = sorted(f for f in unresolved if conflict_markers(worktree, f))
             if left:
                 return ("These files still have conflict markers: " + ", ".join(left)
                         + ". Write each one back without <<<<<<<, ======= and >>>>>>> lines, "
                         "keeping what both sides meant, then finish again.")
             return None
-        head = await self.git.ref("HEAD", cwd=worktree)
+        head = await self.git.ref("HEAD", worktree=worktree)
         if head is None or not await self.git.is_ancestor(tip, head):
             return ("The merge is no longer in progress (it was aborted or reset), so the branch "
                     "is not merged. Run `git merge --no-ff --no-commit` on the branch again, "
@@ -116,20 +121,16 @@ async def merge_issue(flow: IssueFlow, issue: Issue) -> Issue:
             return done
         worktree = worktree_path(ctx.workspace, "merge")
         base_sha = await ctx.git.rev(f"refs/heads/{flow.base}")
-        await ctx.git.detached_worktree(worktree, base_sha)
-        conflicted = await ctx.git.start_merge(worktree, flow.branch)
-        task = merge_task(issue, branch=flow.branch, base=flow.base, conflicted=conflicted,
-                          summary=issue.summary or "")
-        ctx.guard.arm(worktree, tip, conflicted)
+        await ctx.git.detached_worktree(worktree, base_sha, discard_changed=True)
         try:
-            result, _ = await flow.session(issue, kind="merge", label="merge agent", task=task,
-                                           workspace=worktree)
-        finally:
-            ctx.guard.disarm(worktree)
-        if not isinstance(result.ending, gg.Finish):
-            await ctx.git.reset_clean(worktree)
-            return flow.stopped(result, "merge agent")
-        sha = await _commit(flow, issue, worktree, result.ending.summary, tip, base_sha)
+            merged = await _merge_in(flow, issue, worktree, tip, base_sha)
+        except WorktreeChanged:
+            # the merge worktree is shared by every issue: the next one gets a fresh one
+            await ctx.git.remove_worktree(worktree)
+            raise
+        if isinstance(merged, Issue):
+            return merged
+        sha, conflicted = merged
         await ctx.git.advance(flow.base, sha, base_sha)
         if not await ctx.git.is_ancestor(sha, f"refs/heads/{flow.base}"):
             raise BoardError(f"the merge commit {sha} is not on {flow.base!r}", code="merge",
@@ -141,18 +142,42 @@ async def merge_issue(flow: IssueFlow, issue: Issue) -> Issue:
     return done
 
 
+async def _merge_in(flow: IssueFlow, issue: Issue, worktree: Path, tip: str,
+                    base_sha: str) -> Issue | tuple[str, list[str]]:
+    """Start the merge, run the merge agent, commit.
+
+    Returns:
+        The merge commit and the files that conflicted, or the issue as stored
+        when the merge agent was stopped.
+    """
+    ctx = flow.ctx
+    conflicted = await ctx.git.start_merge(worktree, flow.branch)
+    task = merge_task(issue, branch=flow.branch, base=flow.base, conflicted=conflicted,
+                      summary=issue.summary or "")
+    ctx.guard.arm(worktree, tip, conflicted)
+    try:
+        result, _ = await flow.session(issue, kind="merge", label="merge agent", task=task,
+                                       workspace=worktree)
+    finally:
+        ctx.guard.disarm(worktree)
+    if not isinstance(result.ending, gg.Finish):
+        await ctx.git.reset_clean(worktree)
+        return flow.stopped(result, "merge agent")
+    return await _commit(flow, issue, worktree, result.ending.summary, tip, base_sha), conflicted
+
+
 async def _commit(flow: IssueFlow, issue: Issue, worktree: Path, summary: str, tip: str,
                   base_sha: str) -> str:
     """Commit the merge the agent finished; the merge commit's sha (checked with git)."""
     git = flow.ctx.git
     message = f"Merge {flow.branch}: #{issue.number} {issue.title}\n\n{summary.strip()}"
-    if await git.ref("MERGE_HEAD", cwd=worktree):
-        left = [f for f in await git.unmerged(worktree) if conflict_markers(worktree / f)]
+    if await git.ref("MERGE_HEAD", worktree=worktree):
+        left = [f for f in await git.unmerged(worktree) if conflict_markers(worktree, f)]
         if left:
             raise BoardError(f"conflict markers left in {left!r}", code="merge",
                              operation="commit merge")
         await git.commit_all(worktree, message)
-    sha = await git.rev("HEAD", cwd=worktree)
+    sha = await git.rev("HEAD", worktree=worktree)
     if not (await git.is_ancestor(tip, sha) and await git.is_ancestor(base_sha, sha)) \
             or sha == base_sha:
         raise BoardError(f"the merge agent left no merge of {flow.branch!r} in the merge "
