@@ -15,8 +15,9 @@ could hide or reorder text, by a visible escape in Python's ``repr`` notation
 - Format characters (Unicode category Cf): bidi embeddings, overrides and
   isolates (U+202A-U+202E, U+2066-U+2069), marks (U+200E, U+200F, U+061C),
   zero-width space and word joiners, U+FEFF, interlinear annotations, tags;
-  the line and paragraph separators U+2028/U+2029; lone surrogates; the
-  unassigned code points of the default-ignorable blocks.
+  the line and paragraph separators U+2028/U+2029; lone surrogates. In
+  short: every character of the categories Cc, Cf, Cs, Zl and Zp but tab
+  and newline.
 
 Ordinary text is left alone: accents, CJK, emoji (with their variation
 selectors and skin tones). Two exceptions keep real scripts and emoji whole:
@@ -37,21 +38,39 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Any
 
 from rich.text import Text
 
 __all__ = ["inert", "inert_json", "inert_text", "line"]
 
-_HIDDEN = (
-    "\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 (not \t \n), DEL, C1
-    "\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"  # Cf
-    "\u200b-\u200f\u2028-\u202e\u2060-\u206f"  # zero-width, bidi, separators, invisibles
-    "\ud800-\udfff\ufeff\ufff0-\ufffb"  # surrogates, BOM, annotations
-    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
-    "\U000e0000-\U000e00ff\U000e01f0-\U000e0fff"  # tags (not the variation selectors)
+_CANDIDATES = (
+    (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
+    (0x0890, 0x0891), (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x2028, 0x202E),
+    (0x2060, 0x206F), (0xFEFF, 0xFEFF), (0xFFF0, 0xFFFB), (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
 )
-"""Every code point :func:`inert` escapes (in a regex character class)."""
+"""Where Unicode puts its format characters and separators (Cf, Zl, Zp)."""
+
+
+def _format_class() -> str:
+    """The format characters and separators of this Python's Unicode version, as a class."""
+    codes = [c for lo, hi in _CANDIDATES for c in range(lo, hi + 1)
+             if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp")]
+    ranges: list[list[int]] = []
+    for c in codes:
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return "".join(chr(lo) if lo == hi else f"{chr(lo)}-{chr(hi)}" for lo, hi in ranges)
+
+
+_HIDDEN = "\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff" + _format_class()
+"""Every code point :func:`inert` escapes (a regex character class): C0 but tab and
+newline, DEL, C1, surrogates, and every format character and separator (Cf, Zl, Zp)."""
 
 _VISIBLE = f"[^\\x00-\\x7f\\s{_HIDDEN}]"
 """One visible non-ASCII character: a joiner between two of them is kept."""
