@@ -28,6 +28,8 @@ Part: TypeAlias = str | tuple[str, str]
 
 
 def _args(arguments: dict[str, Any] | str, limit: int = 120) -> str:
+    """A call's arguments on one line: values as JSON literals (so JSON's own escapes,
+    ``\\u001b``, for C0), then made inert (issue 9 item 8), cut to ``limit``."""
     if isinstance(arguments, str):
         text = arguments
     else:

@@ -437,3 +437,23 @@ def test_board_list_show_run_are_inert_and_never_markup(tmp_path: Path, case: st
     detail = json.loads(out)
     assert detail["body"].strip() == f"body {p2} [/api/users]".strip()
     assert detail["verdicts"][0]["items"][0] == f"item {p1}".strip()
+
+
+# --- errors on stderr that quote agent text ---------------------------------------------
+
+@pytest.mark.parametrize("payload", [PAYLOADS["osc52-bel"], PAYLOADS["csi-8bit"],
+                                     PAYLOADS["bidi"], PAYLOADS["cr-overwrite"], MARKUP[2]],
+                         ids=["osc52-bel", "csi-8bit", "bidi", "cr-overwrite", "markup"])
+def test_errors_that_quote_agent_text_are_inert(tmp_path: Path, payload: str) -> None:
+    name = payload.replace("/", "_")
+    code, _, err = gg("show", name, "-w", str(tmp_path))  # no such run: the path is quoted
+    assert code == 2 and "no run" in err and len(err.strip().splitlines()) == 1
+    forged = tmp_path / f"s{name}.jsonl"
+    forged.write_text(json.dumps({"type": payload}) + "\n")
+    code, _, err = gg("show", str(forged))
+    assert code == 2 and "not a gg stream event" in err
+    assert shown(str(forged)) in err  # the path, visible and inert
+    repo = make_repo(tmp_path / "repo")
+    code, _, err = gg("board", "add", "t", "--body-file", str(tmp_path / f"b{name}"),
+                      "-w", str(repo))
+    assert code == 2 and "--body-file" in err and len(err.strip().splitlines()) == 1
