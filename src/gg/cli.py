@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from gg.agent import Agent
 from gg.board.cli import board_app
@@ -25,6 +25,7 @@ from gg.errors import ModelUnavailable, UserError
 from gg.models.factory import validate_spec
 from gg.render import Renderer, summary_table
 from gg.stream import read_events, redact
+from gg.terminal import inert, inert_json, inert_text, line
 
 __all__ = ["app", "main"]
 
@@ -43,11 +44,17 @@ app.add_typer(board_app, name="board")
 
 
 def _fail(message: str) -> typer.Exit:
-    """Print a one-line error on stderr; return the exit-2 exception (SPEC O3)."""
-    one_line = " ".join(message.split())
-    Console(stderr=True, highlight=False, soft_wrap=True).print(
-        f"[red]gg: error:[/] {escape(one_line)}")
+    """Print a one-line error on stderr; return the exit-2 exception (SPEC O3).
+
+    The message may quote agent text (a path, a stream line): it is shown inert
+    (issue 9 item 8).
+    """
+    Console(stderr=True, highlight=False, soft_wrap=True).print(_error_line(message))
     return typer.Exit(2)
+
+
+def _error_line(message: str) -> Text:
+    return line(("gg: error:", "red"), " ", " ".join(inert(message).split()))
 
 
 Mode = Literal["tool-calling", "code"]
@@ -108,7 +115,7 @@ def run(
             language=language,  # type: ignore[arg-type]
             ceilings={"max_turns": max_turns} if max_turns is not None else None,
             listeners=[renderer], record=record, constrained=False if no_grammar else None,
-            progress=lambda line: console.print(f"[dim]{line}[/]"), on_delta=renderer.delta,
+            progress=lambda say: console.print(inert_text(say, "dim")), on_delta=renderer.delta,
         )
         result = agent.run(task)
     except UserError as e:
@@ -116,30 +123,30 @@ def run(
     except ModelUnavailable as e:  # e.g. a missing API key: configuration, before any run
         raise _fail(f"--model: {e}") from None
     if json_out:
-        sys.stdout.write(redact(json.dumps(result.to_json(), ensure_ascii=False)) + "\n")
+        sys.stdout.write(redact(inert_json(result.to_json())) + "\n")
     else:
         _print_result(console, result.to_json())
     raise typer.Exit(result.exit_code)
 
 
 def _print_result(console: Console, data: dict[str, object]) -> None:
+    """The run's outcome for the operator: every value shown inert (issue 9 item 8)."""
     data = json.loads(redact(json.dumps(data)))
     ending = data["ending"]
     if isinstance(ending, dict):
-        console.print(f"[bold green]{ending['call']}[/]", end="")
+        call = (str(ending["call"]), "bold green")
         if "summary" in ending:
-            console.print(f": {ending['summary']}", markup=False)
+            console.print(line(call, f": {ending['summary']}"))
         elif "items" in ending:
-            console.print(":")
+            console.print(line(call, ":"))
             for item in ending["items"]:
-                console.print(f"  - {item}", markup=False)
+                console.print(line(f"  - {item}"))
         else:
-            console.print()
+            console.print(line(call))
     else:
-        console.print("[bold red]stopped:[/] ", end="")
-        console.print(str(data["diagnosis"]), markup=False)
-    console.print(f"[dim]stream: {escape(str(data['stream']))}  (replay: gg show "
-                  f"{data['run_id']})[/]")
+        console.print(line(("stopped:", "bold red"), f" {data['diagnosis']}"))
+    console.print(line((f"stream: {data['stream']}  (replay: gg show {data['run_id']})",
+                        "dim")))
 
 
 def _find_stream(ref: str, workspace: Path) -> Path:
@@ -167,8 +174,9 @@ def _replay(run_ref: str, workspace: Path, *, follow: bool) -> list[Any]:
     except UserError as e:
         raise _fail(str(e)) from None
     if events and events[-1].type != "run_ended":
-        console.print("[yellow]the stream ends without run_ended: the run is still going, or "
-                      "its process was killed or crashed (nothing after this was recorded)[/]")
+        console.print(line(("the stream ends without run_ended: the run is still going, or "
+                            "its process was killed or crashed (nothing after this was "
+                            "recorded)", "yellow")))
         if follow:
             raise typer.Exit(1)
     return events
@@ -210,7 +218,7 @@ def init(
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(default_toml())
     os.replace(tmp, target)
-    Console().print(f"wrote {target}")
+    Console(highlight=False).print(line(f"wrote {target}"))
 
 
 def main() -> None:

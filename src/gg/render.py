@@ -10,47 +10,59 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from typing import Any, TypeAlias
 
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.status import Status
 from rich.table import Table
+from rich.text import Text
 
 from gg.stream import Event
+from gg.terminal import inert, inert_text, line
 
 __all__ = ["Renderer", "summary_table"]
 
+Part: TypeAlias = str | tuple[str, str]
+"""A piece of a rendered line: text, or (text, gg's own style)."""
+
 
 def _args(arguments: dict[str, Any] | str, limit: int = 120) -> str:
+    """A call's arguments on one line: values as JSON literals (so JSON's own escapes,
+    ``\\u001b``, for C0), then made inert (issue 9 item 8), cut to ``limit``."""
     if isinstance(arguments, str):
         text = arguments
     else:
         text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+    text = inert(text)
     return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _one_line(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
+    """``text`` made inert (issue 9 item 8), on one line, cut to ``limit`` characters."""
+    flat = " ".join(inert(text).split())
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
-def _run_warnings(e: Any) -> str:
+def _run_warnings(e: Any) -> list[Part]:
     """run_started's warnings (issue 9): commands on the host, protected files changed."""
-    out = ""
+    out: list[Part] = []
     if getattr(e, "commands", "sandbox") == "host":
-        out += ("\n   [yellow]run_command runs on the host[/] ([sandbox] commands = \"host\"): "
-                "commands run as gg's user, outside the sandbox")
+        out += [("\n   run_command runs on the host", "yellow"),
+                ' ([sandbox] commands = "host"): commands run as gg\'s user, outside the sandbox']
     changed = getattr(e, "config_changed", None) or []
     if changed:
-        out += (f"\n   [yellow]changed since the last run:[/] "
-                f"{escape(', '.join(str(c) for c in changed))}")
+        out += [("\n   changed since the last run:", "yellow"),
+                " " + ", ".join(str(c) for c in changed)]
     return out
 
 
 class Renderer:
     """Prints events readably. Call it with each event (it is a stream listener).
+
+    Every string of an event is untrusted (a forged stream is read by ``gg show``
+    too): it is shown through :mod:`gg.terminal` (inert, never markup), issue 9
+    item 8.
 
     Args:
         console: where to print (default: stdout).
@@ -67,9 +79,9 @@ class Renderer:
 
     def __call__(self, event: Any) -> None:
         """Render one event."""
-        line = self._line(event)
-        if line:
-            self.console.print(line)
+        text = self._line(event)
+        if text is not None:
+            self.console.print(text)
         self._spin(event)
 
     def delta(self, text: str) -> None:
@@ -77,8 +89,8 @@ class Renderer:
         if self._status is None or not text:
             return
         self._written = (self._written + text)[-200:]
-        tail = " ".join(self._written.split())[-70:]
-        self._status.update(f"[dim]the model is writing: {escape(tail)}")
+        tail = " ".join(inert(self._written).split())[-70:]
+        self._status.update(line(("the model is writing: " + tail, "dim")))
 
     def _spin(self, event: Any) -> None:
         if event.type == "turn":
@@ -86,73 +98,82 @@ class Renderer:
         if self._status is None:
             return
         if event.type in ("session_started", "turn", "gate_blocked", "error_turn"):
-            sid = event.session_id
-            self._status.update(f"[dim]{sid}: waiting for the model (turn "
-                                f"{(event.turn or 0) + (0 if event.type == 'turn' else 1)})…")
+            turn = (event.turn or 0) + (0 if event.type == "turn" else 1)
+            self._status.update(line((f"{event.session_id}: waiting for the model (turn "
+                                      f"{turn})…", "dim")))
             self._status.start()
         if event.type == "run_ended":
             self._status.stop()
 
-    def _line(self, e: Any) -> str | None:
+    def _line(self, e: Any) -> Text | None:
         t = e.type
-        sid = f"[dim]{e.session_id}[/] " if getattr(e, "session_id", None) else ""
+        sid: Part = (f"{e.session_id} ", "dim") if getattr(e, "session_id", None) else ""
         if t == "run_started":
-            return (f"[bold]gg run {e.run_id}[/] · workspace {escape(e.workspace)} · "
-                    f"model {escape(str(e.settings.get('model', {}).get('spec')))} · "
-                    f"sandbox {e.isolation}{_run_warnings(e)}")
+            return line((f"gg run {e.run_id}", "bold"), f" · workspace {e.workspace} · model "
+                        f"{e.settings.get('model', {}).get('spec')} · sandbox {e.isolation}",
+                        *_run_warnings(e))
         if t == "session_started":
             parent = f" · parent {e.parent}" if e.parent else ""
-            return (f"{sid}[bold cyan]▶ session[/] role {e.role} · mode {e.mode} · "
-                    f"model {escape(e.model)}{parent}\n   task: {escape(_one_line(e.task))}")
+            return line(sid, ("▶ session", "bold cyan"), f" role {e.role} · mode {e.mode} · "
+                        f"model {e.model}{parent}\n   task: {_one_line(e.task)}")
         if t == "turn":
             u = e.usage
-            text = f"\n   [dim]“{escape(_one_line(e.text))}”[/]" if e.text.strip() else ""
             calls = ", ".join(e.calls) or "no calls"
-            return (f"{sid}[bold]turn {e.turn}[/] · {e.seconds:.2f} s · "
-                    f"{u.input_tokens}→{u.output_tokens} tok · {escape(calls)}{text}")
+            said: Part = (f"\n   “{_one_line(e.text)}”", "dim") if e.text.strip() else ""
+            return line(sid, (f"turn {e.turn}", "bold"), f" · {e.seconds:.2f} s · "
+                        f"{u.input_tokens}→{u.output_tokens} tok · {calls}", said)
         if t == "tool_call":
-            return f"   → {escape(e.name)}({escape(_args(e.arguments))})"
+            return line(f"   → {e.name}({_args(e.arguments)})")
         if t == "tool_result":
-            colour = "green" if e.ok else "red"
-            return f"   [{colour}]←[/] {escape(_one_line(e.excerpt, 140))}"
+            return line("   ", ("←", "green" if e.ok else "red"), " ",
+                        _one_line(e.excerpt, 140))
         return self._line_ending(e, t, sid)
 
-    def _line_ending(self, e: Any, t: str, sid: str) -> str | None:
+    def _line_ending(self, e: Any, t: str, sid: Part) -> Text | None:
         if t == "error_turn":
-            return f"{sid}[red]✗ error turn[/] {e.kind}: {escape(_one_line(e.message))}"
+            return line(sid, ("✗ error turn", "red"), f" {e.kind}: {_one_line(e.message)}")
         if t == "ending_declared":
-            return f"{sid}[magenta]◆ {e.call} declared[/] {escape(_args(e.arguments, 200))}"
+            return line(sid, (f"◆ {e.call} declared", "magenta"), " ", _args(e.arguments, 200))
         if t == "ending_refused":
-            return f"{sid}[red]✗ {e.call} refused ({e.reason})[/]: {escape(_one_line(e.message))}"
+            return line(sid, (f"✗ {e.call} refused ({e.reason})", "red"),
+                        f": {_one_line(e.message)}")
         if t == "ending_superseded":
-            return f"{sid}[yellow]{e.count} earlier declaration(s) superseded[/]"
+            return line(sid, (f"{e.count} earlier declaration(s) superseded", "yellow"))
         if t == "ending_revoked":
-            return f"{sid}[yellow]↺ {e.call} revoked[/]: {escape(_one_line(e.error))}"
+            return line(sid, (f"↺ {e.call} revoked", "yellow"), f": {_one_line(e.error)}")
         if t == "gate_passed":
-            return f"{sid}[green]✓ ending gate passed[/] ({e.hooks} agent-stop hook(s))"
+            return line(sid, ("✓ ending gate passed", "green"),
+                        f" ({e.hooks} agent-stop hook(s))")
         if t == "gate_blocked":
-            broken = " [red](the hook itself failed)[/]" if e.failed else ""
-            return (f"{sid}[yellow]⛔ ending gate blocked by agent-stop hook "
-                    f"{escape(e.hook)}[/]{broken}: "
-                    f"{escape(_one_line(e.reason, 300))}")
+            broken: Part = (" (the hook itself failed)", "red") if e.failed else ""
+            return line(sid, (f"⛔ ending gate blocked by agent-stop hook {e.hook}", "yellow"),
+                        broken, f": {_one_line(e.reason, 300)}")
         if t == "ceiling_tripped":
-            self.console.print(Panel(escape(e.diagnosis), title=f"ceiling: {e.ceiling}",
+            self.console.print(Panel(inert_text(e.diagnosis), title=line(f"ceiling: {e.ceiling}"),
                                      border_style="red"))
             return None
+        return self._line_end(e, t, sid)
+
+    @staticmethod
+    def _line_end(e: Any, t: str, sid: Part) -> Text | None:
         if t == "session_ended":
             turns = f"{e.turns} turn{'' if e.turns == 1 else 's'}"
             if e.ending:
-                call = e.ending["call"]
-                return f"{sid}[bold green]■ session ended by {call}[/] after {turns}"
-            return f"{sid}[bold red]■ session stopped[/] after {turns}"
+                return line(sid, (f"■ session ended by {e.ending['call']}", "bold green"),
+                            f" after {turns}")
+            return line(sid, ("■ session stopped", "bold red"), f" after {turns}")
         if t == "run_ended":
             colour = "green" if e.status == "ended" else "red"
-            return f"[bold {colour}]run {e.status}[/] (exit {e.exit_code})"
+            return line((f"run {e.status}", f"bold {colour}"), f" (exit {e.exit_code})")
         return None
 
 
 def summary_table(events: list[Event]) -> Table:
-    """A per-session summary of a finished run: turns, error turns, gate blocks, how it ended."""
+    """A per-session summary of a finished run: turns, error turns, gate blocks, how it ended.
+
+    Every cell is inert text (issue 9 item 8): session ids, roles and endings come
+    from the stream, which may be forged.
+    """
     table = Table(title="sessions", show_lines=False)
     for col in ("session", "role", "turns", "error turns", "gate blocks", "ended by"):
         table.add_column(col)
@@ -175,6 +196,6 @@ def summary_table(events: list[Event]) -> Table:
             rows[sid]["turns"] = e.turns
             rows[sid]["end"] = e.ending["call"] if e.ending else f"stopped ({e.ceiling or 'model'})"
     for sid, r in rows.items():
-        table.add_row(sid, r["role"], str(r["turns"]), str(errors[sid]), str(blocks[sid]),
-                      r["end"])
+        table.add_row(*(inert_text(str(cell)) for cell in (
+            sid, r["role"], r["turns"], errors[sid], blocks[sid], r["end"])))
     return table

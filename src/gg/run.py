@@ -27,6 +27,7 @@ from gg.modes.base import Mode
 from gg.modes.tool_calling import ToolCallingMode
 from gg.session import SessionResult, run_session
 from gg.stream import RunEnded, RunStarted, StreamWriter
+from gg.terminal import inert
 from gg.tools.arms import ToolsetArm
 from gg.tools.registry import Registry, ToolContext
 
@@ -110,7 +111,7 @@ class Run:
         self.config_changed = changed_since_last_run(self.snapshot)
         if self.config_changed:
             print(f"gg: warning: changed since this workspace's last run: "
-                  f"{', '.join(self.config_changed)} (check them before trusting this run's "
+                  f"{inert(', '.join(self.config_changed))} (check them before trusting this run's "
                   "settings and hooks)", file=sys.stderr)
         self.isolation = isolation or self._probe()
         self.ceilings = Ceilings(**settings.ceilings.model_dump())

@@ -11,19 +11,18 @@ or configuration (a one-line message naming the flag or key). ``add``,
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 import gg
 from gg.board.board import Board, BoardResult, issue_json
 from gg.board.display import BoardDisplay, detail_view, issues_table
 from gg.board.store import IssueDetail
+from gg.terminal import inert, inert_json, line
 
 __all__ = ["board_app"]
 
@@ -45,9 +44,12 @@ JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
 
 def _fail(message: str) -> typer.Exit:
-    """Print a one-line error on stderr; return the exit-2 exception (SPEC O3)."""
+    """Print a one-line error on stderr; return the exit-2 exception (SPEC O3).
+
+    The message may quote agent text: it is shown inert (issue 9 item 8).
+    """
     Console(stderr=True, highlight=False, soft_wrap=True).print(
-        f"[red]gg: error:[/] {escape(' '.join(message.split()))}")
+        line(("gg: error:", "red"), " ", " ".join(inert(message).split())))
     return typer.Exit(2)
 
 
@@ -79,9 +81,9 @@ def add(
     except gg.UserError as e:
         raise _fail(str(e)) from None
     if json_out:
-        sys.stdout.write(json.dumps(issue_json(issue), ensure_ascii=False) + "\n")
+        sys.stdout.write(inert_json(issue_json(issue)) + "\n")
     else:
-        Console(highlight=False).print(f"added #{issue.number}: {escape(issue.title)}")
+        Console(highlight=False).print(line(f"added #{issue.number}: {issue.title}"))
 
 
 @board_app.command("list")
@@ -91,7 +93,7 @@ def list_(workspace: Workspace = Path("."), config: Config = None,
     with _board(workspace, config) as board:
         issues = board.list()
     if json_out:
-        sys.stdout.write(json.dumps([issue_json(i) for i in issues], ensure_ascii=False) + "\n")
+        sys.stdout.write(inert_json([issue_json(i) for i in issues]) + "\n")
     else:
         Console(highlight=False).print(issues_table(issues))
 
@@ -116,7 +118,7 @@ def show(number: Annotated[int, typer.Argument(metavar="N", help="The issue's nu
         except gg.UserError as e:
             raise _fail(str(e)) from None
     if json_out:
-        sys.stdout.write(json.dumps(_detail_json(detail), ensure_ascii=False) + "\n")
+        sys.stdout.write(inert_json(_detail_json(detail)) + "\n")
     else:
         Console(highlight=False).print(detail_view(detail))
 
@@ -142,28 +144,29 @@ def run(
     display = BoardDisplay(console)
     board = _board(workspace, config, model=model, observers=[display],
                    ceilings={"max_turns": max_turns} if max_turns is not None else None,
-                   progress=lambda line: console.print(f"[dim]{escape(line)}[/]"))
+                   progress=lambda say: console.print(line((say, "dim"))))
     try:
         with board, display:
             result = board.run(concurrency=concurrency)
     except gg.UserError as e:
         raise _fail(str(e)) from None
     except gg.ModelError as e:  # the model could not even be set up (e.g. not installed)
-        Console(stderr=True, highlight=False).print(f"[red]gg: model failed:[/] {escape(str(e))}")
+        Console(stderr=True, highlight=False).print(
+            line(("gg: model failed:", "red"), f" {e}"))
         raise typer.Exit(1) from None
     if json_out:
-        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+        sys.stdout.write(inert_json(result.to_json()) + "\n")
     else:
         _print_result(console, result)
     raise typer.Exit(result.exit_code)
 
 
 def _print_result(console: Console, result: BoardResult) -> None:
+    """The board run's outcome: every value shown inert (issue 9 item 8, issue 12)."""
     console.print(issues_table(list(result.issues)))
     if result.diagnosis:
-        console.print("[bold red]not all done:[/] ", end="")
-        console.print(result.diagnosis, markup=False)
+        console.print(line(("not all done:", "bold red"), f" {result.diagnosis}"))
     else:
-        console.print(f"[bold green]all {len(result.issues)} issue(s) done[/]")
-    console.print(f"[dim]stream: {escape(str(result.stream))}  (replay: gg show "
-                  f"{result.run_id})[/]")
+        console.print(line((f"all {len(result.issues)} issue(s) done", "bold green")))
+    console.print(line((f"stream: {result.stream}  (replay: gg show {result.run_id})",
+                        "dim")))

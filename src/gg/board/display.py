@@ -5,6 +5,10 @@ table with one row per issue (state, round, what its session is doing);
 elsewhere (CI, a pipe) it prints one line per state change and session
 start or end, never per turn. :func:`issues_table` and :func:`detail_view`
 render the store for ``list`` and ``show``.
+
+Titles, bodies, activities, verdict items, diagnoses and history details are
+written by agents (or by whoever filed the issue): every cell is inert text
+(:mod:`gg.terminal`), never rich markup (issue 9 item 8, issue 12).
 """
 
 from __future__ import annotations
@@ -14,12 +18,12 @@ from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from gg.board.store import Issue, IssueDetail, IssueState
 from gg.board.workflow import Progress
+from gg.terminal import inert, inert_text, line
 
 __all__ = ["STATE_STYLE", "BoardDisplay", "detail_view", "issues_table"]
 
@@ -34,14 +38,20 @@ def _state(issue: Issue) -> Text:
 
 
 def _cut(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
+    """``text`` made inert, on one line, cut to ``limit`` characters."""
+    flat = " ".join(inert(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _outcome(issue: Issue) -> str:
     if issue.state is IssueState.DONE:
-        return f"merged {issue.merge_sha[:10]}" if issue.merge_sha else "nothing to merge"
+        return f"merged {inert(issue.merge_sha[:10])}" if issue.merge_sha else "nothing to merge"
     return _cut(issue.diagnosis or "", 120)
+
+
+def _cell(text: str) -> Text:
+    """A table cell of untrusted text: inert, never markup."""
+    return inert_text(text)
 
 
 class BoardDisplay:
@@ -77,8 +87,8 @@ class BoardDisplay:
             self._live.update(self.table())
         elif progress.event != "turn":
             self.console.print(
-                f"#{issue.number} [{STATE_STYLE[issue.state]}]{issue.state.value}[/] "
-                f"(round {issue.round}) · {escape(_cut(progress.activity, 160))}",
+                line(f"#{issue.number} ", (issue.state.value, STATE_STYLE[issue.state]),
+                     f" (round {issue.round}) · {_cut(progress.activity, 160)}"),
                 highlight=False)
 
     def table(self) -> Table:
@@ -90,8 +100,8 @@ class BoardDisplay:
             issue, activity = self.rows[number]
             now = _outcome(issue) if issue.state in (IssueState.DONE, IssueState.STUCK) \
                 else activity
-            table.add_row(str(number), _cut(issue.title, 40), _state(issue), str(issue.round),
-                          _cut(now, 90))
+            table.add_row(_cell(str(number)), _cell(_cut(issue.title, 40)), _state(issue),
+                          _cell(str(issue.round)), _cell(_cut(now, 90)))
         return table
 
 
@@ -101,7 +111,8 @@ def issues_table(issues: list[Issue]) -> Table:
     for col in ("#", "state", "round", "title", "result"):
         table.add_column(col)
     for i in issues:
-        table.add_row(str(i.number), _state(i), str(i.round), _cut(i.title, 60), _outcome(i))
+        table.add_row(_cell(str(i.number)), _state(i), _cell(str(i.round)),
+                      _cell(_cut(i.title, 60)), _cell(_outcome(i)))
     return table
 
 
@@ -117,7 +128,7 @@ def _ending_text(ending: dict[str, Any] | None, diagnosis: str | None) -> str:
         return f"finish: {_cut(ending['summary'], 80)}"
     if "items" in ending:
         return f"request_changes: {len(ending['items'])} item(s)"
-    return str(ending.get("call", ""))
+    return inert(str(ending.get("call", "")))
 
 
 _SESSION_EVENTS = ("session_started", "session_ended")
@@ -129,26 +140,27 @@ def detail_view(d: IssueDetail) -> RenderableType:
     The history table leaves out the per-session rows (the sessions table has them).
     """
     i = d.issue
-    head = Text.assemble((f"#{i.number} ", "bold"), (i.title, "bold"), "  ", _state(i),
-                         f"  round {i.round}")
+    head = line((f"#{i.number} {i.title}", "bold"), "  ")
+    head.append_text(_state(i))
+    head.append(f"  round {i.round}")
     lines: list[RenderableType] = [head]
     if i.body:
-        lines.append(Text(i.body))
+        lines.append(inert_text(i.body))
     facts = [f"branch {i.branch}" if i.branch else "", _outcome(i)]
-    lines.append(Text(" · ".join(f for f in facts if f), style="dim"))
+    lines.append(inert_text(" · ".join(f for f in facts if f), style="dim"))
     sessions = Table(title="sessions")
     for col in ("kind", "round", "session", "status", "ending / diagnosis"):
         sessions.add_column(col)
     for s in d.sessions:
         kind = f"reviewer {s.reviewer}" if s.kind == "reviewer" else s.kind
-        sessions.add_row(kind, str(s.round), s.session_id or "-", s.status,
-                         _ending_text(s.ending, s.diagnosis))
+        sessions.add_row(*(_cell(c) for c in (kind, str(s.round), s.session_id or "-",
+                                              s.status, _ending_text(s.ending, s.diagnosis))))
     verdicts = Table(title="verdicts")
     for col in ("round", "reviewer", "verdict", "items"):
         verdicts.add_column(col)
     for v in d.verdicts:
         items = "\n".join(f"{n}. {t}" for n, t in enumerate(v.items, 1))
-        verdicts.add_row(str(v.round), str(v.reviewer), v.call, items)
+        verdicts.add_row(*(_cell(c) for c in (str(v.round), str(v.reviewer), v.call, items)))
     history = Table(title="history")
     for col in ("at (UTC)", "event", "state", "detail"):
         history.add_column(col)
@@ -156,5 +168,6 @@ def detail_view(d: IssueDetail) -> RenderableType:
         if h.event in _SESSION_EVENTS:
             continue
         move = f"{h.from_state or ''} → {h.to_state}" if h.to_state else ""
-        history.add_row(h.at[:19].replace("T", " "), h.event, move, _detail_text(h.detail))
+        history.add_row(*(_cell(c) for c in (h.at[:19].replace("T", " "), h.event, move,
+                                             _detail_text(h.detail))))
     return Group(*lines, sessions, verdicts, history)
