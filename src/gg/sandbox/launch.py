@@ -53,6 +53,9 @@ class Plan:
     group: int | None = None
     fds: list[int] = field(default_factory=list)
     """Descriptors opened for the child; close them once it has started."""
+    reaper: bool = False
+    """The process is ``boot.py``'s reaper (``rlimit`` layer): stop it with SIGTERM, so that
+    it kills every descendant, before killing its process group."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,6 +188,7 @@ def _boot_config(spec: Spec, exe_fd: int | None) -> dict[str, object]:
         "rlimits": _rlimits(spec, nproc_base),
         "drop": {"uid": spec.uid, "gid": SANDBOX_GID} if root_drops else None,
         "unshare": unshare,
+        "reaper": spec.isolation is Isolation.RLIMIT,
         "landlock": _landlock(spec),
         "argv": argv,
     }
@@ -212,7 +216,8 @@ def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
     if spec.mode == "shell":
         args += ["--ro-bind", "/etc", "/etc"]
     args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--perms", "1777", "--size", str(spec.limits.tmp_mb * _MIB), "--tmpfs", "/tmp"]
+    for tmp in ("/tmp", "/dev/shm"):  # private, sized, gone with the sandbox (POSIX shm, sem_open)
+        args += ["--perms", "1777", "--size", str(spec.limits.tmp_mb * _MIB), "--tmpfs", tmp]
     ws = str(spec.workspace)
     prefix = spec.facts.python_prefix
     for path in _mount_parents([ws, "/gg/guest", *([prefix] if prefix else [])]):
@@ -255,7 +260,8 @@ def plan(spec: Spec) -> Plan:
         config = json.dumps(_boot_config(spec, exe_fd), separators=(",", ":"))
         boot_dir = "/gg/guest" if spec.isolation is Isolation.BWRAP else str(GUEST_DIR)
         argv = [spec.facts.python, "-I", "-S", "-B", f"{boot_dir}/boot.py", config]
-        result = Plan(argv=argv, env=_env(spec), pass_fds=(), fds=fds)
+        result = Plan(argv=argv, env=_env(spec), pass_fds=(), fds=fds,
+                      reaper=spec.isolation is Isolation.RLIMIT)
         if spec.isolation is Isolation.BWRAP:
             result.argv = _bwrap_args(spec, fds) + argv
     except BaseException:

@@ -5,10 +5,12 @@ Program mode keeps the first ``output_bytes`` and kills the program past
 them; shell mode keeps the head and the tail and kills only far past the cap.
 The wall clock excludes time the membrane's handler spends on a call. When
 anything ends the run (exit, limit, violation), the whole tree is killed:
-bubblewrap and the ``unshare`` layer by their pid namespace, and (when gg
-is root) the ``unshare`` and ``rlimit`` layers also by ``kill(-1)`` as the
-slot uid (see :mod:`gg.sandbox.accounts`), which catches processes that
-left the session.
+bubblewrap and the ``unshare`` layer by their pid namespace; the ``rlimit``
+layer by ``boot.py``'s reaper, a child subreaper outside the program's
+confinement that kills every descendant (``setsid`` and double-fork escapes
+included) when gg sends it SIGTERM or the program's process ends; and (when
+gg is root) the ``unshare`` and ``rlimit`` layers also by ``kill(-1)`` as the
+slot uid (see :mod:`gg.sandbox.accounts`). Then gg kills the process group.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from gg.sandbox.membrane import Membrane
 __all__ = ["Outcome", "supervise"]
 
 _GRACE_S = 2.0
+_REAPER_GRACE_S = 12.0  # boot.py's reaper gives up after 10 s
 _CHUNK = 65536
 _SHELL_KILL_FACTOR = 100
 
@@ -258,7 +261,7 @@ async def supervise(
     try:
         stopped = await watch.done
     finally:
-        await _wind_down(proc, tasks, streams, sweep)
+        await _wind_down(proc, tasks, streams, sweep, plan.reaper)
     if not tasks["membrane"].cancelled() and (error := tasks["membrane"].exception()):
         raise error
     return Outcome(
@@ -297,8 +300,13 @@ async def _wind_down(
     tasks: dict[str, asyncio.Task[None]],
     streams: _Streams,
     sweep: Callable[[], None] | None,
+    reaper: bool,
 ) -> None:
     """Kill the tree, reap, sweep stragglers, drain the pipes (briefly), close everything."""
+    if reaper and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)  # the reaper kills every descendant, then exits
+        await asyncio.wait({tasks["exit"]}, timeout=_REAPER_GRACE_S)
     _kill(proc)
     await _finish(tasks["exit"], 10)
     if sweep is not None:
