@@ -48,11 +48,15 @@ from gg.sandbox.membrane import Handler, Membrane, Result
 from gg.sandbox.process import Outcome, supervise
 from gg.sandbox.runs import prepared, run_blocking
 from gg.sandbox.sdk import sdk_source
+from gg.sandbox.writes import CapName, WriteCap
 
 __all__ = ["CompileProblem", "ProgramResult", "Sandbox", "ShellResult"]
 
 Language = Literal["python", "javascript"]
-LimitName = Literal["wall", "cpu", "memory", "output", "processes", "file_size", "membrane"]
+LimitName = Literal[
+    "wall", "cpu", "memory", "output", "processes", "file_size", "membrane",
+    "write_bytes", "write_files",
+]  # fmt: skip
 _CHECK_TIMEOUT_S = 20
 _CHANNEL_BROKEN = 120  # guest/runner.py and runner.js: the result could not be sent
 
@@ -97,6 +101,9 @@ class ShellResult:
     """stdout and stderr interleaved; past the cap, the head and the tail with a marker."""
     timed_out: bool
     seconds: float
+    limit: LimitName | None = None
+    """``"write_bytes"``/``"write_files"`` when the write cap stopped it (a marker in
+    ``output`` says so), ``"wall"`` on a timeout, else ``None``."""
 
 
 def _signal_of(returncode: int | None) -> int | None:
@@ -273,20 +280,30 @@ class Sandbox:
         with prepared(
             mode=language, isolation=self.isolation, limits=self.limits, workspace=ws, files=files
         ) as job:
+            cap = self._write_cap(job.written)
             outcome = await supervise(
                 job.plan, membrane=membrane, pipes=job.hand_over(),
                 wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes,
-                sweep=job.sweep,
+                sweep=job.sweep, writes=cap,
             )  # fmt: skip
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the program: {outcome.output[-800:]}")
-        return self._program_result(outcome, membrane, language)
+        return self._program_result(outcome, membrane, language, cap)
+
+    def _write_cap(self, written: Sequence[Path]) -> WriteCap:
+        lim = self.limits
+        return WriteCap(written, max_bytes=lim.write_bytes, max_files=lim.write_files)
 
     def _program_result(
-        self, outcome: Outcome, membrane: Membrane, language: Language
+        self, outcome: Outcome, membrane: Membrane, language: Language, cap: WriteCap
     ) -> ProgramResult:
         result: Result | None = membrane.result
-        limit, error = self._limit_and_error(outcome, membrane, result, language)
+        if outcome.stopped in ("write_bytes", "write_files"):
+            name: CapName = "write_bytes" if outcome.stopped == "write_bytes" else "write_files"
+            limit: LimitName | None = name
+            error: str | None = cap.message(name)
+        else:
+            limit, error = self._limit_and_error(outcome, membrane, result, language)
         return ProgramResult(
             output=outcome.output,
             returned=result.returned if result is not None and limit is None else None,
@@ -347,23 +364,14 @@ class Sandbox:
             mode="shell", isolation=self.isolation, limits=self.limits, workspace=ws,
             files={}, command=command, wall_s=timeout_s,
         ) as job:  # fmt: skip
+            cap = self._write_cap(job.written)
             outcome = await supervise(
                 job.plan, membrane=membrane, pipes=job.hand_over(), wall_s=timeout_s,
-                output_bytes=self.limits.output_bytes, shell=True, sweep=job.sweep,
+                output_bytes=self.limits.output_bytes, shell=True, sweep=job.sweep, writes=cap,
             )  # fmt: skip
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the command: {outcome.output[-800:]}")
-        output = outcome.output
-        if outcome.stopped == "output":
-            output += (
-                f"\n[gg: the command printed over {100 * self.limits.output_bytes} bytes; stopped]"
-            )
-        return ShellResult(
-            exit_code=outcome.returncode if outcome.returncode is not None else -9,
-            output=output,
-            timed_out=outcome.stopped == "wall",
-            seconds=outcome.seconds,
-        )
+        return _shell_result(outcome, cap, self.limits)
 
     async def aclose(self) -> None:
         """Release the sandbox. Programs already running finish; new ones are refused."""
@@ -374,6 +382,32 @@ class Sandbox:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _shell_result(outcome: Outcome, cap: WriteCap, lim: Limits) -> ShellResult:
+    output = outcome.output
+    limit: LimitName | None = None
+    stopped = outcome.stopped
+    cap_name: CapName | None = None
+    if stopped == "write_bytes":
+        cap_name = "write_bytes"
+    elif stopped == "write_files":
+        cap_name = "write_files"
+    if stopped == "output":
+        output += f"\n[gg: the command printed over {100 * lim.output_bytes} bytes; stopped]"
+    elif cap_name is not None:
+        limit = cap_name
+        output += f"\n[gg: {cap.message(cap_name, what='command')}]"
+    elif stopped == "wall":
+        limit = "wall"
+    stopped_by_gg = limit in ("write_bytes", "write_files")
+    return ShellResult(
+        exit_code=-9 if stopped_by_gg or outcome.returncode is None else outcome.returncode,
+        output=output,
+        timed_out=stopped == "wall",
+        seconds=outcome.seconds,
+        limit=limit,
+    )
 
 
 def _result_limit(result: Result, lim: Limits) -> tuple[LimitName | None, str | None]:

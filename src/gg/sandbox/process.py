@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from gg.sandbox.launch import Plan
 from gg.sandbox.membrane import Membrane
+from gg.sandbox.writes import POLL_S, WriteCap
 
 __all__ = ["Outcome", "supervise"]
 
@@ -44,7 +45,8 @@ class Outcome:
     output: str
     """stdout+stderr, decoded (invalid UTF-8 replaced), cut with a marker when too long."""
     stopped: str | None
-    """Why gg stopped it: ``"wall"``, ``"output"``, ``"membrane"``; ``None`` if it ended itself."""
+    """Why gg stopped it: ``"wall"``, ``"output"``, ``"membrane"``, ``"write_bytes"``,
+    ``"write_files"`` (the write cap, :mod:`gg.sandbox.writes`); ``None`` if it ended itself."""
     seconds: float
 
 
@@ -145,6 +147,14 @@ class _Watch:
         if self.membrane.violation:
             self.stop("membrane")
 
+    async def writes(self, cap: WriteCap) -> None:
+        """Poll the write cap's cheap trigger; on it, check (off the loop) and stop if passed."""
+        while True:
+            await asyncio.sleep(POLL_S)
+            if cap.triggered() and (passed := await asyncio.to_thread(cap.check)):
+                self.stop(passed)
+                return
+
     async def wait_exit(self) -> None:
         """Wait for the process itself to end (not its pipes), then reap it."""
         await _exited(self.proc)
@@ -221,6 +231,7 @@ async def supervise(
     output_bytes: int,
     shell: bool = False,
     sweep: Callable[[], None] | None = None,
+    writes: WriteCap | None = None,
 ) -> Outcome:
     """Run ``plan`` to its end under the wall clock, the output cap and the membrane.
 
@@ -233,6 +244,7 @@ async def supervise(
         output_bytes: the output cap.
         shell: keep head and tail, and kill only at 100x the cap.
         sweep: called (in a thread) after the process ends, to kill stragglers.
+        writes: the write cap to watch (checked once more after the end).
 
     Returns:
         The :class:`Outcome`. Exceptions raised by the membrane's handler propagate,
@@ -258,10 +270,14 @@ async def supervise(
         "clock": asyncio.create_task(watch.clock()),
         "exit": asyncio.create_task(watch.wait_exit()),
     }
+    if writes is not None:
+        tasks["writes"] = asyncio.create_task(watch.writes(writes))
     try:
         stopped = await watch.done
     finally:
         await _wind_down(proc, tasks, streams, sweep, plan.reaper)
+    if stopped is None and writes is not None and writes.triggered():
+        stopped = await asyncio.to_thread(writes.check)  # passed in its last moments
     if not tasks["membrane"].cancelled() and (error := tasks["membrane"].exception()):
         raise error
     return Outcome(
@@ -314,4 +330,6 @@ async def _wind_down(
     await _finish(tasks["output"], _GRACE_S)
     await _finish(tasks["membrane"], _GRACE_S)
     await _finish(tasks["clock"], 0)
+    if "writes" in tasks:
+        await _finish(tasks["writes"], 0)
     streams.close()

@@ -43,6 +43,9 @@ class Prepared:
     """Kills whatever the run left behind (``kill(-1)`` as the slot uid), if needed."""
     owned: set[int] = field(default_factory=set)
     """Descriptors :func:`prepared` still closes on exit; :meth:`hand_over` removes them."""
+    written: list[Path] = field(default_factory=list)
+    """Where the process's writes land on the host's disk: the workspace, and its private
+    tmp under the ``unshare`` and ``rlimit`` layers (the write cap watches them)."""
 
     def hand_over(self) -> tuple[int, int | None, list[int]]:
         """Give up ownership of every pipe end (the caller closes them from now on)."""
@@ -119,7 +122,8 @@ def prepared(
             prepare_run_dir(run_dir, uid=uid, isolation=isolation)
             for name, text in files.items():
                 (run_dir / name).write_text(text, encoding="utf-8")
-            req_read, req_write, ans_read, ans_write, seccomp_fd = _pipes(mode, isolation, uid, owned)
+            pipes = _pipes(mode, isolation, uid, owned)
+            req_read, req_write, ans_read, ans_write, seccomp_fd = pipes
             spec = Spec(
                 mode=mode, isolation=isolation, facts=facts, limits=limits,
                 workspace=workspace, run_dir=run_dir, uid=uid, req_fd=req_write,
@@ -131,9 +135,10 @@ def prepared(
             if uid is not None and isolation is not Isolation.BWRAP:
                 sweep = lambda: kill_all(uid, facts.python)  # noqa: E731
             child = [fd for fd in (req_write, ans_read, seccomp_fd) if fd is not None]
+            written = [workspace] + ([] if isolation is Isolation.BWRAP else [run_dir / "tmp"])
             yield Prepared(
                 plan=the_plan, req_read=req_read, ans_write=ans_write,
-                child_fds=child, sweep=sweep, owned=owned,
+                child_fds=child, sweep=sweep, owned=owned, written=written,
             )  # fmt: skip
         finally:
             for fd in owned:

@@ -82,10 +82,8 @@ _CLONE_NEW_FLAGS = (
 
 
 def _deny(filt: Any, seccomp: Any, name: str, *args: Any) -> None:
-    try:
+    with contextlib.suppress(OSError, ValueError):  # not a syscall on this architecture
         filt.add_rule(seccomp.ERRNO(errno.EPERM), name, *args)
-    except (OSError, ValueError):
-        pass  # not a syscall on this architecture
 
 
 def _socket_rules(filt: Any, seccomp: Any) -> None:
