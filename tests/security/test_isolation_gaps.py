@@ -38,7 +38,7 @@ from gg.sandbox.isolation import _missing
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"
 LIMITS = Limits(wall_s=20, cpu_s=15, memory_mb=512, processes=32, file_size_mb=512,
-                write_bytes=32 << 20, write_files=1500)  # fmt: skip
+                write_bytes=64 << 20, write_files=5000)  # fmt: skip
 
 
 # ------------------------------------------------------------------ fixtures
@@ -289,7 +289,8 @@ def test_deno_programs_still_work(layer: Isolation, place: Place) -> None:
     program = (
         "const w = new Worker('data:text/javascript,self.onmessage=(e)=>"
         "self.postMessage(e.data*2)', {type: 'module'});\n"
-        "const v = await new Promise((r) => { w.onmessage = (e) => r(e.data); w.postMessage(21); });\n"
+        "const v = await new Promise((r) => {\n"
+        "  w.onmessage = (e) => r(e.data); w.postMessage(21);\n});\n"
         "w.terminate();\nawait Deno.writeTextFile('x.txt', 'hi');\n"
         "console.log('deno', v, await Deno.readTextFile('x.txt'));\n"
     )
@@ -451,7 +452,7 @@ def test_share_workspace_follows_nothing_out(place: Place) -> None:
     os.link(out / "linked.txt", ws / "hard.txt")
     os.mkfifo(ws / "fifo")
     nested = ws
-    for i in range(300):  # deeper than any recursion-free walk needs to care about
+    for _ in range(300):  # deeper than MAX_DEPTH: the walk must neither recurse nor fail
         nested = nested / "n"
         nested.mkdir()
     done = threading.Event()
