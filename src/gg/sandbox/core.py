@@ -9,7 +9,12 @@ the run's files and the workspace (the one writable place besides a private
 ``/tmp``), has no network and no capability. Under ``unshare`` it has no
 network (new net namespace) and Landlock confines files, TCP and signals.
 Under ``rlimit``, Landlock (when the kernel has it) is the only file and
-network barrier besides seccomp's socket ban.
+network barrier besides seccomp's socket ban. In every layer: no datagram
+socket can be made (seccomp), so nothing reaches a host AF_UNIX socket;
+nothing the program starts outlives it (pid namespace, or under ``rlimit``
+boot.py's subreaper); SysV IPC lives in the layer's IPC namespace, or is
+denied (``rlimit``); each run may add at most ``write_bytes`` / ``write_files``
+to the workspace (:mod:`gg.sandbox.writes`).
 
 What it does not promise: protection from kernel bugs; a memory limit for a
 program's processes taken together (limits are per process); that a program
