@@ -162,6 +162,11 @@ class SandboxSettings(_Section):
     memory_mb: int = Field(default=1024, ge=64)
     processes: int = Field(default=64, ge=1)
     output_bytes: int = Field(default=200_000, ge=1_000)
+    write_bytes: int = Field(default=1 << 30, ge=1 << 20)
+    """Bytes one program, on-use script or sandboxed command may add to the workspace; past
+    it gg stops it with a runtime error naming ``write_bytes`` (issue 9, item 7)."""
+    write_files: int = Field(default=100_000, ge=100)
+    """Files and directories one program or command may make or change in the workspace."""
     commands: Literal["sandbox", "host"] = "sandbox"
     """Where ``run_command`` runs: in the sandbox (default), or on the host as a plain
     subprocess with a scrubbed environment (when commands need host tools)."""
@@ -359,6 +364,8 @@ cpu_s = 20
 memory_mb = 1024
 processes = 64
 output_bytes = 200000
+write_bytes = 1073741824  # per program or command: bytes it may add to the workspace
+write_files = 100000      # per program or command: files it may make or change there
 commands = "sandbox"      # run_command in the sandbox, or "host" (plain subprocess)
 
 [stream]

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from gg.errors import SandboxError
 from gg.sandbox.host import state_dir
+from gg.sandbox.tree import walk_beneath
 
 __all__ = ["SANDBOX_GID", "UID_BASE", "kill_all", "share_workspace", "uid_slot"]
 
@@ -155,8 +156,17 @@ def _has_default(path: Path, gid: int) -> bool:
 def share_workspace(path: Path, *, gid: int = SANDBOX_GID, force: bool = False) -> None:
     """Grant ``gid`` ``rwX`` on the workspace tree, as an access and a default ACL.
 
-    Symlinks are never followed; only directories and regular files are touched.
-    Skipped when the root already carries the default entry, unless ``force``.
+    The tree was written by the agent, so the walk follows nothing out of it
+    (:func:`gg.sandbox.tree.walk_beneath`): no symlink is followed (each
+    directory is opened ``O_NOFOLLOW | O_DIRECTORY`` beneath its parent's
+    descriptor), no mount point is crossed, only directories and regular files
+    are touched, through descriptors, never by path. A regular file with more
+    than one hard link is skipped unless a slot uid owns it: its other names may
+    be outside the workspace (and, with ``fs.protected_hardlinks`` off, be any
+    file on the host). Directories deeper than :data:`gg.sandbox.tree.MAX_DEPTH`
+    are not entered. Skipped when the root already carries the default entry,
+    unless ``force``. (``setfacl -R`` is not used: it follows symlinks given on
+    its command line and hard links always.)
 
     Raises:
         gg.errors.SandboxError: when the file system does not support ACLs.
@@ -164,10 +174,15 @@ def share_workspace(path: Path, *, gid: int = SANDBOX_GID, force: bool = False) 
     if not force and _has_default(path, gid):
         return
     try:
-        for _, _, files, dir_fd in os.fwalk(path, follow_symlinks=False):
-            _grant_fd(dir_fd, os.fstat(dir_fd), gid)
-            for name in files:
-                _grant_file(dir_fd, name, gid)
+        root = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SandboxError(f"cannot open the workspace {str(path)!r}: {exc}") from exc
+    try:
+        for node in walk_beneath(root):
+            if node.kind == "dir":
+                _grant_fd(node.fd, node.st, gid)
+            elif node.kind == "file" and _linked_safely(node.st):
+                _grant_file(node.fd, node.name, gid)
     except OSError as exc:
         if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
             raise SandboxError(
@@ -175,20 +190,24 @@ def share_workspace(path: Path, *, gid: int = SANDBOX_GID, force: bool = False) 
                 "the sandbox uid cannot be given write access to it"
             ) from exc
         raise
+    finally:
+        os.close(root)
+
+
+def _linked_safely(st: os.stat_result) -> bool:
+    """One name only, or owned by a slot uid (which may change it anyway)."""
+    return st.st_nlink <= 1 or UID_BASE <= st.st_uid < UID_BASE + SLOTS
 
 
 def _grant_file(dir_fd: int, name: str, gid: int) -> None:
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        if not stat.S_ISREG(st.st_mode):
-            return
         fd = os.open(name, flags, dir_fd=dir_fd)
     except OSError:
-        return  # vanished, or not a regular file after all
+        return  # vanished, or swapped for a symlink
     try:
         st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode):
+        if stat.S_ISREG(st.st_mode) and _linked_safely(st):
             _grant_fd(fd, st, gid)
     finally:
         os.close(fd)

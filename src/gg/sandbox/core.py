@@ -9,7 +9,12 @@ the run's files and the workspace (the one writable place besides a private
 ``/tmp``), has no network and no capability. Under ``unshare`` it has no
 network (new net namespace) and Landlock confines files, TCP and signals.
 Under ``rlimit``, Landlock (when the kernel has it) is the only file and
-network barrier besides seccomp's socket ban.
+network barrier besides seccomp's socket ban. In every layer: no datagram
+socket can be made (seccomp), so nothing reaches a host AF_UNIX socket;
+nothing the program starts outlives it (pid namespace, or under ``rlimit``
+boot.py's subreaper); SysV IPC lives in the layer's IPC namespace, or is
+denied (``rlimit``); each run may add at most ``write_bytes`` / ``write_files``
+to the workspace (:mod:`gg.sandbox.writes`).
 
 What it does not promise: protection from kernel bugs; a memory limit for a
 program's processes taken together (limits are per process); that a program
@@ -28,6 +33,7 @@ configuration (the tool handler runs in gg, with gg's rights).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import secrets
 import shlex
@@ -50,11 +56,15 @@ from gg.sandbox.membrane import Handler, Membrane, Result
 from gg.sandbox.process import Outcome, supervise
 from gg.sandbox.runs import Options, prepared, run_blocking
 from gg.sandbox.sdk import sdk_source
+from gg.sandbox.writes import CapName, WriteCap
 
 __all__ = ["CompileProblem", "ProgramResult", "Sandbox", "ShellResult"]
 
 Language = Literal["python", "javascript"]
-LimitName = Literal["wall", "cpu", "memory", "output", "processes", "file_size", "membrane"]
+LimitName = Literal[
+    "wall", "cpu", "memory", "output", "processes", "file_size", "membrane",
+    "write_bytes", "write_files",
+]  # fmt: skip
 _CHECK_TIMEOUT_S = 20
 _CHANNEL_BROKEN = 120  # guest/runner.py and runner.js: the result could not be sent
 
@@ -102,6 +112,9 @@ class ShellResult:
     stderr: str | None = None
     """With ``stdin`` given to :meth:`Sandbox.run_shell`: standard error, kept apart
     (``output`` is then standard output only); ``None`` when interleaved into ``output``."""
+    limit: LimitName | None = None
+    """``"write_bytes"``/``"write_files"`` when the write cap stopped it (a marker in
+    ``output`` says so), ``"wall"`` on a timeout, else ``None``."""
 
 
 def _signal_of(returncode: int | None) -> int | None:
@@ -289,20 +302,30 @@ class Sandbox:
             mode=language, isolation=self.isolation, limits=self.limits, workspace=ws,
             files=files, options=Options(protect=self._protect),
         ) as job:  # fmt: skip
+            cap = self._write_cap(job.written)
             outcome = await supervise(
                 job.plan, membrane=membrane, pipes=job.hand_over(),
                 wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes,
-                sweep=job.sweep,
+                sweep=job.sweep, writes=cap,
             )  # fmt: skip
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the program: {outcome.output[-800:]}")
-        return self._program_result(outcome, membrane, language)
+        return self._program_result(outcome, membrane, language, cap)
+
+    def _write_cap(self, written: Sequence[Path]) -> WriteCap:
+        lim = self.limits
+        return WriteCap(written, max_bytes=lim.write_bytes, max_files=lim.write_files)
 
     def _program_result(
-        self, outcome: Outcome, membrane: Membrane, language: Language
+        self, outcome: Outcome, membrane: Membrane, language: Language, cap: WriteCap
     ) -> ProgramResult:
         result: Result | None = membrane.result
-        limit, error = self._limit_and_error(outcome, membrane, result, language)
+        if outcome.stopped in ("write_bytes", "write_files"):
+            name: CapName = "write_bytes" if outcome.stopped == "write_bytes" else "write_files"
+            limit: LimitName | None = name
+            error: str | None = cap.message(name)
+        else:
+            limit, error = self._limit_and_error(outcome, membrane, result, language)
         return ProgramResult(
             output=outcome.output,
             returned=result.returned if result is not None and limit is None else None,
@@ -389,28 +412,20 @@ class Sandbox:
             mode="shell", isolation=self.isolation, limits=self.limits, workspace=ws,
             files={}, command=shell, wall_s=timeout_s, options=options,
         ) as job:  # fmt: skip
+            cap = self._write_cap(job.written)
             outcome = await supervise(
                 job.plan, membrane=membrane, pipes=job.hand_over(), wall_s=timeout_s,
-                output_bytes=self.limits.output_bytes, shell=True, sweep=job.sweep,
+                output_bytes=self.limits.output_bytes, shell=True, sweep=job.sweep, writes=cap,
             )  # fmt: skip
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the command: {outcome.output[-800:]}")
-        output, stderr = outcome.output, None
-        if stdin is not None:
-            output, found, stderr = output.rpartition(f"\n{marker}\n")
-            if not found:
-                output, stderr = stderr, ""
-        if outcome.stopped == "output":
-            output += (
-                f"\n[gg: the command printed over {100 * self.limits.output_bytes} bytes; stopped]"
-            )
-        return ShellResult(
-            exit_code=outcome.returncode if outcome.returncode is not None else -9,
-            output=output,
-            timed_out=outcome.stopped == "wall",
-            seconds=outcome.seconds,
-            stderr=stderr,
-        )
+        result = _shell_result(outcome, cap, self.limits)
+        if stdin is None:
+            return result
+        output, found, stderr = result.output.rpartition(f"\n{marker}\n")
+        if not found:
+            output, stderr = stderr, ""
+        return dataclasses.replace(result, output=output, stderr=stderr)
 
     async def aclose(self) -> None:
         """Release the sandbox. Programs already running finish; new ones are refused."""
@@ -436,6 +451,32 @@ def _split_stderr(command: str, stdin: bytes, marker: str) -> str:
     return (
         f"/bin/sh -c {shlex.quote(command)} 2>{err} <<'{end}'\n{text.rstrip(chr(10))}\n{end}\n"
         f"c=$?; printf '\\n%s\\n' {marker}; cat {err} 2>/dev/null; exit $c\n"
+    )
+
+
+def _shell_result(outcome: Outcome, cap: WriteCap, lim: Limits) -> ShellResult:
+    output = outcome.output
+    limit: LimitName | None = None
+    stopped = outcome.stopped
+    cap_name: CapName | None = None
+    if stopped == "write_bytes":
+        cap_name = "write_bytes"
+    elif stopped == "write_files":
+        cap_name = "write_files"
+    if stopped == "output":
+        output += f"\n[gg: the command printed over {100 * lim.output_bytes} bytes; stopped]"
+    elif cap_name is not None:
+        limit = cap_name
+        output += f"\n[gg: {cap.message(cap_name, what='command')}]"
+    elif stopped == "wall":
+        limit = "wall"
+    stopped_by_gg = limit in ("write_bytes", "write_files")
+    return ShellResult(
+        exit_code=-9 if stopped_by_gg or outcome.returncode is None else outcome.returncode,
+        output=output,
+        timed_out=stopped == "wall",
+        seconds=outcome.seconds,
+        limit=limit,
     )
 
 

@@ -54,6 +54,9 @@ class Plan:
     group: int | None = None
     fds: list[int] = field(default_factory=list)
     """Descriptors opened for the child; close them once it has started."""
+    reaper: bool = False
+    """The process is ``boot.py``'s reaper (``rlimit`` layer): stop it with SIGTERM, so that
+    it kills every descendant, before killing its process group."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,6 +202,7 @@ def _boot_config(spec: Spec, exe_fd: int | None) -> dict[str, object]:
         "rlimits": _rlimits(spec, nproc_base),
         "drop": {"uid": spec.uid, "gid": SANDBOX_GID} if root_drops else None,
         "unshare": unshare,
+        "reaper": spec.isolation is Isolation.RLIMIT,
         "landlock": _landlock(spec),
         "argv": argv,
     }
@@ -210,23 +214,12 @@ def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
         fds.append(fd)
         return ["--bind-fd" if writable else "--ro-bind-fd", str(fd), dest]
 
-    args = [str(spec.facts.bwrap), "--die-with-parent", "--new-session", "--hostname", "gg"]
-    if spec.facts.is_root:  # privileged bwrap, no user namespace; boot.py drops to the slot uid
-        args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
-        args += ["--unshare-cgroup-try", "--cap-drop", "ALL"]
-        args += [a for cap in _DROP_CAPS for a in ("--cap-add", cap)]
-    else:
-        args += ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
-    args += ["--ro-bind", "/usr", "/usr"]
-    for top in ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"):
-        if os.path.islink(top):
-            args += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            args += ["--ro-bind", top, top]
+    args = _bwrap_base(spec)
     if spec.mode == "shell":
         args += ["--ro-bind", "/etc", "/etc"]
     args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--perms", "1777", "--size", str(spec.limits.tmp_mb * _MIB), "--tmpfs", "/tmp"]
+    for tmp in ("/tmp", "/dev/shm"):  # private, sized, gone with the sandbox (POSIX shm, sem_open)
+        args += ["--perms", "1777", "--size", str(spec.limits.tmp_mb * _MIB), "--tmpfs", tmp]
     ws = str(spec.workspace)
     prefix = spec.facts.python_prefix
     extra = [b for b in spec.binds if b != prefix and os.path.exists(b)]
@@ -244,6 +237,24 @@ def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
             fds.append(fd)
             args += ["--ro-bind-fd", str(fd), path]
     return [*args, "--"]
+
+
+def _bwrap_base(spec: Spec) -> list[str]:
+    """bubblewrap's namespaces and capabilities, and the read-only system directories."""
+    args = [str(spec.facts.bwrap), "--die-with-parent", "--new-session", "--hostname", "gg"]
+    if spec.facts.is_root:  # privileged bwrap, no user namespace; boot.py drops to the slot uid
+        args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+        args += ["--unshare-cgroup-try", "--cap-drop", "ALL"]
+        args += [a for cap in _DROP_CAPS for a in ("--cap-add", cap)]
+    else:
+        args += ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    args += ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    return args
 
 
 def _regular_file_fd(workspace: Path, path: str) -> int | None:
@@ -299,7 +310,8 @@ def plan(spec: Spec) -> Plan:
         config = json.dumps(_boot_config(spec, exe_fd), separators=(",", ":"))
         boot_dir = "/gg/guest" if spec.isolation is Isolation.BWRAP else str(GUEST_DIR)
         argv = [spec.facts.python, "-I", "-S", "-B", f"{boot_dir}/boot.py", config]
-        result = Plan(argv=argv, env=_env(spec), pass_fds=(), fds=fds)
+        result = Plan(argv=argv, env=_env(spec), pass_fds=(), fds=fds,
+                      reaper=spec.isolation is Isolation.RLIMIT)
         if spec.isolation is Isolation.BWRAP:
             result.argv = _bwrap_args(spec, fds) + argv
     except BaseException:

@@ -23,7 +23,13 @@ field              enforced by
 ``open_files``     ``RLIMIT_NOFILE``.
 ``message_bytes``  the longest SDK message gg accepts (one JSON line).
 ``calls``          the most SDK calls one program may make.
-``tmp_mb``         the size of the private ``/tmp`` (bubblewrap's tmpfs only).
+``tmp_mb``         the size of the private ``/tmp`` and ``/dev/shm`` (bubblewrap's
+                   tmpfs only).
+``write_bytes``    what one program or command may add to the disk under the
+``write_files``    workspace (and its private tmp on the host's disk): gg polls
+                   ``statvfs`` and, when the disk lost that much, counts what
+                   changed since the start (:mod:`gg.sandbox.writes`); past
+                   either, it kills the program.
 =================  =================================================================
 """
 
@@ -59,7 +65,13 @@ class Limits:
     calls: int = 10_000
     """SDK calls per program."""
     tmp_mb: int = 256
-    """Size of the private /tmp under bubblewrap, in MiB."""
+    """Size of the private /tmp (and /dev/shm) under bubblewrap, in MiB."""
+    write_bytes: int = 1 << 30
+    """Bytes one program or command may add to the workspace (issue 9, item 7): 1 GiB, ten
+    times a large dependency install, far below a CI disk."""
+    write_files: int = 100_000
+    """Files and directories one program or command may make or change: 100,000, above a
+    large ``node_modules`` or a Linux kernel checkout (about 90,000)."""
 
     def __post_init__(self) -> None:
         """Reject a limit that is not a positive number.

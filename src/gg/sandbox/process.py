@@ -5,10 +5,12 @@ Program mode keeps the first ``output_bytes`` and kills the program past
 them; shell mode keeps the head and the tail and kills only far past the cap.
 The wall clock excludes time the membrane's handler spends on a call. When
 anything ends the run (exit, limit, violation), the whole tree is killed:
-bubblewrap and the ``unshare`` layer by their pid namespace, and (when gg
-is root) the ``unshare`` and ``rlimit`` layers also by ``kill(-1)`` as the
-slot uid (see :mod:`gg.sandbox.accounts`), which catches processes that
-left the session.
+bubblewrap and the ``unshare`` layer by their pid namespace; the ``rlimit``
+layer by ``boot.py``'s reaper, a child subreaper outside the program's
+confinement that kills every descendant (``setsid`` and double-fork escapes
+included) when gg sends it SIGTERM or the program's process ends; and (when
+gg is root) the ``unshare`` and ``rlimit`` layers also by ``kill(-1)`` as the
+slot uid (see :mod:`gg.sandbox.accounts`). Then gg kills the process group.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from dataclasses import dataclass
 
 from gg.sandbox.launch import Plan
 from gg.sandbox.membrane import Membrane
+from gg.sandbox.writes import POLL_S, WriteCap
 
 __all__ = ["Outcome", "supervise"]
 
 _GRACE_S = 2.0
+_REAPER_GRACE_S = 12.0  # boot.py's reaper gives up after 10 s
 _CHUNK = 65536
 _SHELL_KILL_FACTOR = 100
 
@@ -41,7 +45,8 @@ class Outcome:
     output: str
     """stdout+stderr, decoded (invalid UTF-8 replaced), cut with a marker when too long."""
     stopped: str | None
-    """Why gg stopped it: ``"wall"``, ``"output"``, ``"membrane"``; ``None`` if it ended itself."""
+    """Why gg stopped it: ``"wall"``, ``"output"``, ``"membrane"``, ``"write_bytes"``,
+    ``"write_files"`` (the write cap, :mod:`gg.sandbox.writes`); ``None`` if it ended itself."""
     seconds: float
 
 
@@ -142,6 +147,14 @@ class _Watch:
         if self.membrane.violation:
             self.stop("membrane")
 
+    async def writes(self, cap: WriteCap) -> None:
+        """Poll the write cap's cheap trigger; on it, check (off the loop) and stop if passed."""
+        while True:
+            await asyncio.sleep(POLL_S)
+            if cap.triggered() and (passed := await asyncio.to_thread(cap.check)):
+                self.stop(passed)
+                return
+
     async def wait_exit(self) -> None:
         """Wait for the process itself to end (not its pipes), then reap it."""
         await _exited(self.proc)
@@ -218,6 +231,7 @@ async def supervise(
     output_bytes: int,
     shell: bool = False,
     sweep: Callable[[], None] | None = None,
+    writes: WriteCap | None = None,
 ) -> Outcome:
     """Run ``plan`` to its end under the wall clock, the output cap and the membrane.
 
@@ -230,6 +244,7 @@ async def supervise(
         output_bytes: the output cap.
         shell: keep head and tail, and kill only at 100x the cap.
         sweep: called (in a thread) after the process ends, to kill stragglers.
+        writes: the write cap to watch (checked once more after the end).
 
     Returns:
         The :class:`Outcome`. Exceptions raised by the membrane's handler propagate,
@@ -255,10 +270,14 @@ async def supervise(
         "clock": asyncio.create_task(watch.clock()),
         "exit": asyncio.create_task(watch.wait_exit()),
     }
+    if writes is not None:
+        tasks["writes"] = asyncio.create_task(watch.writes(writes))
     try:
         stopped = await watch.done
     finally:
-        await _wind_down(proc, tasks, streams, sweep)
+        await _wind_down(proc, tasks, streams, sweep, plan.reaper)
+    if stopped is None and writes is not None and writes.triggered():
+        stopped = await asyncio.to_thread(writes.check)  # passed in its last moments
     if not tasks["membrane"].cancelled() and (error := tasks["membrane"].exception()):
         raise error
     return Outcome(
@@ -297,8 +316,13 @@ async def _wind_down(
     tasks: dict[str, asyncio.Task[None]],
     streams: _Streams,
     sweep: Callable[[], None] | None,
+    reaper: bool,
 ) -> None:
     """Kill the tree, reap, sweep stragglers, drain the pipes (briefly), close everything."""
+    if reaper and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)  # the reaper kills every descendant, then exits
+        await asyncio.wait({tasks["exit"]}, timeout=_REAPER_GRACE_S)
     _kill(proc)
     await _finish(tasks["exit"], 10)
     if sweep is not None:
@@ -306,4 +330,6 @@ async def _wind_down(
     await _finish(tasks["output"], _GRACE_S)
     await _finish(tasks["membrane"], _GRACE_S)
     await _finish(tasks["clock"], 0)
+    if "writes" in tasks:
+        await _finish(tasks["writes"], 0)
     streams.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
@@ -56,6 +57,9 @@ class Prepared:
     """Kills whatever the run left behind (``kill(-1)`` as the slot uid), if needed."""
     owned: set[int] = field(default_factory=set)
     """Descriptors :func:`prepared` still closes on exit; :meth:`hand_over` removes them."""
+    written: list[Path] = field(default_factory=list)
+    """Where the process's writes land on the host's disk: the workspace, and its private
+    tmp under the ``unshare`` and ``rlimit`` layers (the write cap watches them)."""
 
     def hand_over(self) -> tuple[int, int | None, list[int]]:
         """Give up ownership of every pipe end (the caller closes them from now on)."""
@@ -74,7 +78,7 @@ def _pipe_with(data: bytes, owned: set[int]) -> int:
 
 
 def _pipes(
-    mode: Mode, uid: int | None, owned: set[int]
+    mode: Mode, isolation: Isolation, uid: int | None, owned: set[int]
 ) -> tuple[int, int, int | None, int | None, int | None]:
     """The request pipe, the answer pipe (program modes) and the seccomp pipe, all in ``owned``.
 
@@ -91,7 +95,7 @@ def _pipes(
         for fd in (req_write, ans_read):
             if fd is not None:
                 os.fchown(fd, uid, SANDBOX_GID)
-    bpf = seccomp_bpf()
+    bpf = seccomp_bpf(deny_sysv_ipc=isolation is Isolation.RLIMIT)  # no IPC namespace there
     seccomp_fd = _pipe_with(bpf, owned) if bpf else None
     return req_read, req_write, ans_read, ans_write, seccomp_fd
 
@@ -135,7 +139,8 @@ def prepared(
             prepare_run_dir(run_dir, uid=uid, isolation=isolation)
             for name, text in files.items():
                 (run_dir / name).write_text(text, encoding="utf-8")
-            req_read, req_write, ans_read, ans_write, seccomp_fd = _pipes(mode, uid, owned)
+            pipes = _pipes(mode, isolation, uid, owned)
+            req_read, req_write, ans_read, ans_write, seccomp_fd = pipes
             spec = Spec(
                 mode=mode, isolation=isolation, facts=facts, limits=limits,
                 workspace=workspace, run_dir=run_dir, uid=uid, req_fd=req_write,
@@ -148,9 +153,10 @@ def prepared(
             if uid is not None and isolation is not Isolation.BWRAP:
                 sweep = lambda: kill_all(uid, facts.python)  # noqa: E731
             child = [fd for fd in (req_write, ans_read, seccomp_fd) if fd is not None]
+            written = [workspace] + ([] if isolation is Isolation.BWRAP else [run_dir / "tmp"])
             yield Prepared(
                 plan=the_plan, req_read=req_read, ans_write=ans_write,
-                child_fds=child, sweep=sweep, owned=owned,
+                child_fds=child, sweep=sweep, owned=owned, written=written,
             )  # fmt: skip
         finally:
             for fd in owned:
@@ -169,22 +175,41 @@ class Blocking:
     timed_out: bool
 
 
+def _run_to_end(the_plan: Plan, timeout_s: float) -> tuple[int | None, bytes, bool]:
+    """Run to the end or the timeout; then stop the tree (via the reaper first, if any)."""
+    proc = subprocess.Popen(
+        the_plan.argv, env=the_plan.env, pass_fds=the_plan.pass_fds,
+        user=the_plan.user, group=the_plan.group,
+        extra_groups=[] if the_plan.user is not None else None,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True, cwd="/",
+    )  # fmt: skip
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+        return proc.returncode, output, False
+    except subprocess.TimeoutExpired:
+        if the_plan.reaper:
+            proc.send_signal(signal.SIGTERM)  # boot.py's reaper kills every descendant
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=12)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            output, _ = proc.communicate(timeout=2)
+            return None, output, True
+        return None, b"", True
+    finally:
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
 def run_blocking(job: Prepared, *, timeout_s: float) -> Blocking:
     """Run a short job to its end without a membrane (blocking; for the probe and syntax checks)."""
     req_read, ans_write, child_fds = job.hand_over()
     fds = [*child_fds, *job.plan.fds]
     try:
-        try:
-            done = subprocess.run(
-                job.plan.argv, env=job.plan.env, pass_fds=job.plan.pass_fds,
-                user=job.plan.user, group=job.plan.group,
-                extra_groups=[] if job.plan.user is not None else None,
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                start_new_session=True, cwd="/", timeout=timeout_s, check=False,
-            )  # fmt: skip
-            returncode, output, timed_out = done.returncode, done.stdout, False
-        except subprocess.TimeoutExpired as exc:
-            returncode, output, timed_out = None, exc.output or b"", True
+        returncode, output, timed_out = _run_to_end(job.plan, timeout_s)
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)

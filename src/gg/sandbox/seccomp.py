@@ -6,14 +6,30 @@ over the system's libseccomp2), and hands the BPF bytes to the sandbox's
 sandboxed interpreter needs no third-party package for it.
 
 Denied with ``EPERM``: creating sockets and anything network-facing
-(``socket``, ``connect``, ``bind``, ``listen``; ``socketpair`` stays allowed
-for local pipes such as asyncio's), tracing and reading other processes'
+(``socket``, ``connect``, ``bind``, ``listen``), tracing and reading other processes'
 memory, namespaces and mounts (``unshare``, ``setns``, ``mount``...,
 ``clone`` with a ``CLONE_NEW*`` flag), kernel keyrings, BPF,
 ``perf_event_open``, ``userfaultfd``, ``io_uring`` (which could bypass the
 rest), module loading, reboot and clock setting. ``clone3`` answers
 ``ENOSYS``, so C libraries fall back to ``clone``, whose flags can be checked.
 Syscalls of a foreign ABI (x32, i386) kill the process (libseccomp's default).
+
+**Datagrams to an address** (issue 9, item 7). ``socketpair`` stays allowed for
+local channels (asyncio's self-pipe, ``multiprocessing.Pipe``, subprocess
+helpers), but only for ``AF_UNIX`` stream and seqpacket sockets: a datagram
+socket can be aimed at any bound address with ``sendto``/``sendmsg``, while a
+connected stream socket refuses an address (``EISCONN``) and a seqpacket one
+ignores it. With ``socket`` denied as well, no datagram socket can exist in the
+sandbox, which closes ``sendto``, ``sendmsg`` and ``sendmmsg`` to a pathname or
+abstract ``AF_UNIX`` address (seccomp cannot read ``msg_name`` inside the
+message, so the type of socket is what is checked). As a second bar,
+``sendto`` with a destination address is refused outright (``send`` passes
+none). Landlock on this kernel (ABI 7) scopes abstract sockets and signals but
+not pathname sockets, so seccomp is the bar for those in every layer.
+
+**SysV IPC** (``shmget``, ``semget``, ``msgget`` and their operations) is denied
+when the layer has no IPC namespace (``rlimit``): objects made there would
+outlive the run. POSIX shared memory (files in ``/dev/shm``) is not affected.
 
 What it does not promise: it is a denylist; anything not named is allowed.
 """
@@ -24,8 +40,9 @@ import contextlib
 import errno
 import functools
 import tempfile
+from typing import Any
 
-__all__ = ["DENIED_SYSCALLS", "seccomp_bpf"]
+__all__ = ["DENIED_SYSCALLS", "SYSV_IPC_SYSCALLS", "seccomp_bpf"]
 
 DENIED_SYSCALLS: tuple[str, ...] = (
     "socket", "connect", "bind", "listen", "accept", "accept4",
@@ -42,6 +59,16 @@ DENIED_SYSCALLS: tuple[str, ...] = (
 )  # fmt: skip
 """Syscalls answered with ``EPERM``."""
 
+SYSV_IPC_SYSCALLS: tuple[str, ...] = (
+    "shmget", "shmat", "shmctl", "semget", "semop", "semtimedop", "semctl",
+    "msgget", "msgsnd", "msgrcv", "msgctl",
+)  # fmt: skip
+"""Denied with ``EPERM`` in layers without an IPC namespace."""
+
+_AF_UNIX = 1
+_SOCK_TYPE_MASK = 0xF
+_LOCAL_SOCKET_TYPES = (1, 5)  # SOCK_STREAM, SOCK_SEQPACKET: no datagram can carry an address
+
 _CLONE_NEW_FLAGS = (
     0x00020000,  # CLONE_NEWNS
     0x02000000,  # CLONE_NEWCGROUP
@@ -54,30 +81,44 @@ _CLONE_NEW_FLAGS = (
 )
 
 
+def _deny(filt: Any, seccomp: Any, name: str, *args: Any) -> None:
+    with contextlib.suppress(OSError, ValueError):  # not a syscall on this architecture
+        filt.add_rule(seccomp.ERRNO(errno.EPERM), name, *args)
+
+
+def _socket_rules(filt: Any, seccomp: Any) -> None:
+    """``socketpair`` for AF_UNIX stream/seqpacket only; ``sendto`` without an address only."""
+    _deny(filt, seccomp, "socketpair", seccomp.Arg(0, seccomp.NE, _AF_UNIX))
+    for kind in range(_SOCK_TYPE_MASK + 1):
+        if kind not in _LOCAL_SOCKET_TYPES:
+            rule = seccomp.Arg(1, seccomp.MASKED_EQ, _SOCK_TYPE_MASK, kind)
+            _deny(filt, seccomp, "socketpair", rule)
+    _deny(filt, seccomp, "sendto", seccomp.Arg(4, seccomp.NE, 0))
+
+
 @functools.cache
-def seccomp_bpf() -> bytes | None:
+def seccomp_bpf(*, deny_sysv_ipc: bool = False) -> bytes | None:
     """The compiled filter as raw BPF (``struct sock_filter`` array), or ``None``.
 
+    Args:
+        deny_sysv_ipc: also deny :data:`SYSV_IPC_SYSCALLS` (layers without an IPC
+            namespace; issue 9, item 7).
+
     Returns:
-        The program's bytes (a multiple of 8), cached; ``None`` when pyseccomp or
-        libseccomp is not installed (the sandbox then runs without seccomp and
-        says so in :meth:`gg.sandbox.Sandbox.describe`).
+        The program's bytes (a multiple of 8), cached per argument; ``None`` when
+        pyseccomp or libseccomp is not installed (the sandbox then runs without
+        seccomp and says so in :meth:`gg.sandbox.Sandbox.describe`).
     """
     try:
         import pyseccomp as seccomp  # type: ignore[import-untyped]
     except (ImportError, OSError, AttributeError):
         return None
     filt = seccomp.SyscallFilter(seccomp.ALLOW)
-    for name in DENIED_SYSCALLS:
-        try:
-            filt.add_rule(seccomp.ERRNO(errno.EPERM), name)
-        except (OSError, ValueError):
-            continue  # not a syscall on this architecture
-    clone = "clone"
+    for name in DENIED_SYSCALLS + (SYSV_IPC_SYSCALLS if deny_sysv_ipc else ()):
+        _deny(filt, seccomp, name)
+    _socket_rules(filt, seccomp)
     for flag in _CLONE_NEW_FLAGS:
-        filt.add_rule(
-            seccomp.ERRNO(errno.EPERM), clone, seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag)
-        )
+        _deny(filt, seccomp, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     with contextlib.suppress(OSError, ValueError):
         filt.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     with tempfile.TemporaryFile() as out:

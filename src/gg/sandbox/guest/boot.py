@@ -13,15 +13,18 @@ In order, it:
    workspace's parent directories need not be searchable by the sandbox uid);
 3. sets rlimits (CPU, AS or DATA, FSIZE, NOFILE, NPROC, CORE);
 4. ``unshare`` layer only: enters new net/ipc/uts/pid namespaces;
-5. drops to the dedicated uid/gid when one is given;
-6. applies Landlock (files, TCP, signals, abstract sockets) when asked,
+5. ``rlimit`` layer only: forks the **reaper** (see :func:`become_reaper`), which
+   stays outside the program's confinement and kills every descendant when the
+   program's process ends or gg asks (SIGTERM);
+6. drops to the dedicated uid/gid when one is given;
+7. applies Landlock (files, TCP, signals, abstract sockets) when asked,
    sets ``no_new_privs`` and loads the seccomp filter gg compiled;
-7. ``unshare`` layer only: forks a pid-1 reaper into the new pid namespace,
+8. ``unshare`` layer only: forks a pid-1 reaper into the new pid namespace,
    which forks the program's process (each dies with its parent);
-8. writes ``{"kind": "ready"}`` on fd 3 and runs the Python program
+9. writes ``{"kind": "ready"}`` on fd 3 and runs the Python program
    (``runner.py``), or execs Deno or ``/bin/sh -c``.
 
-A failure before step 8 prints ``gg-boot: <why>`` on stderr and exits 121;
+A failure before step 9 prints ``gg-boot: <why>`` on stderr and exits 121;
 gg turns that into :class:`gg.errors.SandboxError`.
 """
 
@@ -36,6 +39,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from typing import Any, NoReturn
 
 BOOT_FAILED = 121
@@ -45,7 +49,9 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_SET_SECCOMP = 22
 _PR_CAPBSET_DROP = 24
+_PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
+_REAP_DEADLINE_S = 10.0
 _SECCOMP_MODE_FILTER = 2
 _SYS_LANDLOCK = {"create": 444, "add_rule": 445, "restrict": 446}
 
@@ -157,6 +163,134 @@ def _fork_and_wait() -> None:
             if os.WIFSIGNALED(status):
                 os._exit(128 + os.WTERMSIG(status))
             os._exit(os.WEXITSTATUS(status))
+
+
+class _Stop(Exception):
+    """Raised in the reaper by SIGTERM: gg asks it to end the run now."""
+
+
+def _on_term(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+def become_reaper() -> None:
+    """``rlimit`` layer: fork; the child returns (the program's process), the parent reaps.
+
+    The parent becomes a child subreaper (``PR_SET_CHILD_SUBREAPER``) before the
+    fork, so every process the program starts that leaves its parent (``setsid``,
+    a double fork) is re-parented to it rather than to init. It stays outside
+    the program's confinement: as root it keeps root's uid (the program gets the
+    slot uid); otherwise Landlock's signal scope (ABI 6+) keeps the program from
+    signalling it, and it is not dumpable. When the program's process ends, or
+    on SIGTERM from gg, it kills every descendant (:func:`kill_descendants`) and
+    exits with the program's status (``128 + 9`` when stopped by gg).
+    """
+    _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(PR_SET_CHILD_SUBREAPER)")
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    child = os.fork()
+    if child == 0:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        return
+    os.closerange(3, 65536)
+    _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    signal.signal(signal.SIGTERM, _on_term)
+    code = 128 + signal.SIGKILL
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        code = _wait_for(child)
+    except _Stop:
+        pass
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    kill_descendants(os.getpid())
+    os._exit(code)
+
+
+def _wait_for(child: int) -> int:
+    """Reap children until ``child`` ends; its exit status (``128 + signal`` if killed)."""
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            return BOOT_FAILED
+        if pid == child:
+            return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process this one can see in ``/proc``."""
+    out: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            out[int(name)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def _descendants(root: int, parents: dict[int, int]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            if pid not in found:
+                found.add(pid)
+                todo.append(pid)
+    return found
+
+
+def _kill_if_still(pid: int, tree: set[int], root: int) -> None:
+    """SIGKILL ``pid`` through a pidfd, if it is still a descendant (no pid-reuse race)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        if ppid in tree or ppid == root:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except (OSError, IndexError, ValueError):
+        pass
+    finally:
+        os.close(pidfd)
+
+
+def kill_descendants(root: int) -> None:
+    """SIGKILL and reap every descendant of ``root`` (this process), until none is left.
+
+    A process forked between a scan and the kills has a killed parent, so it is
+    re-parented to ``root`` and found by the next scan. Gives up after
+    :data:`_REAP_DEADLINE_S` (gg's own kill and sweep follow).
+    """
+    deadline = time.monotonic() + _REAP_DEADLINE_S
+    while time.monotonic() < deadline:
+        tree = _descendants(root, _parents())
+        for pid in tree:
+            _kill_if_still(pid, tree, root)
+        reaped = _reap_all()
+        if not tree and not reaped:
+            return
+        if not reaped:
+            time.sleep(0.005)
+
+
+def _reap_all() -> bool:
+    """Reap every child that has ended; whether any was."""
+    any_reaped = False
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return any_reaped
+        if pid == 0:
+            return any_reaped
+        any_reaped = True
 
 
 def drop_privileges(uid: int, gid: int) -> None:
@@ -293,7 +427,7 @@ def _exec(config: dict[str, Any], exe_fd: int | None) -> NoReturn:
 
 
 def confine(config: dict[str, Any], fds: dict[str, int]) -> None:
-    """Steps 2-7 of the module docstring; returns in the (possibly forked) program process."""
+    """Steps 2-8 of the module docstring; returns in the (possibly forked) program process."""
     try:
         os.chdir(config["workspace"])
     except OSError as exc:
@@ -302,6 +436,8 @@ def confine(config: dict[str, Any], fds: dict[str, int]) -> None:
     ruleset = landlock_ruleset(config["landlock"]) if config.get("landlock") else None
     if config.get("unshare"):
         enter_namespaces(config["unshare"])
+    if config.get("reaper"):
+        become_reaper()
     drop = config.get("drop")
     if drop:
         drop_privileges(int(drop["uid"]), int(drop["gid"]))
