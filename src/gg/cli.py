@@ -185,7 +185,7 @@ def _say(console: Console, verdict: Verdict) -> None:
     """The verdict as one plain line: red when the stream cannot be trusted."""
     colour = {"intact": "green", "running": "green", "unended": "yellow"}.get(verdict.kind,
                                                                                "bold red")
-    console.print(f"[{colour}]{escape(verdict.message())}[/]")
+    console.print(f"[{colour}]{escape(verdict.message())}[/]", soft_wrap=True)
 
 
 def _verdict_exit(verdict: Verdict) -> int:
@@ -251,7 +251,8 @@ def watch(
     try:
         for event in read_events(path, follow=True, check=check):
             if last is None and check.unkeyed:
-                console.print(f"[bold red]STREAM UNVERIFIED: {escape(check.unkeyed)}[/]")
+                console.print(f"[bold red]STREAM UNVERIFIED: {escape(check.unkeyed)}[/]",
+                              soft_wrap=True)
             renderer(event)
             last = event
         verdict = check.finish()

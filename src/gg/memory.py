@@ -49,7 +49,7 @@ from pydantic import Field
 
 from gg.endings import Language
 from gg.errors import ToolError, UserError
-from gg.state import private_dir, private_file, warn_legacy, workspace_state
+from gg.state import StateError, private_file, warn_legacy, workspace_state
 from gg.stream import now_iso
 from gg.tools.registry import Tool, ToolContext, tool
 
@@ -137,10 +137,11 @@ class MemoryStore:
         self.path = path
         self.fts = fts
         try:
-            private_file(private_dir(path.parent) / path.name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(path)  # a regular file of gg's user, never through a link
             with self._connect() as db:
                 self._init(db)
-        except sqlite3.Error as e:
+        except (sqlite3.Error, StateError, OSError) as e:
             raise UserError(f"cannot open the memory store {str(path)!r}: {e}") from None
 
     @contextlib.contextmanager

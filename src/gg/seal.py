@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from gg.errors import GGError, UserError
-from gg.state import RUN_ID_PATTERN, StateError, existing_state, open_private
+from gg.state import RUN_ID_PATTERN, StateError, existing_state, open_private, state_home
 
 __all__ = [
     "HEAD_NAME",
@@ -301,9 +301,10 @@ class Checker:
 
     Args:
         path: the stream file (for messages).
-        seal_dir: where ``seal.key`` and ``seal.head`` are; default: the run
-            directory in the gg state of the workspace and run id the first
-            event names (only a gg-private directory is trusted).
+        seal_dir: where ``seal.key`` and ``seal.head`` are; default: the
+            stream's own directory when it lies in gg's state (``state_home``),
+            else the run directory in the gg state of the workspace and run id
+            its first event names (only gg's private state is trusted).
     """
 
     def __init__(self, path: Path, *, seal_dir: Path | None = None) -> None:
@@ -364,6 +365,10 @@ class Checker:
 
     def _locate(self, obj: dict[str, object]) -> None:
         directory = self._seal_dir
+        home = state_home().resolve()
+        beside = self.path.resolve().parent
+        if directory is None and beside.is_relative_to(home) and (beside / KEY_NAME).exists():
+            directory = beside  # a stream in gg's own state: its run is where it lies
         if directory is None:
             workspace, run_id = obj.get("workspace"), obj.get("run_id")
             if not isinstance(workspace, str) or not isinstance(run_id, str) or \
