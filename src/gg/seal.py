@@ -135,7 +135,8 @@ class Sealer:
         if seq <= self._head_seq and not closed:
             return
         self._head_seq = seq
-        record = json.dumps({"seq": seq, "chain": chain.hex(), "closed": closed}).encode()
+        record = b'{"seq":%d,"chain":"%s","closed":%s}' % (
+            seq, binascii.hexlify(chain), b"true" if closed else b"false")
         os.pwrite(self._head, record.ljust(_HEAD_SIZE - 1) + b"\n", 0)
 
     def close(self) -> None:

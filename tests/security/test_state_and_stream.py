@@ -431,3 +431,12 @@ def test_an_old_stream_in_the_workspace_is_not_read_as_a_run(workspace: Path,
     assert "ignored" in p.stderr and str(workspace / ".gg" / "runs") in p.stderr
     p = cli("show", str(old))  # named explicitly, it is replayed, but as unverified
     assert p.returncode == UNVERIFIED and "STREAM UNVERIFIED" in p.stdout
+
+
+@pytest.mark.parametrize("bad", ["../../escape", "a/b", ".hidden", ""])
+def test_a_run_id_cannot_name_a_path(workspace: Path, bad: str) -> None:
+    a = agent(workspace, [])
+    with pytest.raises(gg.UserError, match="bad run id"):
+        a.new_run(run_id=bad or "-")
+    assert not (workspace / ".gg").exists()
+    assert not list(state_path(workspace).parent.parent.glob("**/escape"))
