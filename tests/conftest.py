@@ -17,7 +17,7 @@ from support import CORPORA, RunScripted
 @pytest.fixture(autouse=True)
 def _state_home(tmp_path_factory: pytest.TempPathFactory,
                 monkeypatch: pytest.MonkeyPatch) -> Path:
-    """gg's state (streams, stores; ``gg.state``) goes to a fresh directory per test, never ``~``."""
+    """gg's state (streams, stores; ``gg.state``) goes to a fresh directory per test, not ~."""
     home = tmp_path_factory.mktemp("gg-state")
     home.chmod(0o700)
     monkeypatch.setenv("GG_STATE_HOME", str(home))
