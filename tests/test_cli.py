@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from gg.run import stream_path
+from gg.state import state_path
 from support import write_script
 
 GG = [sys.executable, "-m", "gg"]
@@ -36,7 +38,8 @@ def test_json_result_and_exit_0(workspace: Path, tmp_path: Path) -> None:
     assert out["status"] == "ended" and out["diagnosis"] is None
     assert out["ending"] == {"call": "finish", "summary": "Listed it."}
     assert Path(out["stream"]).is_file()
-    assert Path(out["stream"]) == workspace / ".gg" / "runs" / out["run_id"] / "stream.jsonl"
+    assert Path(out["stream"]) == stream_path(workspace, out["run_id"])  # gg's state, outside
+    assert not (workspace / ".gg").exists()  # gg wrote nothing in the workspace
 
 
 def test_stopped_run_exit_1_with_diagnosis(workspace: Path, tmp_path: Path) -> None:
@@ -182,7 +185,7 @@ def _run_until_gate(workspace: Path, tmp_path: Path, **popen: Any,
     (workspace / "gg.toml").write_text('[[hooks.agent_stop]]\ncommand = "sleep 30"\n')
     proc = subprocess.Popen([*GG, "run", "t", "-w", str(workspace), "--model",
                              f"scripted:{script}"], **popen)
-    runs = workspace / ".gg" / "runs"
+    runs = state_path(workspace) / "runs"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         streams = list(runs.glob("*/stream.jsonl")) if runs.exists() else []
@@ -217,7 +220,9 @@ def test_secrets_never_shown(workspace: Path, tmp_path: Path) -> None:
         assert p.returncode == 0
         assert secret not in p.stdout and secret not in p.stderr
         assert "[redacted]" in p.stdout + p.stderr
-    for stream in (workspace / ".gg" / "runs").glob("*/stream.jsonl"):
+    streams = list((state_path(workspace) / "runs").glob("*/stream.jsonl"))
+    assert len(streams) == 2
+    for stream in streams:
         assert secret not in stream.read_text()
 
 

@@ -1,5 +1,5 @@
-"""Memories: ``remember`` / ``recall`` backed by SQLite in the workspace, and the
-on-recall script (SPEC T3, S13, issue 6)."""
+"""Memories: ``remember`` / ``recall`` backed by SQLite in the workspace's gg state
+(outside it; issue 9 item 2), and the on-recall script (SPEC T3, S13, issue 6)."""
 
 from __future__ import annotations
 

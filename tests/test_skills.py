@@ -12,6 +12,7 @@ import gg
 from gg.config import settings_from_dict
 from gg.models.base import Message, ToolMessage, ToolSpec
 from gg.skills import discover_skills, load_skill, parse_skill_md
+from gg.state import state_path
 from gg.testing import FunctionModel, ScriptedModel, call, text
 from support import events_of
 
@@ -87,7 +88,7 @@ def test_malformed_skill_is_a_user_error_naming_the_file(
     # the agent refuses to start, before anything is written (exit 2 from the CLI)
     with pytest.raises(gg.UserError, match=problem):
         skills_agent(workspace, ScriptedModel([]))
-    assert not (workspace / ".gg" / "runs").exists()
+    assert not (state_path(workspace) / "runs").exists()
 
 
 def test_non_utf8_and_two_scripts_are_user_errors(workspace: Path) -> None:

@@ -2,17 +2,21 @@
 
 Exit codes (SPEC O3): 0 a session ended by an ending; 1 stopped by a ceiling or
 a model failure (diagnosis printed); 2 bad usage or configuration (the message
-names the flag or key, and nothing is written).
+names the flag or key, and nothing is written). ``gg show`` and ``gg watch``
+verify the stream's seal first (issue 9 item 3): 3 the stream was altered or
+truncated (only the events before the damage are shown); 4 it cannot be
+verified (no key for the run in gg's state on this machine).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -24,7 +28,9 @@ from gg.config import CONFIG_NAME, default_toml
 from gg.errors import ModelUnavailable, UserError
 from gg.models.factory import validate_spec
 from gg.render import Renderer, summary_table
-from gg.stream import read_events, redact
+from gg.seal import Checker, StreamAltered, Verdict
+from gg.state import RUN_ID_PATTERN, StateError, existing_state, state_path, warn_legacy
+from gg.stream import Event, read_events, redact
 from gg.terminal import inert, inert_json, inert_text, line
 
 __all__ = ["app", "main"]
@@ -87,7 +93,9 @@ def run(
 
     The session ends only by finish(summary) (role standard) or approve() /
     request_changes(items) (role review), after the agent-stop hooks pass.
-    Turns stream live; the stream is written to WORKSPACE/.gg/runs/RUN_ID/stream.jsonl.
+    Turns stream live; the stream is written to gg's state directory for WORKSPACE,
+    outside it: $GG_STATE_HOME (default $XDG_STATE_HOME/gg, else ~/.local/state/gg)
+    /workspaces/NAME-HASH/runs/RUN_ID/stream.jsonl. Nothing is written in WORKSPACE.
 
     Exit codes: 0 ended by an ending; 1 stopped by a ceiling or a model failure
     (diagnosis printed); 2 bad usage or configuration (nothing written);
@@ -149,56 +157,126 @@ def _print_result(console: Console, data: dict[str, object]) -> None:
                         "dim")))
 
 
-def _find_stream(ref: str, workspace: Path) -> Path:
+EXIT_ALTERED = 3
+"""``gg show``/``gg watch``: the stream was altered or truncated (issue 9 item 3)."""
+EXIT_UNVERIFIED = 4
+"""``gg show``/``gg watch``: no key for the run, the stream cannot be verified."""
+
+_VERDICT_HELP = (
+    "The stream's seal is verified first: a stream altered or truncated after gg wrote it "
+    "is reported as such, and only the events before the damage are shown. Exit codes: "
+    f"0 intact (or still running / did not end, for show); 1 (watch) the run did not end; "
+    f"2 not a stream, no such run; {EXIT_ALTERED} altered or truncated; {EXIT_UNVERIFIED} "
+    "cannot be verified (no key for this run in gg's state on this machine).")
+
+
+def _find_stream(ref: str, workspace: Path) -> tuple[Path, Path | None]:
+    """The stream ``ref`` names and the directory of its seal (``None``: located from
+    the stream's first event). A run id is looked up in gg's state for ``workspace``."""
+    if RUN_ID_PATTERN.fullmatch(ref):
+        warn_legacy(workspace.resolve())
+        try:
+            state = existing_state(workspace)
+        except StateError as e:
+            raise UserError(str(e)) from None
+        candidate = (state or state_path(workspace)) / "runs" / ref / "stream.jsonl"
+        if state is not None and candidate.is_file() and not candidate.is_symlink():
+            return candidate, candidate.parent
+    else:
+        candidate = state_path(workspace) / "runs" / "RUN_ID" / "stream.jsonl"
     path = Path(ref)
     if path.is_file():
-        return path
-    candidate = workspace / ".gg" / "runs" / ref / "stream.jsonl"
-    if candidate.is_file():
-        return candidate
+        return path, None
     raise UserError(f"no run {ref!r}: not a stream file, and no {candidate} (use --workspace)")
 
 
-def _replay(run_ref: str, workspace: Path, *, follow: bool) -> list[Any]:
-    try:
-        path = _find_stream(run_ref, workspace)
-    except UserError as e:
-        raise _fail(str(e)) from None
-    console = Console(highlight=False)
-    renderer = Renderer(console)
-    events = []
-    try:
-        for event in read_events(path, follow=follow):
-            events.append(event)
-            renderer(event)
-    except UserError as e:
-        raise _fail(str(e)) from None
-    if events and events[-1].type != "run_ended":
-        console.print(line(("the stream ends without run_ended: the run is still going, or "
-                            "its process was killed or crashed (nothing after this was "
-                            "recorded)", "yellow")))
-        if follow:
-            raise typer.Exit(1)
-    return events
+def _say(console: Console, verdict: Verdict) -> None:
+    """The verdict as one plain line: red when the stream cannot be trusted."""
+    colour = {"intact": "green", "running": "green", "unended": "yellow"}.get(verdict.kind,
+                                                                               "bold red")
+    console.print(line((verdict.message(), colour)), soft_wrap=True)
 
 
-@app.command()
+def _verdict_exit(verdict: Verdict) -> int:
+    if verdict.kind in ("altered", "truncated"):
+        return EXIT_ALTERED
+    return EXIT_UNVERIFIED if verdict.kind == "unkeyed" else 0
+
+
+def _read_checked(path: Path, seal_dir: Path | None) -> tuple[list[Event], Verdict]:
+    """Read the whole stream once, checking each line; the events before any damage."""
+    check = Checker(path, seal_dir=seal_dir)
+    events: list[Event] = []
+    with contextlib.suppress(StreamAltered):  # the verdict says where
+        events.extend(read_events(path, check=check))
+    verdict = check.finish(check.head_at_start)
+    return events[:verdict.trusted], verdict
+
+
+_UNENDED = line(("the stream ends without run_ended: the run is still going, or its "
+                  "process was killed or crashed (nothing after this was recorded)", "yellow"))
+
+
+@app.command(help=f"Replay a run's stream as a report, with a summary per session. "
+                  f"{_VERDICT_HELP}")
 def show(
     run_ref: Annotated[str, typer.Argument(metavar="RUN_ID|STREAM_PATH")],
     workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
 ) -> None:
-    """Replay a finished run's stream as a report, with a summary per session."""
-    events = _replay(run_ref, workspace, follow=False)
-    Console(highlight=False).print(summary_table(events))
+    """Replay a run's stream, verified (see the help text above)."""
+    try:
+        path, seal_dir = _find_stream(run_ref, workspace)
+        events, verdict = _read_checked(path, seal_dir)
+    except (UserError, OSError) as e:
+        raise _fail(str(e)) from None
+    console = Console(highlight=False)
+    _say(console, verdict)
+    renderer = Renderer(console)
+    for event in events:
+        renderer(event)
+    if verdict.kind in ("running", "unended") or (
+            verdict.kind == "unkeyed" and events and events[-1].type != "run_ended"):
+        console.print(_UNENDED)
+    console.print(summary_table(events))
+    if verdict.kind not in ("intact", "running", "unended"):
+        _say(console, verdict)
+    raise typer.Exit(_verdict_exit(verdict))
 
 
-@app.command()
+@app.command(help=f"Follow a live run's stream until it ends (run_ended). {_VERDICT_HELP}")
 def watch(
     run_ref: Annotated[str, typer.Argument(metavar="RUN_ID|STREAM_PATH")],
     workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
 ) -> None:
-    """Follow a live run's stream until it ends (run_ended)."""
-    _replay(run_ref, workspace, follow=True)
+    """Follow a live run's stream, verified line by line (see the help text above)."""
+    try:
+        path, seal_dir = _find_stream(run_ref, workspace)
+    except UserError as e:
+        raise _fail(str(e)) from None
+    console = Console(highlight=False)
+    renderer = Renderer(console)
+    check = Checker(path, seal_dir=seal_dir)
+    last = None
+    try:
+        for event in read_events(path, follow=True, check=check):
+            if last is None and check.unkeyed:
+                console.print(line((f"STREAM UNVERIFIED: {check.unkeyed}", "bold red")),
+                              soft_wrap=True)
+            renderer(event)
+            last = event
+        verdict = check.finish()
+    except StreamAltered as e:
+        verdict = e.verdict
+    except (UserError, OSError) as e:
+        raise _fail(str(e)) from None
+    if verdict.kind != "intact":
+        if verdict.kind in ("running", "unended"):
+            console.print(_UNENDED)
+        _say(console, verdict)
+    code = _verdict_exit(verdict)
+    if code == 0 and (last is None or last.type != "run_ended"):
+        code = 1
+    raise typer.Exit(code)
 
 
 @app.command()

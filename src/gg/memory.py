@@ -5,10 +5,12 @@ The capability ``memory`` offers two registry tools:
 - ``remember(text, tags=[])`` stores a note, returns its number;
 - ``recall(query, limit=5)`` returns the notes that best match ``query``.
 
-Notes live in SQLite, in the run's workspace: ``<workspace>/.gg/gg.sqlite3``
-(the file other parts of gg may share; this module only touches tables named
-``memory_*``). So memories are scoped per workspace and outlive the run that
-wrote them. Schema::
+Notes live in SQLite, in the gg-private state directory of the run's
+workspace, outside it (:func:`gg.state.workspace_state`; issue 9 item 2):
+``<state>/gg.sqlite3`` (the file other parts of gg may share; this module only
+touches tables named ``memory_*``). So memories are scoped per workspace and
+outlive the run that wrote them, and no program in the workspace can edit
+them; a ``.gg/gg.sqlite3`` left in the workspace by gg 0.1 is never read. Schema::
 
     memory_meta(key TEXT PRIMARY KEY, value TEXT)     -- 'schema_version' = '1'
     memory_notes(id INTEGER PRIMARY KEY, text, tags, created_at, run_id, session_id)
@@ -26,8 +28,9 @@ gg defines ``recall``: ``{"query": str, "notes": [{"id", "text", "tags"}]}``
 (so the script's line numbers in errors are one more than in its file). What
 it prints is appended to the recall's result.
 
-What this does not promise: notes are plain text in the workspace (no
-secrecy), and a store written by a newer schema is refused rather than read.
+What this does not promise: notes are plain text on the host (no
+secrecy from gg's user; agents read them through ``recall``), and a store
+written by a newer schema is refused rather than read.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from pydantic import Field
 
 from gg.endings import Language
 from gg.errors import ToolError, UserError
+from gg.state import StateError, private_file, warn_legacy, workspace_state
 from gg.stream import now_iso
 from gg.tools.registry import Tool, ToolContext, tool
 from gg.tools.safefs import read_beneath
@@ -70,8 +74,13 @@ _FTS = "CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(text, tags)"
 
 
 def db_path(workspace: Path) -> Path:
-    """``<workspace>/.gg/gg.sqlite3``."""
-    return workspace / ".gg" / DB_NAME
+    """``<state>/gg.sqlite3`` in the workspace's gg-private state directory (made
+    if missing; issue 9 item 2).
+
+    Raises:
+        gg.state.StateError: the state directory is unusable.
+    """
+    return workspace_state(workspace) / DB_NAME
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,9 +140,10 @@ class MemoryStore:
         self.fts = fts
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(path)  # a regular file of gg's user, never through a link
             with self._connect() as db:
                 self._init(db)
-        except sqlite3.Error as e:
+        except (sqlite3.Error, StateError, OSError) as e:
             raise UserError(f"cannot open the memory store {str(path)!r}: {e}") from None
 
     @contextlib.contextmanager
@@ -244,9 +254,10 @@ def _memory(row: Sequence[Any]) -> Memory:
 
 def _store(ctx: ToolContext) -> MemoryStore:
     """The store of the run's workspace (not a session's worktree: memories are shared)."""
-    workspace = ctx.run.workspace if ctx.run is not None else ctx.workspace
+    workspace = Path(ctx.run.workspace if ctx.run is not None else ctx.workspace)
+    warn_legacy(workspace)
     try:
-        return MemoryStore(db_path(Path(workspace)))
+        return MemoryStore(db_path(workspace))
     except UserError as e:
         raise ToolError(str(e)) from e
 

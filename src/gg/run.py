@@ -26,6 +26,7 @@ from gg.models.base import Model
 from gg.modes.base import Mode
 from gg.modes.tool_calling import ToolCallingMode
 from gg.session import SessionResult, run_session
+from gg.state import run_dir, warn_legacy
 from gg.stream import RunEnded, RunStarted, StreamWriter
 from gg.terminal import inert
 from gg.tools.arms import ToolsetArm
@@ -40,8 +41,15 @@ def new_run_id() -> str:
 
 
 def stream_path(workspace: Path, run_id: str) -> Path:
-    """``<workspace>/.gg/runs/<run_id>/stream.jsonl`` (SPEC §10)."""
-    return workspace / ".gg" / "runs" / run_id / "stream.jsonl"
+    """``<state>/runs/<run_id>/stream.jsonl`` in the workspace's gg-private state
+    directory, outside the workspace (SPEC §10; issue 9 item 2). The run's
+    directory is created (mode 0700).
+
+    Raises:
+        UserError: a bad run id (:func:`gg.state.check_run_id`).
+        gg.state.StateError: the state directory is unusable.
+    """
+    return run_dir(workspace, run_id) / "stream.jsonl"
 
 
 def arm_from_settings(tools: ToolsSettings) -> ToolsetArm:
@@ -116,15 +124,13 @@ class Run:
         self.isolation = isolation or self._probe()
         self.ceilings = Ceilings(**settings.ceilings.model_dump())
         self.budget = Budget(self.ceilings)
-        self.stream = StreamWriter(
+        self.stream = StreamWriter(  # gg writes nothing in the workspace (issue 9 item 2)
             stream_path(self.workspace, self.run_id),
             fsync=settings.stream.fsync,
             listeners=list(listeners),
         )
         self._mode_factory = mode_factory
-        ignore = self.workspace / ".gg" / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("*\n")  # gg's state never shows in the workspace's git status
+        warn_legacy(self.workspace)
         self._sessions = 0
         self._overviews: dict[Path, str] = {}
         self.stream.emit(RunStarted(

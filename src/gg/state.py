@@ -7,7 +7,10 @@ memories, the config snapshot of the last run. They live in a per-workspace
 
     $GG_STATE_HOME/workspaces/<name>-<hash>/       (mode 0700, owned by gg's user)
         runs/<run_id>/stream.jsonl                 the stream (SPEC O1)
-        ...
+        runs/<run_id>/seal.key                     the run's HMAC key and nonce (gg.seal)
+        runs/<run_id>/seal.head                    the last sealed event: seq, chain, closed
+        board.sqlite3, board.lock                  the board store and its run lock (SPEC B1)
+        gg.sqlite3                                 memories (SPEC T3)
 
 ``GG_STATE_HOME`` defaults to ``$XDG_STATE_HOME/gg``, and that to
 ``~/.local/state/gg``. ``<name>`` is the workspace directory's own name (for
@@ -23,17 +26,38 @@ that is not.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
 import stat
+import sys
 from pathlib import Path
 
 from gg.errors import UserError
 
-__all__ = ["StateError", "private_dir", "state_home", "workspace_state"]
+__all__ = [
+    "LEGACY_NAMES",
+    "RUN_ID_PATTERN",
+    "StateError",
+    "check_run_id",
+    "existing_state",
+    "open_private",
+    "private_dir",
+    "private_file",
+    "run_dir",
+    "state_home",
+    "state_path",
+    "warn_legacy",
+    "workspace_state",
+]
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+"""What a run id may be: it names a directory of the state dir, so no ``/`` and no ``..``."""
+LEGACY_NAMES = ("runs", "board.sqlite3", "board.lock", "gg.sqlite3")
+"""What gg 0.1 kept in ``<workspace>/.gg/``; never read now (:func:`warn_legacy`)."""
+_WARNED: set[str] = set()
 
 
 class StateError(UserError):
@@ -69,9 +93,17 @@ def private_dir(path: Path) -> Path:
     """
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = os.lstat(path)
     except OSError as exc:
         raise StateError(f"cannot create gg's state directory {str(path)!r}: {exc}") from exc
+    _check_private(path)
+    return path
+
+
+def _check_private(path: Path) -> None:
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise StateError(f"cannot use gg's state directory {str(path)!r}: {exc}") from exc
     if not stat.S_ISDIR(st.st_mode):
         raise StateError(f"gg's state directory {str(path)!r} is not a directory (a symbolic "
                          "link?); remove it and run again")
@@ -81,7 +113,15 @@ def private_dir(path: Path) -> Path:
     if st.st_mode & 0o077:
         raise StateError(f"gg's state directory {str(path)!r} is open to other users (mode "
                          f"{stat.S_IMODE(st.st_mode):o}); run 'chmod 700' on it")
-    return path
+
+
+def state_path(workspace: Path) -> Path:
+    """Where the state directory of ``workspace`` is (see the module doc); nothing is
+    created or checked. ``workspace`` is resolved here; it need not exist."""
+    real = workspace.resolve()
+    digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
+    name = _SAFE_NAME.sub("_", real.name)[:40] or "root"
+    return state_home() / "workspaces" / f"{name}-{digest}"
 
 
 def workspace_state(workspace: Path) -> Path:
@@ -93,10 +133,112 @@ def workspace_state(workspace: Path) -> Path:
     Raises:
         StateError: the directory is unusable (see :func:`private_dir`).
     """
-    real = workspace.resolve()
-    digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
-    name = _SAFE_NAME.sub("_", real.name)[:40] or "root"
     home = state_home()
     private_dir(home)
     private_dir(home / "workspaces")
-    return private_dir(home / "workspaces" / f"{name}-{digest}")
+    return private_dir(state_path(workspace))
+
+
+def existing_state(workspace: Path) -> Path | None:
+    """The state directory of ``workspace`` if it exists and passes the checks of
+    :func:`private_dir`; ``None`` if it does not exist. Creates nothing.
+
+    Raises:
+        StateError: it exists but is not gg-private (a symlink, another user's, open).
+    """
+    path = state_path(workspace)
+    if not os.path.lexists(path):
+        return None
+    _check_private(path)
+    return path
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` if it fits :data:`RUN_ID_PATTERN` (it names a directory here).
+
+    Raises:
+        UserError: it is empty, too long, or holds a ``/``, a leading dot or other characters.
+    """
+    if not RUN_ID_PATTERN.fullmatch(run_id):
+        raise UserError(f"bad run id {run_id!r}: letters, digits, '.', '_' and '-' only "
+                        "(at most 80, not starting with '.' or '-')")
+    return run_id
+
+
+def run_dir(workspace: Path, run_id: str) -> Path:
+    """``<state>/runs/<run_id>/`` (created, gg-private) for a new or existing run.
+
+    Raises:
+        UserError: a bad run id (:func:`check_run_id`).
+        StateError: a directory on the way is unusable.
+    """
+    runs = private_dir(workspace_state(workspace) / "runs")
+    return private_dir(runs / check_run_id(run_id))
+
+
+
+def open_private(path: Path, flags: int, *, create: bool = False) -> int:
+    """Open a file of gg's state with ``O_NOFOLLOW | O_CLOEXEC`` and return its fd.
+
+    Args:
+        path: a file in a directory made by :func:`private_dir`.
+        flags: ``os.O_RDONLY``, ``os.O_WRONLY | os.O_APPEND``, ``os.O_RDWR`` ...
+        create: make a new file (``O_CREAT | O_EXCL``, mode 0600); an existing
+            file, or a symbolic link in its place, is refused.
+
+    Raises:
+        FileExistsError: ``create`` and something is already there.
+        StateError: not a regular file (a link, a FIFO), or not gg's user's.
+        OSError: any other failure to open.
+    """
+    extra = os.O_CREAT | os.O_EXCL if create else 0
+    try:
+        fd = os.open(path, flags | extra | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                     0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the last component is a symbolic link
+            raise StateError(f"gg's state file {str(path)!r} is a symbolic link; gg will "
+                             "not follow it") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        os.close(fd)
+        raise StateError(f"gg's state file {str(path)!r} is not a regular file of gg's user")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def private_file(path: Path) -> Path:
+    """Make sure ``path`` (in a gg-private directory) is absent or a regular file of gg's
+    user, creating it empty (mode 0600) if absent; for stores opened by name (SQLite).
+
+    Raises:
+        StateError: it is a symbolic link or not a regular file of gg's user.
+    """
+    try:
+        fd = open_private(path, os.O_RDWR, create=True)
+    except FileExistsError:
+        fd = open_private(path, os.O_RDWR)
+    os.close(fd)
+    return path
+
+
+def warn_legacy(workspace: Path) -> list[Path]:
+    """Say once per process, on stderr, which of gg 0.1's state files are left in
+    ``<workspace>/.gg/`` (:data:`LEGACY_NAMES`): gg ignores them. Reads nothing in them.
+
+    Returns:
+        The paths warned about now (empty when none, or already warned).
+    """
+    found = []
+    for name in LEGACY_NAMES:
+        path = workspace / ".gg" / name
+        if os.path.lexists(path) and str(path) not in _WARNED:
+            _WARNED.add(str(path))
+            found.append(path)
+    if found:
+        names = ", ".join(str(p) for p in found)
+        sys.stderr.write(f"gg: warning: ignored {names}: written by gg 0.1 inside the "
+                         "workspace, where agents could edit it; gg's state now lives in "
+                         f"{state_path(workspace)}\n")
+    return found

@@ -1,9 +1,13 @@
 """The stream: typed events, the append-only JSONL writer, and readers (SPEC O1, §10).
 
-Every run writes one file, ``<workspace>/.gg/runs/<run_id>/stream.jsonl``, one
-JSON object per line. Every event has ``type``, ``run_id``, ``at`` (ISO 8601
-UTC) and, where it applies, ``session_id`` and ``turn``. Events are pydantic
-models tagged by ``type``; :data:`Event` is their union.
+Every run writes one file, ``<state>/runs/<run_id>/stream.jsonl`` in the
+workspace's gg-private state directory (:func:`gg.state.run_dir`, outside the
+workspace), one JSON object per line. Every event has ``type``, ``run_id``,
+``at`` (ISO 8601 UTC) and, where it applies, ``session_id`` and ``turn``; the
+writer adds ``seq`` (1, 2, ...), ``chain`` (a keyed hash chained to the
+previous event) and, on ``run_started``, ``nonce`` (a random run key): the
+seal, :mod:`gg.seal`, which :func:`verify` checks. Events are pydantic models
+tagged by ``type``; :data:`Event` is their union.
 
 Durability: the writer flushes after every event and, with ``fsync="turn"``
 (the default), calls ``fsync`` at the end of each turn and at session and run
@@ -11,9 +15,10 @@ ends, so a crash loses at most the current turn's tail. At a turn's end the
 fsync runs in a worker thread, and the sessions of a run that end turns
 together share one (group commit): a session goes on once its own events are
 on disk, and the others are not held up meanwhile. The file is only ever
-appended to. Values of secret-looking environment variables (names containing
-KEY, TOKEN, SECRET or PASSWORD) are replaced by ``[redacted]`` before a line is
-written, so no secret reaches the stream even if a model echoes one.
+appended to, and opened with ``O_EXCL | O_NOFOLLOW``. Values of
+secret-looking environment variables (names containing KEY, TOKEN, SECRET or
+PASSWORD) are replaced by ``[redacted]`` before a line is written, so no
+secret reaches the stream even if a model echoes one.
 
 What it does not promise: ordering across processes (one writer per run), or
 that a reader sees a half-written last line (readers skip a torn tail).
@@ -28,12 +33,14 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from gg.ceilings import CeilingName, ErrorKind
 from gg.errors import UserError
+from gg.seal import Checker, Sealer, StreamAltered, Verdict, verify
+from gg.state import open_private, private_dir
 
 __all__ = [
     "CeilingTripped",
@@ -49,15 +56,18 @@ __all__ = [
     "RunStarted",
     "SessionEnded",
     "SessionStarted",
+    "StreamAltered",
     "StreamWriter",
     "ToolCalled",
     "ToolResult",
     "TurnEvent",
+    "Verdict",
     "excerpt",
     "now_iso",
     "parse_event",
     "read_events",
     "redact",
+    "verify",
 ]
 
 
@@ -89,6 +99,10 @@ class _Base(BaseModel):
     at: str = Field(default_factory=now_iso)
     session_id: str | None = None
     turn: int | None = None
+    seq: int | None = Field(default=None, exclude=True)
+    """The event's number in its stream, from 1 (set by the writer; read back, never dumped)."""
+    chain: str | None = Field(default=None, exclude=True)
+    """The seal's chain value after this event (:mod:`gg.seal`); read back, never dumped."""
 
 
 class RunStarted(_Base):
@@ -106,6 +120,8 @@ class RunStarted(_Base):
     """Where ``run_command`` runs: ``"sandbox"``, or ``"host"`` (gg's user, no sandbox)."""
     config_changed: list[str] = []
     """``gg.toml`` and hook scripts changed since the workspace's last run (issue 9)."""
+    nonce: str | None = Field(default=None, exclude=True)
+    """The run's random key (32 hex digits), set by the writer (:mod:`gg.seal`)."""
 
 
 class SessionStarted(_Base):
@@ -293,16 +309,19 @@ def _secret_values() -> list[str]:
 
 
 class StreamWriter:
-    """Appends events to a run's JSONL file (SPEC O1). One writer per run.
+    """Appends sealed events to a run's JSONL file (SPEC O1; issue 9 item 3). One writer per run.
 
     Args:
-        path: the stream file; its parent directories are created.
+        path: the stream file, created (``O_EXCL | O_NOFOLLOW``, mode 0600); its
+            directory is made gg-private (:func:`gg.state.private_dir`).
         fsync: ``"turn"`` to fsync at turn, session and run ends (default), or
             ``"never"`` to leave it to the OS (faster; a crash may lose the tail).
         listeners: callables that get each event after it is written (live display).
+        seal_dir: where the seal's key and head go (default: the stream's directory).
 
     Raises:
-        OSError: if the file cannot be opened.
+        OSError: if the file cannot be created (it exists, or is a symbolic link).
+        gg.state.StateError: a directory or seal file is not gg-private.
     """
 
     def __init__(
@@ -311,11 +330,13 @@ class StreamWriter:
         *,
         fsync: Literal["turn", "never"] = "turn",
         listeners: list[Any] | None = None,
+        seal_dir: Path | None = None,
     ) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         self.path = path
         self._fsync = fsync == "turn"
-        self._file: IO[str] = path.open("a", encoding="utf-8")
+        self._seal = Sealer(private_dir(seal_dir or path.parent), durable=self._fsync)
+        self._fd = open_private(path, os.O_WRONLY | os.O_APPEND, create=True)
         self._secrets = _secret_values()
         self.listeners: list[Any] = list(listeners or [])
         self.closed = False
@@ -327,15 +348,16 @@ class StreamWriter:
         """The fsync in flight in a worker thread, if any."""
 
     def emit(self, event: _Base) -> None:
-        """Append ``event`` as one line and flush it; then tell the listeners (they get
-        the redacted event, so the live view shows no secret either)."""
+        """Append ``event`` as one sealed line (one ``write``); then tell the listeners
+        (they get the redacted event, so the live view shows no secret either)."""
         line = event.model_dump_json()
         clean = line
         for secret in self._secrets:
             if secret in clean:
                 clean = clean.replace(secret, "[redacted]")
-        self._file.write(clean + "\n")
-        self._file.flush()
+        data = self._seal.seal(clean)
+        if os.write(self._fd, data) != len(data):  # a regular file: short only when full
+            raise OSError(f"short write to the stream {str(self.path)!r} (disk full?)")
         self._written += 1
         if self.listeners:
             shown = event if clean is line else parse_event(clean)
@@ -343,44 +365,55 @@ class StreamWriter:
                 listener(shown)
 
     def sync(self) -> None:
-        """fsync the file now, blocking, when durability is ``"turn"``."""
-        if self._fsync and not self.closed:
-            written = self._written
-            os.fsync(self._file.fileno())
-            self._synced = written
+        """fsync the file now, blocking, when durability is ``"turn"``; then move the
+        seal's head to the last event."""
+        if not self.closed:
+            if self._fsync:
+                os.fsync(self._fd)
+            self._synced = self._written
+            self._seal.write_head(self._written, self._seal.chain)
 
     async def sync_turn(self) -> None:
-        """At a turn's end: return once every event written so far is on disk.
+        """At a turn's end: return once every event written so far is on disk, and
+        the seal's head records them.
 
-        Does nothing unless durability is ``"turn"``. The fsync runs in a worker
-        thread, so other sessions go on meanwhile; callers share the fsync in
-        flight and start a new one only for events written after it began.
+        With durability ``"never"`` only the head moves (no fsync). Otherwise the
+        fsync runs in a worker thread, so other sessions go on meanwhile; callers
+        share the fsync in flight and start a new one only for events written
+        after it began.
 
         Raises:
             OSError: if the fsync fails.
         """
+        if not self._fsync:
+            if not self.closed:
+                self._seal.write_head(self._written, self._seal.chain)
+            return
         target = self._written
-        while self._fsync and not self.closed and self._synced < target:
+        while not self.closed and self._synced < target:
             if self._syncing is None:
                 self._syncing = asyncio.ensure_future(self._sync_in_thread())
             await asyncio.shield(self._syncing)
 
     async def _sync_in_thread(self) -> None:
-        written = self._written
+        written, chain = self._written, self._seal.chain
         try:
-            await asyncio.to_thread(os.fsync, self._file.fileno())
+            await asyncio.to_thread(os.fsync, self._fd)
         except OSError:
             if not self.closed:  # closing synced everything; its fd may be gone
                 raise
         finally:
             self._syncing = None
-        self._synced = max(self._synced, written)
+        if written > self._synced and not self.closed:
+            self._synced = written
+            self._seal.write_head(written, chain)
 
     def close(self) -> None:
-        """Sync and close. Idempotent."""
+        """Sync, close the seal's head (``closed``) and the file. Idempotent."""
         if not self.closed:
             self.sync()
-            self._file.close()
+            self._seal.close()
+            os.close(self._fd)
             self.closed = True
 
 
@@ -400,7 +433,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def read_events(path: Path, *, follow: bool = False, poll_s: float = 0.2) -> Iterator[Event]:
+def read_events(path: Path, *, follow: bool = False, poll_s: float = 0.2,
+                check: Checker | None = None) -> Iterator[Event]:
     """Yield the events of a stream file in order.
 
     Args:
@@ -408,14 +442,18 @@ def read_events(path: Path, *, follow: bool = False, poll_s: float = 0.2) -> Ite
         follow: keep waiting for new lines until a ``run_ended`` event is read, or
             until the process that writes the stream (``run_started.pid``) is gone.
         poll_s: seconds between polls when following.
+        check: a :class:`gg.seal.Checker` fed every line before it is parsed; the
+            first line that fails raises :class:`StreamAltered` before it is yielded.
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
         gg.errors.UserError: a line is not a stream event (says which line and why).
+        StreamAltered: with ``check``, a line is not the one gg sealed.
     """
     writer = 0
     number = 0
     waited = 0.0
+    last_look = False
     with path.open("rb") as f:
         buffer = b""
         while True:
@@ -424,8 +462,11 @@ def read_events(path: Path, *, follow: bool = False, poll_s: float = 0.2) -> Ite
                 buffer += chunk
                 if not buffer.endswith(b"\n"):
                     continue  # a torn tail: wait for the rest (or drop it at the end)
-                line, buffer = buffer.strip(), b""
+                raw, buffer = buffer[:-1], b""
                 number += 1
+                if check is not None and (failure := check.feed(raw)) is not None:
+                    raise StreamAltered(failure)
+                line = raw.strip()
                 if not line:
                     continue
                 event = _parse_line(line, path, number)
@@ -442,6 +483,8 @@ def read_events(path: Path, *, follow: bool = False, poll_s: float = 0.2) -> Ite
                 waited += poll_s
             elif number == 0:
                 raise UserError(f"{path}: not a gg stream (no run_started event)")
+            elif follow and not last_look:
+                last_look = True  # the writer is gone: read what it wrote just before
             else:
                 return
 

@@ -14,6 +14,7 @@ import pytest
 from board_support import git, make_repo
 
 from gg.board import Board, IssueState
+from gg.state import state_path
 
 DRIVER = Path(__file__).with_name("board_driver.py")
 
@@ -25,7 +26,7 @@ def drive(repo: Path, *, slow: str = "") -> subprocess.Popen[bytes]:
 
 
 def running_review(repo: Path, number: int, round: int) -> bool:
-    db = repo / ".gg" / "board.sqlite3"
+    db = state_path(repo) / "board.sqlite3"  # gg's state, outside the repository
     if not db.exists():
         return False
     try:

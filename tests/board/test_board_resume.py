@@ -13,6 +13,7 @@ from board_support import GREET_FIXED, gg_toml, git, job_of, make_repo, replies_
 
 import gg
 from gg.board import Board, IssueState
+from gg.state import workspace_state
 from gg.testing import FunctionModel, ScriptedModel, call
 
 S = IssueState
@@ -74,8 +75,7 @@ def test_a_finish_recorded_before_a_crash_is_committed_not_redone(repo: Path) ->
 
 def test_a_second_run_on_the_same_board_is_refused(repo: Path) -> None:
     board = Board(repo, model=ScriptedModel([]))
-    (repo / ".gg").mkdir()
-    fd = os.open(repo / ".gg" / "board.lock", os.O_RDWR | os.O_CREAT)
+    fd = os.open(workspace_state(repo) / "board.lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
     try:
         with pytest.raises(gg.UserError, match="another `gg board run` is running"):

@@ -13,7 +13,8 @@ Example::
 A board run is one :class:`gg.Run` (one stream, one budget, one gate): each
 issue's implementer, reviewers and merge agent are sessions of it, and up to
 ``concurrency`` issues go at once, each in its own asyncio task (B5). The run
-holds a file lock (``.gg/board.lock``) so two runs never drive the same
+holds a file lock (``board.lock`` in the repository's gg-private state
+directory, beside the store; :mod:`gg.state`) so two runs never drive the same
 board; a killed run's lock dies with it, and running again resumes every
 issue from its stored state.
 """
@@ -39,6 +40,14 @@ from gg.board.sqlite import SqliteStore, default_path
 from gg.board.store import TERMINAL, Issue, IssueDetail, IssueState, Store
 from gg.board.workflow import CURRENT, BoardContext, IssueFlow, Progress
 from gg.config import settings_from_dict
+from gg.state import (
+    open_private,
+    private_dir,
+    private_file,
+    state_path,
+    warn_legacy,
+    workspace_state,
+)
 
 __all__ = ["Board", "BoardResult", "open_store"]
 
@@ -50,7 +59,8 @@ def open_store(spec: str, workspace: Path) -> Store:
         UserError: an unknown or not yet supported store (PostgreSQL).
     """
     if spec == "sqlite":
-        return SqliteStore(default_path(workspace))
+        warn_legacy(workspace)
+        return SqliteStore(private_file(default_path(workspace)))  # gg's state, never a link
     if spec.startswith("sqlite:"):
         path = Path(spec.removeprefix("sqlite:")).expanduser()
         return SqliteStore(path if path.is_absolute() else workspace / path)
@@ -64,7 +74,7 @@ class BoardResult:
     """What a board run did.
 
     Attributes:
-        run_id: the run's id (its stream: ``.gg/runs/<run_id>/stream.jsonl``).
+        run_id: the run's id (its stream: ``<state>/runs/<run_id>/stream.jsonl``).
         status: ``"ended"`` when every issue the run took is ``done``, else ``"stopped"``.
         issues: the issues the run took, as they are now, by number.
         diagnosis: which issues are not done and why, ``None`` when all are.
@@ -129,15 +139,19 @@ class _Tracker:
 
 
 class _RunLock:
-    """An exclusive ``flock`` on ``.gg/board.lock`` for the length of a board run."""
+    """An exclusive ``flock`` on ``<state>/board.lock`` for the length of a board run
+    (opened with ``O_NOFOLLOW`` in the gg-private state directory)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
 
     def __enter__(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        private_dir(self.path.parent)
+        try:
+            fd = open_private(self.path, os.O_RDWR, create=True)
+        except FileExistsError:
+            fd = open_private(self.path, os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -215,7 +229,7 @@ class Board:
     def _exists(self) -> bool:
         spec = self.settings.board.store
         return self._store is not None or spec != "sqlite" or \
-            default_path(self.workspace).exists()
+            (state_path(self.workspace) / "board.sqlite3").exists()
 
     def add(self, title: str, body: str = "") -> Issue:
         """Add an ``open`` issue (B1).
@@ -287,7 +301,7 @@ class Board:
                          ceilings=self._ceilings, tools=self._tools,
                          hooks=[*self._hooks, guard.hook()],
                          listeners=[_Tracker(self), *self._listeners], progress=self._progress)
-        with _RunLock(self.workspace / ".gg" / "board.lock"):
+        with _RunLock(workspace_state(self.workspace) / "board.lock"):
             await self._recover(git)
             run = agent.new_run()
             ctx = BoardContext(run=run, store=self.store, git=git, settings=self.settings.board,

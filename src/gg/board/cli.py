@@ -30,7 +30,9 @@ board_app = typer.Typer(
     rich_markup_mode=None,
     name="board",
     help="A board of issues run through an implementer, reviewers and a merge agent, each "
-    "on its own git branch and worktree. State lives in .gg/board.sqlite3.",
+    "on its own git branch and worktree (in .gg/worktrees/). The board's store lives in "
+    "gg's state directory for the repository, outside it ($GG_STATE_HOME, default "
+    "$XDG_STATE_HOME/gg or ~/.local/state/gg), where no agent can edit it.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

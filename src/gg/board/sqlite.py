@@ -1,4 +1,8 @@
-"""The SQLite board store, the default (SPEC B1): ``<workspace>/.gg/board.sqlite3``.
+"""The SQLite board store, the default (SPEC B1): ``<state>/board.sqlite3``.
+
+``<state>`` is the repository's gg-private state directory, outside it
+(:func:`gg.state.workspace_state`; issue 9 item 2), so no agent can edit the
+board; a ``.gg/board.sqlite3`` left in the repository by gg 0.1 is never read.
 
 The file is opened in WAL mode with ``synchronous=FULL``: readers (``gg board
 list`` while a run goes on) never block the writer, and a committed
@@ -38,6 +42,7 @@ from gg.board.store import (
     Verdict,
     now_iso,
 )
+from gg.state import workspace_state
 
 __all__ = ["MIGRATIONS", "SqliteStore", "default_path"]
 
@@ -117,8 +122,13 @@ _FIELDS = frozenset({"round", "branch", "summary", "diagnosis", "merge_sha"})
 
 
 def default_path(workspace: Path) -> Path:
-    """``<workspace>/.gg/board.sqlite3``."""
-    return workspace / ".gg" / "board.sqlite3"
+    """``<state>/board.sqlite3`` in the workspace's gg-private state directory (the
+    directory is made if missing; issue 9 item 2).
+
+    Raises:
+        gg.state.StateError: the state directory is unusable.
+    """
+    return workspace_state(workspace) / "board.sqlite3"
 
 
 def _store_error(message: str, operation: str) -> BoardError:

@@ -3,8 +3,8 @@
 A store keeps a board's issues: title, body, state, the sessions run for
 them (implementer, reviewers, merge agent), the reviewers' verdicts with
 their items, and an append-only history. :mod:`gg.board.sqlite` implements
-it on SQLite (the default, ``<workspace>/.gg/board.sqlite3``); a PostgreSQL
-store can follow behind the same protocol.
+it on SQLite (the default, ``<state>/board.sqlite3`` in :mod:`gg.state`,
+outside the repository); a PostgreSQL store can follow behind the same protocol.
 
 What a store promises: every state change is one transaction that also
 appends a history row, so a crash (SIGKILL) leaves each issue in a state it
