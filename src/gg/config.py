@@ -156,6 +156,9 @@ class SandboxSettings(_Section):
     memory_mb: int = Field(default=1024, ge=64)
     processes: int = Field(default=64, ge=1)
     output_bytes: int = Field(default=200_000, ge=1_000)
+    program_bytes: int = Field(default=1_000_000, ge=1_000)
+    """The largest program gg compiles and runs, in UTF-8 bytes; a larger one is an error
+    turn (``compile_error``), never run (issue 9 item 6)."""
     commands: Literal["sandbox", "host"] = "sandbox"
     """Where ``run_command`` runs: in the sandbox (default), or on the host as a plain
     subprocess with a scrubbed environment (when commands need host tools)."""
@@ -318,6 +321,7 @@ cpu_s = 20
 memory_mb = 1024
 processes = 64
 output_bytes = 200000
+program_bytes = 1000000   # largest program gg compiles (UTF-8 bytes); larger: an error turn
 commands = "sandbox"      # run_command in the sandbox, or "host" (plain subprocess)
 
 [stream]

@@ -140,7 +140,8 @@ class Run:
             cfg = self.settings.sandbox
             forced = None if cfg.isolation == "auto" else Isolation(cfg.isolation)
             limits = Limits(wall_s=cfg.wall_s, cpu_s=cfg.cpu_s, memory_mb=cfg.memory_mb,
-                            processes=cfg.processes, output_bytes=cfg.output_bytes)
+                            processes=cfg.processes, output_bytes=cfg.output_bytes,
+                            program_bytes=cfg.program_bytes)
             self._sandbox = Sandbox(limits=limits, isolation=forced)
         return self._sandbox
 

@@ -14,6 +14,12 @@ line says how it ended::
     <- {"id": 1, "ok": true, "value": "..."}
     -> {"kind": "result", "returned": "42", "error": null, "limit": null}
 
+The program is compiled here, in the sandbox, under its limits (issue 9 item
+6: no program text can take gg down). If it does not compile, the only
+message after ``ready`` is::
+
+    -> {"kind": "compile_error", "message": "SyntaxError: ...", "line": 2, "column": 5}
+
 The program's value: if its last statement is an expression, its ``repr``
 is ``returned`` (``None`` is not reported). The program ends at its last
 statement: threads still running and pending finalizers are dropped.
@@ -100,6 +106,28 @@ def compile_program(source: str) -> tuple[types.CodeType, types.CodeType | None]
     return body, tail
 
 
+def compile_problem(exc: BaseException) -> dict[str, Any]:
+    """The ``compile_error`` message for why the compiler refused the program."""
+    line = column = None
+    if isinstance(exc, SyntaxError):
+        text = "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
+        line, column = exc.lineno, exc.offset
+    elif isinstance(exc, ValueError):  # null bytes, on Python 3.11
+        text = f"SyntaxError: {exc}"
+    elif isinstance(exc, RecursionError):
+        text = f"RecursionError: {exc} (the program is nested too deeply for Python's compiler)"
+    elif isinstance(exc, MemoryError):
+        text = (
+            "MemoryError: Python's compiler ran out of memory (the program is too large or "
+            "too complex to compile within the sandbox's memory limit)"
+        )
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    line, column = (v if isinstance(v, int) and v >= 0 else None for v in (line, column))
+    message = text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + " [cut]"
+    return {"kind": "compile_error", "message": message, "line": line, "column": column}
+
+
 def describe_error(exc: BaseException) -> str:
     """A traceback excerpt showing the program's frames (not the runner's or the SDK's)."""
     try:
@@ -165,6 +193,15 @@ def finish(transport: Transport, returned: str, error: str | None, limit: str | 
     os._exit(code)
 
 
+def report_compile_error(transport: Transport, exc: BaseException) -> None:
+    """Send the ``compile_error`` message instead of a result, and end the process."""
+    try:
+        transport.send(compile_problem(exc))
+    except (OSError, ValueError):
+        os._exit(CHANNEL_BROKEN)
+    os._exit(1)
+
+
 def main(run_dir: str, workspace: str) -> None:
     """Load the SDK and the program from ``run_dir``, run it, report, exit."""
     transport = Transport()
@@ -176,6 +213,9 @@ def main(run_dir: str, workspace: str) -> None:
     returned, error, limit = "", None, None
     try:
         body, tail = compile_program(source)
+    except BaseException as exc:
+        report_compile_error(transport, exc)
+    try:
         returned = run_program(body, tail, sdk)
     except SystemExit as exc:
         if exc.code not in (None, 0):
@@ -183,3 +223,31 @@ def main(run_dir: str, workspace: str) -> None:
     except BaseException as exc:
         error, limit = describe_error(exc), classify(exc)
     finish(transport, returned, error, limit)
+
+
+def check_main(memory_mb: int, cpu_s: int) -> None:
+    """``runner.py --check MEMORY_MB CPU_S``: compile stdin, print ``ok`` or the problem.
+
+    gg's syntax check (``gg.sandbox.checks.python_problem``): the compiler runs
+    under these limits in this process, never in gg's.
+    """
+    import resource
+
+    mib = 1 << 20
+    resource.setrlimit(resource.RLIMIT_AS, (memory_mb * mib, memory_mb * mib))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    source = sys.stdin.buffer.read().decode("utf-8")
+    try:
+        compile_program(source)
+    except BaseException as exc:
+        sys.stdout.write(json.dumps(compile_problem(exc)))
+        sys.stdout.flush()
+        os._exit(1)
+    sys.stdout.write("ok")
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--check"]:
+    check_main(int(sys.argv[2]), int(sys.argv[3]))
