@@ -113,9 +113,18 @@ class ProgramTurn:
                                 f"{', '.join(self.tools) or '(none)'}")
         else:
             answer = _valid_text(await _call_tool(tool, request.arguments, self.context))
-        text = scrub(str(answer.value)) if answer.ok else answer.error
+        text = _shown(answer.value) if answer.ok else answer.error
         self.emit(ToolResult, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300))
         return answer
+
+
+def _shown(value: Any) -> str:
+    """``str(value)`` as valid Unicode, for the stream; never raises (a 5,000-digit int, a
+    nested list past the recursion limit, a value whose ``__str__`` fails)."""
+    try:
+        return scrub(str(value))
+    except Exception:  # whatever a user tool returned
+        return f"<a {type(value).__name__} gg cannot show>"
 
 
 def _valid_text(answer: CallAnswer) -> CallAnswer:
@@ -136,7 +145,8 @@ async def _call_tool(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) ->
     except ToolError as e:
         return CallAnswer(ok=False, error=str(e), error_type="tool_error")
     except Exception as e:  # a user tool's bug is the program's error, not gg's
-        return CallAnswer(ok=False, error=f"{type(e).__name__}: {e}", error_type="tool_error")
+        return CallAnswer(ok=False, error=f"{type(e).__name__}: {_shown(e)}",
+                          error_type="tool_error")
 
 
 _DENO_HINT = re.compile(r",? ?run again with the --allow-[a-z-]+ flag")

@@ -127,6 +127,8 @@ def _unbounded(why: str) -> CompileProblem:
 def js_problem(output: str) -> CompileProblem:
     """Deno's parse error output as a :class:`CompileProblem` (paths shown as ``program.js``)."""
     text = re.sub(r"file://\S*?/program\.mjs", "program.js", wire.scrub(output).strip())
+    if "overflowed its stack" in text or "Maximum call stack" in text:
+        text = f"Deno's parser ran out of stack: the program is nested too deeply ({text[:300]})"
     text = re.sub(r"^error: ", "", text)
     where = _JS_WHERE.search(output)
     line, column = (int(where[1]), int(where[2])) if where else (None, None)

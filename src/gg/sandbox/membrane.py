@@ -202,6 +202,13 @@ def _request(message: dict[str, Any]) -> tuple[int, CallRequest]:
     return ident, CallRequest(kind=kind, name=name, arguments=args)
 
 
+def _describe(exc: BaseException) -> str:
+    try:
+        return wire.scrub(f"{type(exc).__name__}: {exc}")[:500]
+    except Exception:  # an exception whose str() fails
+        return type(exc).__name__
+
+
 def _refusal(reason: str) -> CallAnswer:
     return CallAnswer(ok=False, error=f"gg refused this call: {reason}", error_type="bad_call")
 
@@ -320,7 +327,11 @@ class Membrane:
             self.compile_report = _compile_report(message)
             return True
         ident, request = _request(message)
-        bad = wire.lone_surrogate(message, "the call") if maybe_surrogates else None
+        bad = None
+        if maybe_surrogates:
+            bad = wire.lone_surrogate(request.name, "the call's name") or wire.lone_surrogate(
+                request.arguments, "arguments"
+            )
         if bad is not None:
             return await self._refuse(ident, (
                 f"it holds text that is not valid Unicode (a lone surrogate {bad}); send "
@@ -368,7 +379,7 @@ class Membrane:
         try:
             answer = await self._handler(request)
         except ToolError as exc:
-            answer = CallAnswer(ok=False, error=str(exc), error_type="tool_error")
+            answer = CallAnswer(ok=False, error=_describe(exc), error_type="tool_error")
         finally:
             self.handler_seconds += time.monotonic() - self.handler_started
             self.handler_started = None
@@ -382,9 +393,9 @@ class Membrane:
         message |= {"error": answer.error, "error_type": answer.error_type}
         try:
             line = wire.dumps(message)
-        except ValueError as exc:
+        except Exception as exc:  # a value JSON cannot carry (or whose str() fails)
             message |= {"ok": False, "value": None, "error_type": "tool_error"}
-            message["error"] = f"gg could not send the result: {exc}"
+            message["error"] = f"gg could not send the result: {_describe(exc)}"
             line = wire.dumps(message)
         try:
             writer.write(line.encode("utf-8") + b"\n")

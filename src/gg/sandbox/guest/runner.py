@@ -106,12 +106,28 @@ def compile_program(source: str) -> tuple[types.CodeType, types.CodeType | None]
     return body, tail
 
 
+def _shorten_source_line(exc: SyntaxError, keep: int = 80) -> None:
+    """Show at most ``2 * keep`` characters of the offending line, around the error."""
+    source = exc.text
+    if not isinstance(source, str) or len(source) <= 2 * keep + 20:
+        return
+    at = exc.offset - 1 if isinstance(exc.offset, int) and exc.offset > 0 else 0
+    start = max(0, at - keep)
+    exc.text = ("..." if start else "") + source[start : at + keep] + "...\n"
+    shift = start - (3 if start else 0)
+    if isinstance(exc.offset, int) and exc.offset > 0:
+        exc.offset -= shift
+    if isinstance(exc.end_offset, int) and exc.end_offset > 0:
+        exc.end_offset = min(exc.end_offset - shift, len(exc.text))
+
+
 def compile_problem(exc: BaseException) -> dict[str, Any]:
     """The ``compile_error`` message for why the compiler refused the program."""
     line = column = None
     if isinstance(exc, SyntaxError):
-        text = "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
         line, column = exc.lineno, exc.offset
+        _shorten_source_line(exc)
+        text = "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
     elif isinstance(exc, ValueError):  # null bytes, on Python 3.11
         text = f"SyntaxError: {exc}"
     elif isinstance(exc, RecursionError):
