@@ -376,3 +376,65 @@ def test_program_bytes_is_configurable(workspace: Path) -> None:
                       settings=settings).run("t")
     assert result.ending == gg.Finish(summary="ok")
     assert "2,400 bytes, over gg's limit of 2,000" in model.calls[1][0][-1].content
+
+
+def test_python_is_never_compiled_in_gg(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The program text never reaches gg's own compiler; errors keep line and column."""
+    import builtins
+
+    real = builtins.compile
+    seen: list[str] = []
+
+    def watch(source: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(source, str | bytes) and "gg-marker-7c1" in str(source):
+            seen.append("compiled in gg")
+        return real(source, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(builtins, "compile", watch)
+        result, model = play(workspace, "python", "x = 1  # gg-marker-7c1\nif x\n    print(x)\n")
+    assert seen == []
+    feedback = assert_survived(result, model, "does not compile")
+    assert "line 2, column 5" in feedback and "SyntaxError" in feedback
+    errors = [e for e in stream_events(result) if e["type"] == "error_turn"]
+    assert [e["kind"] for e in errors] == ["compile_error"]
+
+
+def test_forged_result_is_cut(workspace: Path) -> None:
+    """A result the program forges (then exits) is shown cut and as valid Unicode."""
+    source = ("import os\n"
+              "err = 'E\\\\ud800' + 'x' * 500_000\n"
+              "os.write(3, ('{\"kind\":\"result\",\"returned\":null,\"error\":\"' + err + "
+              "'\",\"limit\":null}\\n').encode())\n"
+              "os._exit(1)\n")
+    result, model = play(workspace, "python", source)
+    feedback = assert_survived(result, model, "characters cut")
+    assert len(feedback) < 30_000 and "E\ufffd" in feedback
+
+
+def test_flood_without_reading_answers_is_stopped_by_the_clock(workspace: Path) -> None:
+    source = ("import os\n"
+              "line = b'{\"id\":1,\"kind\":\"tool\",\"name\":\"nope\",\"arguments\":{}}\\n'\n"
+              "while True:\n    os.write(3, line * 100)\n")
+    result, model = play(workspace, "python", source, wall_s=3)
+    assert_survived(result, model, "wall-clock limit", "more than 10000 calls")
+
+
+async def test_messages_per_program_are_bounded(tmp_path: Path) -> None:
+    """``Limits.membrane_bytes`` bounds all messages of one program together."""
+    from gg.sandbox import CallAnswer, CallRequest, Limits, Sandbox
+
+    async def answer(request: CallRequest) -> CallAnswer:
+        return CallAnswer(ok=True, value=len(request.arguments.get("text", "")))
+
+    spec = gg.ToolSpec(name="echo", description="Echo.", parameters={
+        "type": "object", "properties": {"text": {"type": "string"}}})
+    sandbox = Sandbox(limits=Limits(membrane_bytes=300_000, wall_s=10))
+    source = "for i in range(100):\n    gg.tools.echo(text='x' * 10_000)\n"
+    result = await sandbox.run(source, language="python", workspace=tmp_path, tools=[spec],
+                               handler=answer)
+    assert result.limit == "membrane" and result.calls < 35, result
+    assert "more than 300000 bytes of messages" in (result.error or "")
+    again = await sandbox.run("gg.tools.echo(text='y')", language="python", workspace=tmp_path,
+                              tools=[spec], handler=answer)
+    assert again.error is None and again.calls == 1
