@@ -18,6 +18,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
+from gg.errors import SandboxError
 from gg.sandbox import wire
 from gg.sandbox.host import GUEST_DIR, host_facts
 from gg.sandbox.limits import Limits
@@ -91,6 +92,9 @@ def python_problem(program: str, limits: Limits) -> CompileProblem | None:
     Returns:
         ``None`` if it compiles, else the :class:`CompileProblem` (also when the
         compiler passed a limit: that program cannot be compiled here either).
+
+    Raises:
+        gg.errors.SandboxError: the sandbox's interpreter could not be started.
     """
     argv = [host_facts().python, "-I", "-S", "-B", str(GUEST_DIR / "runner.py"), "--check",
             str(limits.memory_mb), str(max(1, int(limits.cpu_s + 0.999)))]  # fmt: skip
@@ -101,6 +105,8 @@ def python_problem(program: str, limits: Limits) -> CompileProblem | None:
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         return _unbounded(f"it took Python's compiler more than {CHECK_TIMEOUT_S} s")
+    except OSError as exc:
+        raise SandboxError(f"the Python syntax check could not start: {exc}") from exc
     if done.returncode == 0 and done.stdout.strip() == b"ok":
         return None
     try:
