@@ -167,6 +167,9 @@ class SandboxSettings(_Section):
     it gg stops it with a runtime error naming ``write_bytes`` (issue 9, item 7)."""
     write_files: int = Field(default=100_000, ge=100)
     """Files and directories one program or command may make or change in the workspace."""
+    program_bytes: int = Field(default=1_000_000, ge=1_000)
+    """The largest program gg compiles and runs, in UTF-8 bytes; a larger one is an error
+    turn (``compile_error``), never run (issue 9 item 6)."""
     commands: Literal["sandbox", "host"] = "sandbox"
     """Where ``run_command`` runs: in the sandbox (default), or on the host as a plain
     subprocess with a scrubbed environment (when commands need host tools)."""
@@ -366,6 +369,7 @@ processes = 64
 output_bytes = 200000
 write_bytes = 1073741824  # per program or command: bytes it may add to the workspace
 write_files = 100000      # per program or command: files it may make or change there
+program_bytes = 1000000   # largest program gg compiles (UTF-8 bytes); larger: an error turn
 commands = "sandbox"      # run_command in the sandbox, or "host" (plain subprocess)
 
 [stream]

@@ -181,7 +181,8 @@ class Run:
             forced = None if cfg.isolation == "auto" else Isolation(cfg.isolation)
             limits = Limits(wall_s=cfg.wall_s, cpu_s=cfg.cpu_s, memory_mb=cfg.memory_mb,
                             processes=cfg.processes, output_bytes=cfg.output_bytes,
-                            write_bytes=cfg.write_bytes, write_files=cfg.write_files)
+                            write_bytes=cfg.write_bytes, write_files=cfg.write_files,
+                            program_bytes=cfg.program_bytes)
             self._sandbox = Sandbox(limits=limits, isolation=forced)
             self._sandbox.protect(self.snapshot.inside())
         return self._sandbox

@@ -2,9 +2,12 @@
 
 The only offered tool is ``submit_program(program: str)``. A reply without it
 is an error turn (``no_program``), even when its text holds a code block:
-reply text is never compiled. The program is compiled (``compile_error`` with
-the compiler's line and column), then run in the sandbox in the run's
-language arm, importing the SDK bound to the name ``gg``.
+reply text is never compiled. A program over ``[sandbox] program_bytes`` or
+not valid Unicode is not run (``compile_error``). The program is compiled
+(``compile_error`` with the compiler's line and column) never in gg's
+process: Python by the run's own guest in the sandbox, JavaScript by Deno in
+a check before the run. Then it runs in the sandbox in the run's language
+arm, importing the SDK bound to the name ``gg``.
 
 Every SDK call crosses the membrane to :meth:`CodeMode._answer`: registry
 tools run here, in gg, under the arm's selection; ending calls go through
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gg.ceilings import ErrorKind
@@ -34,7 +37,15 @@ from gg.endings import Declarations, Language, Refusal, Role, check_ending, is_e
 from gg.errors import ToolError
 from gg.models.base import Reply, ToolCall, ToolMessage, ToolSpec, UserMessage
 from gg.modes.base import Emit, TurnContext, TurnOutcome
-from gg.sandbox import CallAnswer, CallRequest, ProgramResult, Sandbox, sdk_signatures
+from gg.sandbox import (
+    CallAnswer,
+    CallRequest,
+    CompileProblem,
+    ProgramResult,
+    Sandbox,
+    sdk_signatures,
+)
+from gg.sandbox.wire import scrub
 from gg.stream import (
     EndingDeclared,
     EndingRefused,
@@ -101,10 +112,27 @@ class ProgramTurn:
                                 error=f"there is no tool {request.name!r}; the SDK's tools are: "
                                 f"{', '.join(self.tools) or '(none)'}")
         else:
-            answer = await _call_tool(tool, request.arguments, self.context)
-        text = str(answer.value) if answer.ok else answer.error
+            answer = _valid_text(await _call_tool(tool, request.arguments, self.context))
+        text = _shown(answer.value) if answer.ok else answer.error
         self.emit(ToolResult, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300))
         return answer
+
+
+def _shown(value: Any) -> str:
+    """``str(value)`` as valid Unicode, for the stream; never raises (a 5,000-digit int, a
+    nested list past the recursion limit, a value whose ``__str__`` fails)."""
+    try:
+        return scrub(str(value))
+    except Exception:  # whatever a user tool returned
+        return f"<a {type(value).__name__} gg cannot show>"
+
+
+def _valid_text(answer: CallAnswer) -> CallAnswer:
+    """The answer with lone surrogates replaced in its text (a str value, the error), so that
+    neither the stream nor the program nor the next prompt gets invalid Unicode (issue 9 item
+    6). Nested values are scrubbed when the membrane sends them."""
+    value = scrub(answer.value) if isinstance(answer.value, str) else answer.value
+    return replace(answer, value=value, error=scrub(answer.error))
 
 
 async def _call_tool(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> CallAnswer:
@@ -117,7 +145,8 @@ async def _call_tool(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) ->
     except ToolError as e:
         return CallAnswer(ok=False, error=str(e), error_type="tool_error")
     except Exception as e:  # a user tool's bug is the program's error, not gg's
-        return CallAnswer(ok=False, error=f"{type(e).__name__}: {e}", error_type="tool_error")
+        return CallAnswer(ok=False, error=f"{type(e).__name__}: {_shown(e)}",
+                          error_type="tool_error")
 
 
 _DENO_HINT = re.compile(r",? ?run again with the --allow-[a-z-]+ flag")
@@ -200,18 +229,28 @@ class CodeMode:
             return _error(out, first, "bad_arguments", (
                 "submit_program needs one argument, program, a string holding the program's "
                 "source."))
-        problem = await self._sandbox.acompile(program, language=self.language)
+        problem = await self._sandbox.precheck(program, language=self.language)
         if problem is not None:
-            where = f"line {problem.line}, column {problem.column}: " if problem.line else ""
-            return _error(out, first, "compile_error",
-                          f"The program does not compile: {where}{problem.message}")
+            return _error(out, first, "compile_error", _problem_text(problem))
         turn = ProgramTurn(role=self.role, language=self.language, emit=ctx.emit,
                            tools=self._tools, context=self._context)
         ctx.emit(ToolCalled, name="submit_program", arguments={"program": excerpt(program, 2000)})
         result = await self._sandbox.run(program, language=self.language,
                                          workspace=ctx.workspace, tools=self._specs,
                                          handler=turn.answer)
+        if result.compile_problem is not None:  # compiled in the sandbox (Python): S5
+            message = _problem_text(result.compile_problem)
+            ctx.emit(ToolResult, name="submit_program", ok=False, excerpt=excerpt(message, 300))
+            return _error(out, first, "compile_error", message)
         return _read_program(out, first, result, turn, ctx)
+
+
+def _problem_text(problem: CompileProblem) -> str:
+    """The error turn's message for a program that was not run (SPEC S5, issue 9 item 6)."""
+    if problem.refused:
+        return f"The program was not run: {problem.message}"
+    where = f"line {problem.line}, column {problem.column}: " if problem.line else ""
+    return f"The program does not compile: {where}{problem.message}"
 
 
 def _read_program(out: TurnOutcome, call: ToolCall, result: ProgramResult, turn: ProgramTurn,

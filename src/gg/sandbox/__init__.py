@@ -5,8 +5,9 @@ Public surface (what ``gg.modes.code`` and the ``run_command`` built-in use)::
     Sandbox(limits=Limits(), isolation=None)   # None: probe() honouring GG_SANDBOX
       .isolation                                # Isolation in force
       .describe()                               # for run_started
-      .compile(program, language=...)           # -> CompileProblem | None
+      .compile(program, language=...)           # -> CompileProblem | None (never in gg)
       await .acompile(...)                      # the same, off the event loop
+      await .precheck(...)                      # before run: size, Unicode (+ JS parse)
       await .run(program, language=..., workspace=..., tools=..., handler=...)
                                                 # -> ProgramResult
       await .run_shell(command, workspace=..., timeout_s=...)  # -> ShellResult
@@ -18,8 +19,9 @@ Public surface (what ``gg.modes.code`` and the ``run_command`` built-in use)::
 Modules: ``limits`` (Limits), ``host`` (Isolation, what the machine has),
 ``isolation`` (probe), ``seccomp`` (the filter), ``accounts`` (slot uids,
 workspace ACLs), ``launch`` (command lines), ``runs`` (per-run setup),
-``process`` (supervision), ``membrane`` (host end of the SDK pipe), ``sdk``
-(SDK generation), ``core`` (Sandbox); ``guest/`` holds the code that runs
+``process`` (supervision), ``membrane`` (host end of the SDK pipe), ``wire``
+(bounded JSON, valid Unicode), ``checks`` (program text and syntax checks),
+``sdk`` (SDK generation), ``core`` (Sandbox); ``guest/`` holds the code that runs
 inside (``boot.py``, ``runner.py``, ``runner.js``; stdlib/Deno only).
 """
 

@@ -40,15 +40,21 @@ import shlex
 import shutil
 import signal
 import tempfile
-import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from gg.errors import SandboxError, UserError
 from gg.models.base import ToolSpec
 from gg.sandbox.accounts import share_workspace
+from gg.sandbox.checks import (
+    CHECK_TIMEOUT_S,
+    CompileProblem,
+    js_problem,
+    python_problem,
+    text_problem,
+)
 from gg.sandbox.host import Isolation, host_facts, state_dir
 from gg.sandbox.isolation import probe
 from gg.sandbox.limits import Limits
@@ -70,15 +76,6 @@ _CHANNEL_BROKEN = 120  # guest/runner.py and runner.js: the result could not be 
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CompileProblem:
-    """Why a program does not compile: the compiler's own message and where (1-based)."""
-
-    message: str
-    line: int | None
-    column: int | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class ProgramResult:
     """How one program run went (the turn's feedback is made from it, SPEC M2)."""
 
@@ -96,6 +93,10 @@ class ProgramResult:
     """Wall-clock seconds, start to cleanup."""
     calls: int = 0
     """SDK calls it made."""
+    compile_problem: CompileProblem | None = None
+    """Set when the program was not run because it does not compile (Python: the guest's
+    compiler refused it) or its text was refused (too large, not valid Unicode); ``error``
+    then holds the same message."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,26 +134,11 @@ def _signal_name(number: int) -> str:
 
 
 _JS_OOM = re.compile(r"out of memory|heap limit|Failed to reserve", re.IGNORECASE)
-_JS_WHERE = re.compile(r"program\.mjs:(\d+):(\d+)")
 
 
-def _python_problem(program: str) -> CompileProblem | None:
-    try:
-        compile(program, "<program>", "exec", dont_inherit=True)
-    except SyntaxError as exc:
-        text = "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
-        return CompileProblem(message=text, line=exc.lineno, column=exc.offset)
-    except ValueError as exc:  # null bytes, on Python 3.11
-        return CompileProblem(message=f"SyntaxError: {exc}", line=None, column=None)
-    return None
-
-
-def _js_problem(output: str) -> CompileProblem:
-    text = re.sub(r"file://\S*?/program\.mjs", "program.js", output.strip())
-    text = re.sub(r"^error: ", "", text)
-    where = _JS_WHERE.search(output)
-    line, column = (int(where[1]), int(where[2])) if where else (None, None)
-    return CompileProblem(message=text[:4000], line=line, column=column)
+def _not_run(problem: CompileProblem) -> ProgramResult:
+    return ProgramResult(output="", returned=None, error=problem.message, limit=None,
+                         seconds=0.0, compile_problem=problem)  # fmt: skip
 
 
 class Sandbox:
@@ -220,19 +206,29 @@ class Sandbox:
     def compile(self, program: str, *, language: Language) -> CompileProblem | None:
         """Check that ``program`` compiles, without running it (SPEC S5: else an error turn).
 
-        Python compiles in gg's process. JavaScript is parsed by Deno, in the sandbox,
-        as the module it will run as (this blocks for about 50 ms; see :meth:`acompile`).
+        Never in gg's process (issue 9 item 6): first the text itself is checked
+        (``Limits.program_bytes``, valid Unicode); then Python compiles in a child
+        process of the sandbox's interpreter under the memory and CPU limits, and
+        JavaScript is parsed by Deno in the sandbox, as the module it will run as.
+        Either blocks for tens of milliseconds (see :meth:`acompile`).
 
         Returns:
-            ``None`` if it compiles, else the :class:`CompileProblem`.
+            ``None`` if it compiles, else the :class:`CompileProblem` (also when the
+            compiler passed a limit or the check's time, 20 s).
 
         Raises:
-            gg.errors.SandboxError: the check itself could not run.
+            gg.errors.SandboxError: the check itself could not start.
         """
-        if language == "python":
-            return _python_problem(program)
-        if language != "javascript":
+        if language not in ("python", "javascript"):
             raise UserError(f"unknown program language {language!r}")
+        problem = text_problem(program, self.limits)
+        if problem is not None:
+            return problem
+        if language == "python":
+            return python_problem(program, self.limits)
+        return self._js_check(program)
+
+    def _js_check(self, program: str) -> CompileProblem | None:
         self._need_deno()
         files = {"program.mjs": program, "stop.mjs": "Deno.exit(0);\n"}
         files["check.mjs"] = 'import "./stop.mjs";\nimport "./program.mjs";\n'
@@ -242,20 +238,35 @@ class Sandbox:
                 mode="check", isolation=self.isolation, limits=self.limits,
                 workspace=workspace, files=files,
             ) as job:  # fmt: skip
-                done = run_blocking(job, timeout_s=_CHECK_TIMEOUT_S)
+                done = run_blocking(job, timeout_s=CHECK_TIMEOUT_S)
         finally:
             shutil.rmtree(workspace, ignore_errors=True)
         if not done.ready:
             raise SandboxError(f"the JavaScript syntax check could not start: {done.output[-500:]}")
         if done.timed_out:
-            raise SandboxError("the JavaScript syntax check took too long", retryable=True)
-        return None if done.returncode == 0 else _js_problem(done.output)
+            return CompileProblem(
+                message=(
+                    f"Deno's parser did not finish within {CHECK_TIMEOUT_S} s (the program is "
+                    "too large or too deeply nested)"
+                ),
+                line=None, column=None,
+            )  # fmt: skip
+        return None if done.returncode == 0 else js_problem(done.output)
 
     async def acompile(self, program: str, *, language: Language) -> CompileProblem | None:
         """:meth:`compile`, off the event loop."""
-        if language == "python":
-            return _python_problem(program)
         return await asyncio.to_thread(self.compile, program, language=language)
+
+    async def precheck(self, program: str, *, language: Language) -> CompileProblem | None:
+        """What must pass before :meth:`run`, without a second process for Python.
+
+        The text check (size, valid Unicode) for both languages; JavaScript is also
+        parsed (:meth:`acompile`). Python is compiled by the run itself, inside the
+        sandbox: its problem comes back as :attr:`ProgramResult.compile_problem`.
+        """
+        if language == "javascript":
+            return await self.acompile(program, language=language)
+        return text_problem(program, self.limits)
 
     async def run(
         self,
@@ -268,8 +279,11 @@ class Sandbox:
     ) -> ProgramResult:
         """Run ``program`` with the SDK for ``tools`` bound to ``gg`` (SPEC M2, M3).
 
-        Every SDK call is passed to ``handler`` (one at a time, in order). Compile the
-        program first (:meth:`compile`): a syntax error here is a runtime error.
+        Every SDK call is passed to ``handler`` (one at a time, in order). Check the
+        program first (:meth:`precheck`). A text gg refuses (over ``Limits.program_bytes``,
+        not valid Unicode) is not run, and a Python program is compiled in the sandbox
+        before it runs: both give a result with :attr:`ProgramResult.compile_problem`.
+        A JavaScript syntax error here is a runtime error.
 
         Args:
             program: the program's source.
@@ -288,6 +302,8 @@ class Sandbox:
                 program was stopped.
         """
         ws = self._workspace(workspace)
+        if (problem := text_problem(program, self.limits)) is not None:
+            return _not_run(problem)
         if language == "javascript":
             self._need_deno()
             files = {"program.mjs": program, "sdk.mjs": sdk_source(tools, language=language)}
@@ -326,6 +342,11 @@ class Sandbox:
             error: str | None = cap.message(name)
         else:
             limit, error = self._limit_and_error(outcome, membrane, result, language)
+        report = membrane.compile_report
+        if report is not None and limit is None and result is None:
+            return replace(_not_run(CompileProblem(
+                message=report.message, line=report.line, column=report.column,
+            )), output=outcome.output, seconds=outcome.seconds)  # fmt: skip
         return ProgramResult(
             output=outcome.output,
             returned=result.returned if result is not None and limit is None else None,

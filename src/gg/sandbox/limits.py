@@ -3,34 +3,37 @@
 Passing a limit ends the program as a runtime error with ``ProgramResult.limit``
 naming it; it never crashes gg. What each one bounds, and how:
 
-=================  =================================================================
-field              enforced by
-=================  =================================================================
-``wall_s``         gg's clock; the whole process tree is killed. Time gg spends
-                   answering the program's SDK calls does not count.
-``cpu_s``          ``RLIMIT_CPU`` per process (SIGXCPU, then SIGKILL 1 s later).
-``memory_mb``      Python: ``RLIMIT_AS`` per process (``MemoryError``).
-                   JavaScript: V8's old space at 3/4 of it, and ``RLIMIT_DATA`` at
-                   ``memory_mb + 1536`` (each V8 isolate, the main one and each
-                   Worker, reserves about 512 MiB of code range up front, so
-                   about two Workers fit): an approximate bound.
-                   Per process: a program with many processes can use more.
-``processes``      ``RLIMIT_NPROC`` on the dedicated uid (root) or on top of gg's
-                   own count (non-root).
-``output_bytes``   gg stops reading and kills the program past it; the output
-                   keeps its first ``output_bytes`` bytes and a marker.
-``file_size_mb``   ``RLIMIT_FSIZE`` (Python gets ``OSError [Errno 27]``).
-``open_files``     ``RLIMIT_NOFILE``.
-``message_bytes``  the longest SDK message gg accepts (one JSON line).
-``calls``          the most SDK calls one program may make.
-``tmp_mb``         the size of the private ``/tmp`` and ``/dev/shm`` (bubblewrap's
-                   tmpfs only).
-``write_bytes``    what one program or command may add to the disk under the
-``write_files``    workspace (and its private tmp on the host's disk): gg polls
-                   ``statvfs`` and, when the disk lost that much, counts what
-                   changed since the start (:mod:`gg.sandbox.writes`); past
-                   either, it kills the program.
-=================  =================================================================
+===================  =================================================================
+field                enforced by
+===================  =================================================================
+``wall_s``           gg's clock; the whole process tree is killed. Time gg spends
+                     answering the program's SDK calls does not count.
+``cpu_s``            ``RLIMIT_CPU`` per process (SIGXCPU, then SIGKILL 1 s later).
+``memory_mb``        Python: ``RLIMIT_AS`` per process (``MemoryError``).
+                     JavaScript: V8's old space at 3/4 of it, and ``RLIMIT_DATA`` at
+                     ``memory_mb + 1536`` (each V8 isolate, the main one and each
+                     Worker, reserves about 512 MiB of code range up front, so
+                     about two Workers fit): an approximate bound.
+                     Per process: a program with many processes can use more.
+``processes``        ``RLIMIT_NPROC`` on the dedicated uid (root) or on top of gg's
+                     own count (non-root).
+``output_bytes``     gg stops reading and kills the program past it; the output
+                     keeps its first ``output_bytes`` bytes and a marker.
+``file_size_mb``     ``RLIMIT_FSIZE`` (Python gets ``OSError [Errno 27]``).
+``open_files``       ``RLIMIT_NOFILE``.
+``message_bytes``    the longest SDK message gg accepts (one JSON line).
+``membrane_bytes``   all SDK messages of one program together.
+``calls``            the most SDK calls one program may make.
+``program_bytes``    the largest program gg compiles (UTF-8 bytes); a larger one is
+                     not run (an error turn, ``compile_error``).
+``tmp_mb``           the size of the private ``/tmp`` and ``/dev/shm`` (bubblewrap's
+                     tmpfs only).
+``write_bytes``      what one program or command may add to the disk under the
+``write_files``      workspace (and its private tmp on the host's disk): gg polls
+                     ``statvfs`` and, when the disk lost that much, counts what
+                     changed since the start (:mod:`gg.sandbox.writes`); past
+                     either, it kills the program.
+===================  =================================================================
 """
 
 from __future__ import annotations
@@ -62,8 +65,12 @@ class Limits:
     """Open file descriptors per process."""
     message_bytes: int = 1_000_000
     """Largest SDK message (one JSON line), in bytes."""
+    membrane_bytes: int = 64_000_000
+    """Bytes of SDK messages one program may send in all (past it: limit ``membrane``)."""
     calls: int = 10_000
     """SDK calls per program."""
+    program_bytes: int = 1_000_000
+    """Largest program source, in UTF-8 bytes (issue 9 item 6: no program text crashes gg)."""
     tmp_mb: int = 256
     """Size of the private /tmp (and /dev/shm) under bubblewrap, in MiB."""
     write_bytes: int = 1 << 30

@@ -14,6 +14,12 @@ line says how it ended::
     <- {"id": 1, "ok": true, "value": "..."}
     -> {"kind": "result", "returned": "42", "error": null, "limit": null}
 
+The program is compiled here, in the sandbox, under its limits (issue 9 item
+6: no program text can take gg down). If it does not compile, the only
+message after ``ready`` is::
+
+    -> {"kind": "compile_error", "message": "SyntaxError: ...", "line": 2, "column": 5}
+
 The program's value: if its last statement is an expression, its ``repr``
 is ``returned`` (``None`` is not reported). The program ends at its last
 statement: threads still running and pending finalizers are dropped.
@@ -100,6 +106,44 @@ def compile_program(source: str) -> tuple[types.CodeType, types.CodeType | None]
     return body, tail
 
 
+def _shorten_source_line(exc: SyntaxError, keep: int = 80) -> None:
+    """Show at most ``2 * keep`` characters of the offending line, around the error."""
+    source = exc.text
+    if not isinstance(source, str) or len(source) <= 2 * keep + 20:
+        return
+    at = exc.offset - 1 if isinstance(exc.offset, int) and exc.offset > 0 else 0
+    start = max(0, at - keep)
+    exc.text = ("..." if start else "") + source[start : at + keep] + "...\n"
+    shift = start - (3 if start else 0)
+    if isinstance(exc.offset, int) and exc.offset > 0:
+        exc.offset -= shift
+    if isinstance(exc.end_offset, int) and exc.end_offset > 0:
+        exc.end_offset = min(exc.end_offset - shift, len(exc.text))
+
+
+def compile_problem(exc: BaseException) -> dict[str, Any]:
+    """The ``compile_error`` message for why the compiler refused the program."""
+    line = column = None
+    if isinstance(exc, SyntaxError):
+        line, column = exc.lineno, exc.offset
+        _shorten_source_line(exc)
+        text = "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
+    elif isinstance(exc, ValueError):  # null bytes, on Python 3.11
+        text = f"SyntaxError: {exc}"
+    elif isinstance(exc, RecursionError):
+        text = f"RecursionError: {exc} (the program is nested too deeply for Python's compiler)"
+    elif isinstance(exc, MemoryError):
+        text = (
+            "MemoryError: Python's compiler ran out of memory (the program is too large or "
+            "too complex to compile within the sandbox's memory limit)"
+        )
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    line, column = (v if isinstance(v, int) and v >= 0 else None for v in (line, column))
+    message = text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + " [cut]"
+    return {"kind": "compile_error", "message": message, "line": line, "column": column}
+
+
 def describe_error(exc: BaseException) -> str:
     """A traceback excerpt showing the program's frames (not the runner's or the SDK's)."""
     try:
@@ -165,6 +209,15 @@ def finish(transport: Transport, returned: str, error: str | None, limit: str | 
     os._exit(code)
 
 
+def report_compile_error(transport: Transport, exc: BaseException) -> None:
+    """Send the ``compile_error`` message instead of a result, and end the process."""
+    try:
+        transport.send(compile_problem(exc))
+    except (OSError, ValueError):
+        os._exit(CHANNEL_BROKEN)
+    os._exit(1)
+
+
 def main(run_dir: str, workspace: str) -> None:
     """Load the SDK and the program from ``run_dir``, run it, report, exit."""
     transport = Transport()
@@ -176,6 +229,9 @@ def main(run_dir: str, workspace: str) -> None:
     returned, error, limit = "", None, None
     try:
         body, tail = compile_program(source)
+    except BaseException as exc:
+        report_compile_error(transport, exc)
+    try:
         returned = run_program(body, tail, sdk)
     except SystemExit as exc:
         if exc.code not in (None, 0):
@@ -183,3 +239,31 @@ def main(run_dir: str, workspace: str) -> None:
     except BaseException as exc:
         error, limit = describe_error(exc), classify(exc)
     finish(transport, returned, error, limit)
+
+
+def check_main(memory_mb: int, cpu_s: int) -> None:
+    """``runner.py --check MEMORY_MB CPU_S``: compile stdin, print ``ok`` or the problem.
+
+    gg's syntax check (``gg.sandbox.checks.python_problem``): the compiler runs
+    under these limits in this process, never in gg's.
+    """
+    import resource
+
+    mib = 1 << 20
+    resource.setrlimit(resource.RLIMIT_AS, (memory_mb * mib, memory_mb * mib))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    source = sys.stdin.buffer.read().decode("utf-8")
+    try:
+        compile_program(source)
+    except BaseException as exc:
+        sys.stdout.write(json.dumps(compile_problem(exc)))
+        sys.stdout.flush()
+        os._exit(1)
+    sys.stdout.write("ok")
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--check"]:
+    check_main(int(sys.argv[2]), int(sys.argv[3]))
