@@ -391,7 +391,12 @@ def _cache_all_but_the_last(llm: Any, prompt: list[int]) -> None:
         if a != b:
             break
         keep += 1
-    llm.n_tokens = keep  # eval() drops the cache from n_tokens on before it decodes
+    llama_cpp = _import_llama()
+    memory = llama_cpp.llama_get_memory(llm.ctx)
+    if keep == 0 or not llama_cpp.llama_memory_seq_rm(memory, 0, keep, -1):
+        llm.reset()
+        keep = 0
+    llm.n_tokens = keep
     llm.eval(prompt[keep:-1])
 
 
