@@ -13,6 +13,8 @@ from gg.models.base import Reply
 from gg.testing import ScriptedModel
 from support import CORPORA, RunScripted
 
+pytest_plugins = ["layers"]  # the `layer` fixture (tests/layers.py)
+
 
 @pytest.fixture(autouse=True)
 def _state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:

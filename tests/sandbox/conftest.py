@@ -24,7 +24,6 @@ import pytest
 from sandbox_support import FAST, Arena, Listener, TcpServer
 
 from gg.sandbox import Isolation, Sandbox
-from gg.sandbox.isolation import _missing
 
 
 @pytest.fixture
@@ -77,22 +76,6 @@ def _listener() -> Iterator[Listener]:
 def tcp_server(_listener: Listener) -> TcpServer:
     """A loopback TCP server; ``connections`` counts those made during this test."""
     return TcpServer(_listener)
-
-
-def _layers() -> list[object]:
-    params: list[object] = []
-    for layer in Isolation:
-        why = _missing(layer)
-        marks = [pytest.mark.skip(reason=f"{layer.value}: {why}")] if why else []
-        params.append(pytest.param(layer, id=layer.value, marks=marks))
-    return params
-
-
-@pytest.fixture(params=_layers())
-def layer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Isolation:
-    value: Isolation = request.param
-    monkeypatch.setenv("GG_SANDBOX", value.value)
-    return value
 
 
 @pytest.fixture

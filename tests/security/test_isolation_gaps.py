@@ -33,7 +33,6 @@ import pytest
 import gg
 from gg.sandbox import CallAnswer, CallRequest, Isolation, Limits, Sandbox
 from gg.sandbox.accounts import share_workspace
-from gg.sandbox.isolation import _missing
 
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -42,15 +41,6 @@ LIMITS = Limits(wall_s=20, cpu_s=15, memory_mb=512, processes=32, file_size_mb=5
 
 
 # ------------------------------------------------------------------ fixtures
-
-
-def _layers() -> list[Any]:
-    params = []
-    for layer in Isolation:
-        why = _missing(layer)
-        marks = [pytest.mark.skip(reason=f"{layer.value}: {why}")] if why else []
-        params.append(pytest.param(layer, id=layer.value, marks=marks))
-    return params
 
 
 def _can_drop() -> str | None:
@@ -65,14 +55,6 @@ def _can_drop() -> str | None:
     if probe.stdout.strip() != str(sys.version_info[:2]):
         return f"{SYSTEM_PYTHON} is not Python {sys.version_info[:2]} (gg's packages)"
     return None
-
-
-@pytest.fixture(params=_layers())
-def layer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Isolation:
-    """Each isolation layer this machine supports, forced through ``GG_SANDBOX``."""
-    value: Isolation = request.param
-    monkeypatch.setenv("GG_SANDBOX", value.value)
-    return value
 
 
 @pytest.fixture(params=["root", "nobody"])
