@@ -451,7 +451,7 @@ def test_errors_that_quote_agent_text_are_inert(tmp_path: Path, payload: str) ->
     forged = tmp_path / f"s{name}.jsonl"
     forged.write_text(json.dumps({"type": payload}) + "\n")
     code, _, err = gg("show", str(forged))
-    assert code == 2 and "not a gg stream event" in err
+    assert code == 2 and "not a gg stream" in err
     assert shown(str(forged)) in err  # the path, visible and inert
     repo = make_repo(tmp_path / "repo")
     code, _, err = gg("board", "add", "t", "--body-file", str(tmp_path / f"b{name}"),
