@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from gg.config import Settings, load_settings, settings_from_dict
 from gg.endings import Ending, Language, Role
-from gg.errors import ConfigError, UserError
+from gg.errors import ConfigError, ToolError, UserError
 from gg.hooks import CallableHook, CommandHook, Gate
 from gg.memory import MEMORY_TOOLS
 from gg.models.base import Model
@@ -36,6 +36,7 @@ from gg.skills import SKILL_TOOLS, skills_section
 from gg.tools.agents import AGENT_TOOLS
 from gg.tools.builtins import default_registry
 from gg.tools.registry import Registry, Tool, tool
+from gg.tools.safefs import open_beneath
 
 __all__ = ["Agent", "RunResult"]
 
@@ -91,6 +92,24 @@ def _writable(path: Path) -> Path:
     return path.expanduser()
 
 
+def _record_dir(workspace: Path, path: Path) -> int | None:
+    """``--record``'s directory opened beneath ``workspace`` when the path lies in it (no link
+    leaving the workspace is followed: an agent may have planted one), else ``None``.
+
+    Raises:
+        UserError: the directory is missing, not a directory, or reached through a link
+            that leaves the workspace.
+    """
+    absolute = Path(os.path.normpath(Path.cwd() / path)).parent
+    if not absolute.is_relative_to(workspace):
+        return None
+    try:
+        return open_beneath(workspace, absolute.relative_to(workspace).as_posix() or ".",
+                            kind="directory")
+    except ToolError as e:
+        raise UserError(f"--record: cannot write {str(path)!r}: {e}") from None
+
+
 def _hook(h: Hook) -> CommandHook | CallableHook:
     if isinstance(h, CommandHook | CallableHook):
         return h
@@ -120,6 +139,8 @@ class Agent:
         progress: called with short status lines while a local model loads.
         constrained: override ``[model] constrained`` (local model grammar, SPEC M5).
         on_delta: called with reply text as a streaming provider sends it (progress).
+        trust_config: accept a ``gg.toml`` that changed since the workspace's last run and
+            newly weakens the boundary (:mod:`gg.trust`; the CLI's ``--trust-config``).
 
     Raises:
         UserError: a missing workspace, a bad model spec, a bad setting.
@@ -144,6 +165,7 @@ class Agent:
         progress: Callable[[str], None] | None = None,
         constrained: bool | None = None,
         on_delta: Callable[[str], None] | None = None,
+        trust_config: bool = False,
     ) -> None:
         ws = Path(workspace).expanduser()
         if not ws.is_dir():
@@ -158,6 +180,7 @@ class Agent:
             "ceilings": dict(ceilings or {}),
         })
         self._spec_given = model is not None
+        self.trust_config = trust_config
         self.registry: Registry = default_registry()
         wanted = {*self.settings.tools.capabilities,
                   *(c for a in self.settings.tools.arms.values() for c in a.capabilities or ())}
@@ -173,7 +196,8 @@ class Agent:
         self.model: Model = model if model is not None and not isinstance(model, str) else \
             self._make_model(progress, on_delta)
         if record is not None:
-            self.model = RecordingModel(self.model, record)
+            self.model = RecordingModel(self.model, record,
+                                        dir_fd=_record_dir(self.workspace, record))
         self.hooks: list[CommandHook | CallableHook] = [
             self._toml_hook(h) for h in self.settings.hooks.agent_stop]
         self.hooks += [_hook(h) for h in hooks]
@@ -224,7 +248,8 @@ class Agent:
         """A new :class:`Run` with this agent's model, settings, tools and hooks."""
         return Run(workspace=self.workspace, model=self.model, settings=self.settings,
                    registry=self.registry, gate=Gate(self.hooks), run_id=run_id,
-                   listeners=self.listeners, configs=self.configs)
+                   listeners=self.listeners, configs=self.configs,
+                   trust_config=self.trust_config)
 
     async def arun(self, task: str) -> RunResult:
         """Run ``task`` in a new run's root session (async). Never raises for model output."""

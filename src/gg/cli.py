@@ -88,6 +88,11 @@ def run(
     max_turns: Annotated[int | None, typer.Option(help="Override [ceilings] max_turns.")] = None,
     no_grammar: Annotated[bool, typer.Option("--no-grammar", help="Local model: don't "
                                              "constrain output to valid calls.")] = False,
+    trust_config: Annotated[bool, typer.Option(
+        "--trust-config", help="Accept a gg.toml that changed since this workspace's last run "
+        "and now asks for settings that weaken the sandbox (commands = \"host\", a trusted "
+        "hook, pass_env, a forced isolation layer, a model server URL, a store path): gg "
+        "refuses such a run otherwise, since an agent could have written the file.")] = False,
 ) -> None:
     """Run TASK in one session until it ends by an ending call, or a ceiling stops it.
 
@@ -124,6 +129,7 @@ def run(
             ceilings={"max_turns": max_turns} if max_turns is not None else None,
             listeners=[renderer], record=record, constrained=False if no_grammar else None,
             progress=lambda say: console.print(inert_text(say, "dim")), on_delta=renderer.delta,
+            trust_config=trust_config,
         )
         result = agent.run(task)
     except UserError as e:

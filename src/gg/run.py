@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from gg import trust
 from gg.ceilings import Budget, Ceilings
 from gg.config import Settings, ToolsSettings
 from gg.endings import Language, Role
@@ -86,6 +87,12 @@ class Run:
         configs: the config files the run's settings came from (the workspace's
             ``gg.toml`` is always protected): hashed at start with the hook scripts,
             bound read-only in the sandbox, compared with the last run (issue 9 item 2).
+        trust_config: accept a changed ``gg.toml`` that newly weakens the boundary
+            (:mod:`gg.trust`; the operator's ``--trust-config``).
+
+    Raises:
+        gg.errors.ConfigError: ``gg.toml`` changed since the workspace's last run and newly
+            asks for a weakening setting (:func:`gg.trust.check`); nothing is written.
 
     Starting a run makes gg's process non-dumpable (issue 9 item 5) and warns on
     stderr when ``gg.toml`` or a hook script changed since the workspace's last run.
@@ -104,6 +111,7 @@ class Run:
         isolation: str | None = None,
         mode_factory: Callable[..., Mode] | None = None,
         configs: Sequence[Path] = (),
+        trust_config: bool = False,
     ) -> None:
         make_undumpable()
         self.workspace = workspace.resolve()
@@ -114,6 +122,7 @@ class Run:
         self.run_id = run_id or new_run_id()
         self._sandbox: Any = None
         self.sandbox_facts: dict[str, Any] = {}
+        approval = trust.check(self.workspace, settings, trust=trust_config)
         self.snapshot = self._snapshot(configs)
         """Digests of gg.toml and the hook scripts at run start (issue 9 item 2)."""
         self.config_changed = changed_since_last_run(self.snapshot)
@@ -129,6 +138,7 @@ class Run:
             fsync=settings.stream.fsync,
             listeners=list(listeners),
         )
+        approval.record()  # the run started: its config is the workspace's approved one
         self._mode_factory = mode_factory
         warn_legacy(self.workspace)
         self._sessions = 0

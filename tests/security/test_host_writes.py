@@ -76,3 +76,27 @@ def test_workspace_config_that_is_a_fifo_or_link_is_an_error_not_a_hang(tmp_path
             raise AssertionError("a FIFO gg.toml was accepted")
         os.unlink(ws / "gg.toml")
         os.symlink("/etc/passwd", ws / "gg.toml")
+
+
+def test_record_into_a_workspace_dir_an_agent_made_a_link_is_refused(tmp_path: Path) -> None:
+    from gg.errors import UserError
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, ws / "records")  # planted by an earlier run's agent
+    model = ScriptedModel([call("finish", summary="done")])
+    try:
+        gg.Agent(model=model, workspace=ws, record=ws / "records" / "rec.json")
+    except UserError as e:
+        assert "--record" in str(e)
+    else:
+        raise AssertionError("a record path through a link leaving the workspace was accepted")
+    assert list(outside.iterdir()) == []
+    inside = ws / "real"
+    inside.mkdir()
+    os.symlink("real", ws / "alias")  # a link that stays inside is fine
+    result = gg.Agent(model=ScriptedModel([call("finish", summary="done")]), workspace=ws,
+                      record=ws / "alias" / "rec.json").run("finish")
+    assert result.status == "ended" and (inside / "rec.json").is_file()

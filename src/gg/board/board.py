@@ -183,6 +183,7 @@ class Board:
             added to the ``gg.toml`` ones; listeners get every stream event).
         observers: called with a :class:`Progress` on every issue change (displays).
         progress: called with status lines while a local model loads.
+        trust_config: as for :class:`gg.Agent` (:mod:`gg.trust`).
 
     Raises:
         UserError: a missing workspace; ConfigError: a bad setting (names the key).
@@ -198,6 +199,7 @@ class Board:
         listeners: Sequence[Callable[[Any], None]] = (),
         observers: Sequence[Callable[[Progress], None]] = (),
         progress: Callable[[str], None] | None = None,
+        trust_config: bool = False,
     ) -> None:
         ws = Path(workspace).expanduser()
         if not ws.is_dir():
@@ -215,6 +217,7 @@ class Board:
         self.observers = list(observers)
         self._progress = progress
         self._store = store
+        self._trust_config = trust_config
 
     # -- the store ---------------------------------------------------------------------------
 
@@ -300,7 +303,8 @@ class Board:
         agent = gg.Agent(model=self._model, workspace=self.workspace, settings=self.settings,
                          ceilings=self._ceilings, tools=self._tools,
                          hooks=[*self._hooks, guard.hook()],
-                         listeners=[_Tracker(self), *self._listeners], progress=self._progress)
+                         listeners=[_Tracker(self), *self._listeners], progress=self._progress,
+                         trust_config=self._trust_config)
         with _RunLock(workspace_state(self.workspace) / "board.lock"):
             await self._recover(git)
             run = agent.new_run()

@@ -138,6 +138,11 @@ def run(
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print one JSON result on stdout at the end (progress goes to "
         "stderr).")] = False,
+    trust_config: Annotated[bool, typer.Option(
+        "--trust-config", help="Accept a gg.toml that changed since this workspace's last run "
+        "and now asks for settings that weaken the sandbox (commands = \"host\", a trusted "
+        "hook, pass_env, a forced isolation layer, a model server URL, a store path): gg "
+        "refuses such a run otherwise, since an agent could have written the file.")] = False,
 ) -> None:
     """Run every open or unfinished issue to done or stuck; resumes after a crash."""
     if concurrency is not None and concurrency < 1:
@@ -146,7 +151,8 @@ def run(
     display = BoardDisplay(console)
     board = _board(workspace, config, model=model, observers=[display],
                    ceilings={"max_turns": max_turns} if max_turns is not None else None,
-                   progress=lambda say: console.print(line((say, "dim"))))
+                   progress=lambda say: console.print(line((say, "dim"))),
+                   trust_config=trust_config)
     try:
         with board, display:
             result = board.run(concurrency=concurrency)

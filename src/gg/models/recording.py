@@ -37,12 +37,15 @@ class RecordingModel:
             if the file cannot be written.
     """
 
-    def __init__(self, inner: Model, path: Path) -> None:
+    def __init__(self, inner: Model, path: Path, *, dir_fd: int | None = None) -> None:
         self.inner = inner
         self.name = inner.name
         self.path = path
         self.replies: list[dict[str, Any]] = []
-        self._dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self._dir_fd = dir_fd if dir_fd is not None else os.open(
+            path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        """``path``'s directory, opened once (given: the caller opened it beneath a workspace,
+        and this object owns it now)."""
 
     async def respond(self, messages: list[Message], tools: list[ToolSpec]) -> Reply:
         """Ask the inner model, record the reply, return it unchanged."""
