@@ -107,34 +107,13 @@ def _run_gg(ws: Path, replies: dict[str, Any], *, as_nobody: bool = False,
             "--model", f"scripted:{script}", "--json"]
     if as_nobody:
         os.chown(script, 65534, 65534)
-        argv = ["unshare", "--mount", "--propagation", "private", "sh", str(_nobody_wrapper()),
-                *argv]
+        argv = as_nobody(argv)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,
                           cwd="/")
     assert done.stdout.strip(), done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     events = [json.loads(line) for line in Path(result["stream"]).read_text().splitlines()]
     return result, done.stderr, events
-
-
-def _nobody_wrapper() -> Path:
-    """As root: a private mount namespace where uid 65534 can reach gg's interpreter
-    (``/root`` is 0700 here: a tmpfs over it with ``/root/.pyenv`` bound back), then
-    ``setpriv`` to 65534. Only this test's processes see the change."""
-    path = Path(tempfile.gettempdir()) / "gg-test-nobody.sh"
-    keep = Path(tempfile.gettempdir()) / "gg-test-pyenv-keep"
-    keep.mkdir(exist_ok=True)
-    path.write_text(textwrap.dedent(f"""\
-        set -e
-        if [ -d /root/.pyenv ]; then
-          mount --bind /root/.pyenv {keep}
-          mount -t tmpfs -o mode=755 tmpfs /root
-          mkdir /root/.pyenv
-          mount --bind {keep} /root/.pyenv
-        fi
-        exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
-    """))
-    return path
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ import pytest
 import gg
 from gg.sandbox import CallAnswer, CallRequest, Isolation, Limits, Sandbox
 from gg.sandbox.accounts import share_workspace
+from nobody import as_nobody
 
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -46,8 +47,8 @@ LIMITS = Limits(wall_s=20, cpu_s=15, memory_mb=512, processes=32, file_size_mb=5
 def _can_drop() -> str | None:
     if os.geteuid() != 0:
         return "the unprivileged variant needs root to start it"
-    if not shutil.which("setpriv"):
-        return "setpriv is missing"
+    if not shutil.which("setpriv") or not shutil.which("unshare"):
+        return "setpriv or unshare is missing"
     if not os.access(SYSTEM_PYTHON, os.X_OK):
         return f"{SYSTEM_PYTHON} is missing"
     probe = subprocess.run([SYSTEM_PYTHON, "-c", "import sys;print(sys.version_info[:2])"],
@@ -171,8 +172,7 @@ def run(place: Place, who: str, program: str, *, limits: Limits = LIMITS,
            "GG_SANDBOX": os.environ["GG_SANDBOX"],
            "PYTHONPATH": f"{src}:{sysconfig.get_paths()['purelib']}"}  # fmt: skip
     done = subprocess.run(
-        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-         SYSTEM_PYTHON, "-c", _DRIVER, str(Path(__file__).parent), json.dumps(job)],
+        as_nobody([SYSTEM_PYTHON, "-c", _DRIVER, str(Path(__file__).parent), json.dumps(job)]),
         env=env, capture_output=True, text=True, timeout=120, check=False, cwd="/tmp",
     )  # fmt: skip
     lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
