@@ -23,6 +23,7 @@ import pytest
 import gg
 from gg.guard import Snapshot, hook_scripts
 from gg.testing import ScriptedModel, call
+from nobody import as_nobody as nobody_argv
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tiny-calc"
@@ -107,7 +108,7 @@ def _run_gg(ws: Path, replies: dict[str, Any], *, as_nobody: bool = False,
             "--model", f"scripted:{script}", "--json"]
     if as_nobody:
         os.chown(script, 65534, 65534)
-        argv = as_nobody(argv)
+        argv = nobody_argv(argv)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,
                           cwd="/")
     assert done.stdout.strip(), done.stderr

@@ -150,7 +150,7 @@ async def _drive(job: dict[str, Any]) -> dict[str, Any]:
 
 _DRIVER = """
 import asyncio, json, sys
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], sys.argv[1].rsplit("/", 1)[0]]  # tests/security, tests
 import test_isolation_gaps as t
 print("RESULT " + json.dumps(asyncio.run(t._drive(json.loads(sys.argv[2])))))
 """
