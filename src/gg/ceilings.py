@@ -250,7 +250,14 @@ class SessionCeilings:
     def _gate(self) -> Diagnosis:
         hook, reason, failed = self._last_block or ("", "", False)
         n = self.gate_blocks
-        if failed and self.gate_failures >= n:
+        if failed and self.gate_failures >= n and "was not run: its script" in reason:
+            message = (  # gg refused to run a changed hook script (issue 9): no on_error helps
+                f"the agent-stop hook {hook!r} is broken for this run: it could not run on the "
+                f"last {n} endings: {reason}. "
+                "Its script was changed during the run (by the agent, or by someone else on the "
+                "host); check and restore it, then start a new run."
+            )
+        elif failed and self.gate_failures >= n:
             message = (
                 f"the agent-stop hook {hook!r} is broken: it failed on each of the last {n} "
                 f"endings ({reason}). The endings were blocked by the hook failing, not by the "

@@ -96,7 +96,8 @@ def _replies(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def _run_gg(ws: Path, replies: dict[str, Any], *, as_nobody: bool = False,
-            state: Path | None = None) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
+            state: Path | None = None, args: tuple[str, ...] = (),
+            ) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
     """``python -m gg run --json`` with the fake key in its initial environment."""
     script = ws.parent / f"replies-{len(list(ws.parent.iterdir()))}.json"
     script.write_text(json.dumps(replies))
@@ -105,7 +106,7 @@ def _run_gg(ws: Path, replies: dict[str, Any], *, as_nobody: bool = False,
     if state is not None:
         env["GG_STATE_HOME"] = str(state)
     argv = [sys.executable, "-m", "gg", "run", "do the task", "-w", str(ws),
-            "--model", f"scripted:{script}", "--json"]
+            "--model", f"scripted:{script}", "--json", *args]
     if as_nobody:
         os.chown(script, 65534, 65534)
         argv = nobody_argv(argv)
@@ -211,23 +212,34 @@ def test_rewritten_gg_toml_has_no_effect_and_the_next_run_warns(
     planted = ('[sandbox]\ncommands = "host"\n[[hooks.agent_stop]]\n'
                'command = "echo planted >&2; exit 2"\ntrusted = true\n')
     replies = _replies(
-        ("run_command", {"command": f"printf %s {json.dumps(planted)} > gg.toml; echo rc=$?"}),
-        ("write_file", {"path": "gg.toml", "content": planted}),  # host-side: lands
+        ("run_command", {"command": f"printf %b {json.dumps(planted)} > gg.toml; echo rc=$?"}),
+        ("write_file", {"path": "gg.toml", "content": planted}),  # host-side: refused
+        ("write_file", {"path": "./sub/../gg.toml", "content": planted}),  # an alias: refused
         ("run_command", {"command": "id -u"}),
         ("finish", {"summary": "done"}))
     result, stderr, events = _run_gg(open_ws, replies)
     results = [e for e in events if e["type"] == "tool_result"]
-    if layer == "bwrap":  # the program's own write fails: gg.toml is bound read-only
+    assert not results[1]["ok"] and "gg's own configuration" in results[1]["excerpt"]
+    assert not results[2]["ok"], results[2]
+    if layer == "bwrap":  # the program's own write fails too: gg.toml is bound read-only
         assert "Read-only file system" in results[0]["excerpt"], results[0]
-    assert (open_ws / "gg.toml").read_text() == planted  # write_file did change it ...
+        assert (open_ws / "gg.toml").read_text() == original
+    else:  # Landlock cannot carve one file out of the workspace: the shell's write lands ...
+        assert (open_ws / "gg.toml").read_text() == planted
     # ... with no effect on this run: run_command stayed in the sandbox, no planted hook
-    assert results[2]["excerpt"].split()[-1] != "0", results[2]
+    assert results[3]["excerpt"].split()[-1] != "0", results[3]
     assert result["status"] == "ended", result
     assert not any(e["type"] == "gate_blocked" for e in events)
     started = next(e for e in events if e["type"] == "run_started")
     assert started["commands"] == "sandbox" and started["config_changed"] == []
-    # the next run warns, naming the file, and says plainly that commands run on the host
-    result2, stderr2, events2 = _run_gg(open_ws, _replies(("finish", {"summary": "ok"})))
+    if layer == "bwrap":
+        return
+    # the next run refuses the weakening settings (gg.trust) until the operator confirms ...
+    with pytest.raises(gg.ConfigError, match='commands = "host"'):
+        gg.Agent(workspace=open_ws, model=ScriptedModel([call("finish", summary="x")])).run("t")
+    # ... and, confirmed, warns naming the file and says plainly commands run on the host
+    result2, stderr2, events2 = _run_gg(open_ws, _replies(("finish", {"summary": "ok"})),
+                                        args=("--trust-config",))
     assert "gg.toml" in stderr2 and "changed since" in stderr2
     started2 = next(e for e in events2 if e["type"] == "run_started")
     assert started2["config_changed"] == ["gg.toml"] and started2["commands"] == "host"

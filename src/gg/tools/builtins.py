@@ -147,10 +147,42 @@ async def write_file(path: str, content: str, *, ctx: ToolContext) -> str:
 
     def write() -> str:
         with Beneath(ctx.workspace) as root:
-            return root.write(path, data)
+            return root.write(path, data, guard=_protected_guard(ctx, root))
 
     written = await _off_loop(write, "write_file")
     return f"wrote {len(content):,} characters to {written}"
+
+
+def _protected_guard(ctx: ToolContext, root: Beneath) -> Callable[[int, str], None] | None:
+    """A :meth:`Beneath.write` guard refusing gg's own files: ``gg.toml`` and the hook
+    scripts the run hashed at start (issue 9 item 2), found by their directory's identity
+    and name in this session's workspace, so no alias path or link reaches them."""
+    snapshot = getattr(ctx.run, "snapshot", None)
+    if snapshot is None:
+        return None
+    keys = {p.relative_to(snapshot.workspace).as_posix() for p in snapshot.inside()}
+    keys.add("gg.toml")
+    protected: dict[tuple[int, int, str], str] = {}
+    for key in keys:
+        parent, _, name = key.rpartition("/")
+        try:
+            fd = root.open(parent or ".", kind="directory")
+        except (ToolError, OSError):
+            continue  # not there now: nothing to protect under that name
+        try:
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        protected[(st.st_dev, st.st_ino, name)] = key
+
+    def guard(dir_fd: int, name: str) -> None:
+        st = os.fstat(dir_fd)
+        key = protected.get((st.st_dev, st.st_ino, name))
+        if key is not None:
+            raise ToolError(f"{key!r} is gg's own configuration or an agent-stop hook's script; "
+                            "agents cannot change it (a person edits it between runs)")
+
+    return guard
 
 
 @tool

@@ -364,13 +364,16 @@ class Beneath:
                             "use search_text, or run_command with head/sed")
         return data
 
-    def write(self, path: str, data: bytes) -> str:
+    def write(self, path: str, data: bytes, *,
+              guard: Callable[[int, str], None] | None = None) -> str:
         """Replace (or create) the regular file ``path`` with ``data``; create parents.
 
         The bytes go to a temporary file in the parent directory's handle,
         renamed over the name: a hard link or symlink there is replaced, never
         written through. An existing file's permission bits (and, as root, owner)
-        are kept.
+        are kept. ``guard(dir_fd, name)``, when given, sees the resolved parent
+        directory's handle and the final name just before the write, and may
+        raise :class:`ToolError` to refuse it (the name is gg's own file).
 
         Returns:
             The path written, resolved, relative to the workspace.
@@ -382,8 +385,12 @@ class Beneath:
         check_path(path)
         try:
             with self._walk(path) as walk:
-                return self._final(walk, path, lambda d, n: _replace(walk, d, n, data),
-                                   create=True)
+                def replace(d: int, n: str) -> str:
+                    if guard is not None:
+                        guard(d, n)
+                    return _replace(walk, d, n, data)
+
+                return self._final(walk, path, replace, create=True)
         except OSError as exc:
             raise _os_error(path, exc, "write") from None
 
