@@ -450,3 +450,38 @@ def test_share_workspace_follows_nothing_out(place: Place) -> None:
     for outside in (out / "dir", out / "dir" / "inner.txt", out / "linked.txt", out):
         assert _acl(outside) is None, f"an ACL was set outside the workspace on {outside}"
     assert _acl(ws / "hard.txt") is None  # the same inode as linked.txt
+
+
+# ------------------------------------------------------------ other processes' settings
+
+OTHERS = r"""
+import os, resource
+me = os.getpid()
+changed = []
+for name in range(max(2, me - 5000), me + 50):  # /proc may be hidden: guess the pids
+    if name == me:
+        continue
+    try:
+        resource.prlimit(int(name), resource.RLIMIT_NOFILE, (3, 3))
+        changed.append(("prlimit", name))
+    except OSError:
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, int(name), 19)
+        changed.append(("setpriority", name))
+    except OSError:
+        pass
+resource.prlimit(0, resource.RLIMIT_NOFILE, (64, 64))  # its own: still allowed
+os.setpriority(os.PRIO_PROCESS, 0, 5)
+print("changed", changed)
+"""
+
+
+@pytest.mark.parametrize("who", ["root", "nobody"], indirect=True)
+def test_a_program_cannot_change_another_process_limits(
+    layer: Isolation, who: str, place: Place
+) -> None:
+    r = run(place, who, OTHERS)  # under rlimit as nobody, gg's driver shares the program's uid
+    assert r["error"] is None, r
+    assert "changed []" in r["output"], r["output"]
+    assert_runs_normally(place, who)  # gg (the driver) kept its limits and runs on

@@ -27,6 +27,12 @@ message, so the type of socket is what is checked). As a second bar,
 none). Landlock on this kernel (ABI 7) scopes abstract sockets and signals but
 not pathname sockets, so seccomp is the bar for those in every layer.
 
+**Other processes' settings**: ``prlimit64`` on another process (a program of
+gg's own uid under ``rlimit`` could shrink gg's file-size or open-file limits
+and kill it mid-run), and ``setpriority``, ``ioprio_set`` and the
+``sched_set*`` calls aimed at another process, are denied; on the calling
+process itself (pid 0) they work as usual.
+
 **SysV IPC** (``shmget``, ``semget``, ``msgget`` and their operations) is denied
 when the layer has no IPC namespace (``rlimit``): objects made there would
 outlive the run. POSIX shared memory (files in ``/dev/shm``) is not affected.
@@ -96,6 +102,13 @@ def _socket_rules(filt: Any, seccomp: Any) -> None:
     _deny(filt, seccomp, "sendto", seccomp.Arg(4, seccomp.NE, 0))
 
 
+_SELF_ONLY: tuple[tuple[str, int], ...] = (
+    ("prlimit64", 0), ("setpriority", 1), ("ioprio_set", 1), ("sched_setaffinity", 0),
+    ("sched_setscheduler", 0), ("sched_setparam", 0), ("sched_setattr", 0),
+)  # fmt: skip
+"""Syscalls and the index of their pid argument: allowed only with pid 0 (the caller)."""
+
+
 @functools.cache
 def seccomp_bpf(*, deny_sysv_ipc: bool = False) -> bytes | None:
     """The compiled filter as raw BPF (``struct sock_filter`` array), or ``None``.
@@ -117,6 +130,8 @@ def seccomp_bpf(*, deny_sysv_ipc: bool = False) -> bytes | None:
     for name in DENIED_SYSCALLS + (SYSV_IPC_SYSCALLS if deny_sysv_ipc else ()):
         _deny(filt, seccomp, name)
     _socket_rules(filt, seccomp)
+    for name, arg in _SELF_ONLY:
+        _deny(filt, seccomp, name, seccomp.Arg(arg, seccomp.NE, 0))
     for flag in _CLONE_NEW_FLAGS:
         _deny(filt, seccomp, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     with contextlib.suppress(OSError, ValueError):
