@@ -93,6 +93,40 @@ def excerpt(text: str, limit: int = 500) -> str:
     return f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
+def excerpt_arguments(arguments: Any, limit: int = 2000, *, budget: int = 20_000) -> Any:
+    """A call's arguments as the stream records them: every string cut to ``limit``
+    characters (:func:`excerpt`), at most ``budget`` characters of strings in all, and
+    at most 200 items per list or object (a marker item says how many more).
+
+    One program may make thousands of calls with megabytes of arguments each; the
+    stream (gg's own disk, outside the workspace's write cap) keeps a bounded record
+    of each (issue 9). The tool itself gets the whole arguments.
+    """
+    left = [budget]
+
+    def cut(value: Any, depth: int) -> Any:
+        if isinstance(value, str):
+            keep = max(0, min(limit, left[0]))
+            left[0] -= min(len(value), keep)
+            return excerpt(value, keep)
+        if depth > 64:
+            return "[… nested too deep to record]"
+        if isinstance(value, dict):
+            items = list(value.items())
+            out = {str(k)[:200]: cut(v, depth + 1) for k, v in items[:200]}
+            if len(items) > 200:
+                out["…"] = f"[{len(items) - 200} more keys]"
+            return out
+        if isinstance(value, list | tuple):
+            out_list = [cut(v, depth + 1) for v in value[:200]]
+            if len(value) > 200:
+                out_list.append(f"[… {len(value) - 200} more items]")
+            return out_list
+        return value
+
+    return cut(arguments, 0)
+
+
 class _Base(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     run_id: str

@@ -54,6 +54,7 @@ from gg.stream import (
     ToolCalled,
     ToolResult,
     excerpt,
+    excerpt_arguments,
 )
 from gg.tools.registry import ArgumentsError, Tool, ToolContext
 
@@ -105,7 +106,7 @@ class ProgramTurn:
         return CallAnswer(ok=True, value=None)
 
     async def _tool(self, request: CallRequest) -> CallAnswer:
-        self.emit(ToolCalled, name=request.name, arguments=request.arguments)
+        self.emit(ToolCalled, name=request.name, arguments=excerpt_arguments(request.arguments))
         tool = self.tools.get(request.name)
         if tool is None:
             answer = CallAnswer(ok=False, error_type="bad_call",

@@ -41,6 +41,7 @@ from gg.stream import (
     ToolCalled,
     ToolResult,
     excerpt,
+    excerpt_arguments,
 )
 from gg.tools.registry import ArgumentsError, Tool, ToolContext
 
@@ -113,7 +114,7 @@ class ToolCallingMode:
         decl = Declarations()
         failed = ""
         for call in reply.tool_calls:
-            ctx.emit(ToolCalled, name=call.name, arguments=call.arguments)
+            ctx.emit(ToolCalled, name=call.name, arguments=excerpt_arguments(call.arguments))
             res = await self._one(call, decl, ctx)
             ctx.emit(ToolResult, name=call.name, ok=res.ok, excerpt=excerpt(res.content, 300))
             out.messages.append(ToolMessage(call_id=call.id, name=call.name, content=res.content))
