@@ -32,7 +32,6 @@ import contextlib
 import os
 import shutil
 import signal
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +46,7 @@ from gg.board.gitsafe import (
     read_regular,
     real_dirs,
 )
+from gg.sandbox.tree import remove_tree
 from gg.state import private_dir, workspace_state
 
 __all__ = [
@@ -345,10 +345,7 @@ class Git:
     async def _fresh(self, path: Path) -> None:
         """Remove whatever is at ``path`` (no link followed) and forget stale worktrees."""
         with contextlib.suppress(FileNotFoundError):
-            if stat.S_ISDIR(os.lstat(path).st_mode):
-                shutil.rmtree(path)
-            else:
-                os.unlink(path)
+            remove_tree(path)  # any depth, no link followed (an agent wrote this tree)
         await self.run("worktree", "prune")
 
     async def _add(self, path: Path, *args: str) -> None:

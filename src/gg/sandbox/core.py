@@ -33,11 +33,11 @@ configuration (the tool handler runs in gg, with gg's rights).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import re
 import secrets
 import shlex
-import shutil
 import signal
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -62,6 +62,7 @@ from gg.sandbox.membrane import Handler, Membrane, Result
 from gg.sandbox.process import Outcome, supervise
 from gg.sandbox.runs import Options, prepared, run_blocking
 from gg.sandbox.sdk import sdk_source
+from gg.sandbox.tree import remove_tree
 from gg.sandbox.writes import CapName, WriteCap
 
 __all__ = ["CompileProblem", "ProgramResult", "Sandbox", "ShellResult"]
@@ -240,7 +241,8 @@ class Sandbox:
             ) as job:  # fmt: skip
                 done = run_blocking(job, timeout_s=CHECK_TIMEOUT_S)
         finally:
-            shutil.rmtree(workspace, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_tree(workspace)
         if not done.ready:
             raise SandboxError(f"the JavaScript syntax check could not start: {done.output[-500:]}")
         if done.timed_out:

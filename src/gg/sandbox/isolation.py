@@ -13,8 +13,8 @@ writable wherever the uid may write); ``rlimit`` needs nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -23,6 +23,7 @@ from gg.errors import SandboxError, UserError
 from gg.sandbox.host import Isolation, host_facts, state_dir
 from gg.sandbox.limits import Limits
 from gg.sandbox.runs import prepared, run_blocking
+from gg.sandbox.tree import remove_tree
 
 __all__ = ["Isolation", "probe"]
 
@@ -56,7 +57,8 @@ def trial(layer: Isolation) -> str | None:
     except (OSError, SandboxError) as exc:
         return f"could not start: {exc}"
     finally:
-        shutil.rmtree(workspace, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(workspace)
     if done.ready and done.returncode == 0:
         return None
     text = done.output.strip().splitlines()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -24,6 +23,7 @@ from gg.sandbox.host import Isolation, host_facts, state_dir
 from gg.sandbox.launch import Mode, Plan, Spec, plan, prepare_run_dir
 from gg.sandbox.limits import Limits
 from gg.sandbox.seccomp import seccomp_bpf
+from gg.sandbox.tree import remove_tree
 
 __all__ = ["Options", "Prepared", "prepared", "run_blocking"]
 
@@ -162,7 +162,8 @@ def prepared(
             for fd in owned:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            shutil.rmtree(run_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_tree(run_dir)  # a program's private tmp may be any depth
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["MAX_DEPTH", "Node", "walk_beneath"]
+__all__ = ["MAX_DEPTH", "Node", "remove_tree", "walk_beneath"]
 
 MAX_DEPTH = 128
 """Levels below the root the walk enters (one open descriptor per level)."""
@@ -127,3 +127,81 @@ def _open_dir(parent: int, name: str, dev: int) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def remove_tree(path: str | os.PathLike[str]) -> None:
+    """Remove ``path`` and everything beneath it: any depth, no link followed, no recursion.
+
+    A tree an agent wrote can be thousands of levels deep (``shutil.rmtree``
+    recurses and fails with ``RecursionError``) or hold links to elsewhere.
+    This walks down one directory at a time relative to the current one
+    (``O_NOFOLLOW``), unlinks what is not a directory, and climbs back by
+    ``..``, checking at each step that the directory reached is the one it
+    came from (device and inode); it holds two descriptors at most. A link
+    is removed, never followed. Entries that vanish meanwhile are skipped.
+
+    Raises:
+        OSError: something could not be removed (permissions), or the tree was
+            moved while being removed (the climb found another directory).
+    """
+    top = os.fspath(path)
+    try:
+        info = os.lstat(top)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        os.unlink(top)
+        return
+    parent = os.open(os.path.dirname(os.path.abspath(top)), _DIR_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        _empty_and_remove(parent, os.path.basename(os.path.abspath(top)))
+    finally:
+        os.close(parent)
+
+
+def _empty_and_remove(parent: int, name: str) -> None:
+    cur = os.open(name, _DIR_FLAGS, dir_fd=parent)
+    trail: list[tuple[str, int, int]] = []  # (name in its parent, parent's dev, parent's ino)
+    try:
+        while True:
+            child = _first_subdir_emptying(cur)
+            if child is not None:
+                st = os.fstat(cur)
+                try:
+                    nxt = os.open(child, _DIR_FLAGS, dir_fd=cur)
+                except FileNotFoundError:
+                    continue
+                except OSError:  # a link or a non-directory swapped in: remove the name
+                    os.unlink(child, dir_fd=cur)
+                    continue
+                trail.append((child, st.st_dev, st.st_ino))
+                os.close(cur)
+                cur = nxt
+                continue
+            if not trail:
+                break
+            here, dev, ino = trail.pop()
+            up = os.open("..", _DIR_FLAGS, dir_fd=cur)
+            os.close(cur)
+            cur = up
+            st = os.fstat(cur)
+            if (st.st_dev, st.st_ino) != (dev, ino):
+                raise OSError(f"the tree under {name!r} was moved while gg removed it")
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(here, dir_fd=cur)
+    finally:
+        os.close(cur)
+    os.rmdir(name, dir_fd=parent)
+
+
+def _first_subdir_emptying(fd: int) -> str | None:
+    """Unlink every non-directory in ``fd``; return the name of a subdirectory, if any."""
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    return entry.name
+                os.unlink(entry.name, dir_fd=fd)
+            except FileNotFoundError:
+                continue
+    return None
