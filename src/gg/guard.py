@@ -224,12 +224,6 @@ class Snapshot:
         """Hook scripts outside the workspace (made visible read-only to sandboxed hooks)."""
         return tuple(k for k, d in self.digests.items() if d is not None and os.path.isabs(k))
 
-    def keys_inside(self) -> tuple[str, ...]:
-        """The protected files inside the workspace as keys (relative paths): bound
-        read-only at the same relative path in whatever workspace a sandboxed process runs
-        in (a board worktree included; issue 9 item 2, finding F6)."""
-        return tuple(k for k, d in self.digests.items() if d is not None and not os.path.isabs(k))
-
     def tampered(self, command: str, *, workspace: Path | None = None) -> list[str]:
         """The scripts of ``command``, as it would run in ``workspace``, that differ from
         the ones hashed at run start (changed, went, appeared, or replaced by a link).
