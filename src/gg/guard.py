@@ -11,8 +11,13 @@ scripts included. What this module gives the run:
   ``python3 hooks/gate.py``): the words of the command that are existing files.
 - :class:`Snapshot`: SHA-256 digests of ``gg.toml`` and every hook's scripts,
   taken at run start. The gate asks :meth:`Snapshot.tampered` before it runs
-  a command hook: a script changed (or appeared, or went) during the run is not
-  run, and the gate blocks naming it.
+  a command hook, in the workspace the hook runs in: a script changed (or
+  appeared, or went, or replaced by a link) is not run, and the gate blocks
+  naming it. In a board worktree the files at the same relative paths are
+  compared with the run-start digests of the repository's (finding F6).
+- :func:`host_command`: a command run on the host as root (trusted hooks,
+  ``run_command`` with ``commands = "host"``) loses ``CAP_SYS_PTRACE``,
+  ``CAP_SYS_ADMIN`` and ``CAP_PERFMON``, so it cannot read gg's ``environ``.
 - :func:`changed_since_last_run`: compares the snapshot with the one the last
   run of this workspace kept in ``gg.state.workspace_state(ws)/protected.json``
   (opened with ``O_NOFOLLOW``), and keeps the new one.
