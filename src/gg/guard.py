@@ -11,8 +11,13 @@ scripts included. What this module gives the run:
   ``python3 hooks/gate.py``): the words of the command that are existing files.
 - :class:`Snapshot`: SHA-256 digests of ``gg.toml`` and every hook's scripts,
   taken at run start. The gate asks :meth:`Snapshot.tampered` before it runs
-  a command hook: a script changed (or appeared, or went) during the run is not
-  run, and the gate blocks naming it.
+  a command hook, in the workspace the hook runs in: a script changed (or
+  appeared, or went, or replaced by a link) is not run, and the gate blocks
+  naming it. In a board worktree the files at the same relative paths are
+  compared with the run-start digests of the repository's (finding F6).
+- :func:`host_command`: a command run on the host as root (trusted hooks,
+  ``run_command`` with ``commands = "host"``) loses ``CAP_SYS_PTRACE``,
+  ``CAP_SYS_ADMIN`` and ``CAP_PERFMON``, so it cannot read gg's ``environ``.
 - :func:`changed_since_last_run`: compares the snapshot with the one the last
   run of this workspace kept in ``gg.state.workspace_state(ws)/protected.json``
   (opened with ``O_NOFOLLOW``), and keeps the new one.
@@ -33,6 +38,7 @@ import hashlib
 import json
 import os
 import shlex
+import shutil
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +51,7 @@ __all__ = [
     "Snapshot",
     "changed_since_last_run",
     "hook_scripts",
+    "host_command",
     "make_undumpable",
 ]
 
@@ -72,6 +79,35 @@ def make_undumpable() -> bool:
         return bool(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
+
+
+_NO_PEEKING = "-sys_ptrace,-sys_admin,-perfmon"
+"""Capabilities a host command loses from its bounding set as root (:func:`host_command`)."""
+
+
+def host_command(command: str) -> str:
+    """``command`` as gg runs it on the host: as root, without ``CAP_SYS_PTRACE``,
+    ``CAP_SYS_ADMIN`` and ``CAP_PERFMON`` in its bounding set (issue 9 item 5, finding F1).
+
+    Each of the three lets root read a non-dumpable process's ``/proc/<pid>/environ``
+    (gg's provider keys). The one place this is done: trusted agent-stop hooks and
+    ``run_command`` under ``[sandbox] commands = "host"``.
+
+    Args:
+        command: a ``/bin/sh`` command line.
+
+    Returns:
+        ``exec setpriv --bounding-set=... -- /bin/sh -c <command>`` when gg is root and
+        ``setpriv`` is installed (``/usr/bin`` or ``/bin``); ``command`` unchanged when gg
+        is not root (non-dumpability alone keeps gg's ``/proc`` closed to its own uid).
+
+    A speed bump, not a boundary: a root command keeps every other capability (it can
+    still rewrite gg itself, or its configuration). Without ``setpriv`` nothing is dropped.
+    """
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
+    if os.geteuid() != 0 or setpriv is None:
+        return command
+    return f"exec {setpriv} --bounding-set={_NO_PEEKING} -- /bin/sh -c {shlex.quote(command)}"
 
 
 def _words(command: str) -> list[str]:
@@ -193,25 +229,67 @@ class Snapshot:
         """Hook scripts outside the workspace (made visible read-only to sandboxed hooks)."""
         return tuple(k for k, d in self.digests.items() if d is not None and os.path.isabs(k))
 
-    def tampered(self, command: str) -> list[str]:
-        """The scripts of ``command`` that changed, went or appeared since run start.
+    def tampered(self, command: str, *, workspace: Path | None = None) -> list[str]:
+        """The scripts of ``command``, as it would run in ``workspace``, that differ from
+        the ones hashed at run start (changed, went, appeared, or replaced by a link).
+
+        Args:
+            command: the hook's command line (a key of :attr:`hooks`).
+            workspace: where the hook runs (its cwd); default the run's workspace. In
+                another directory (a board worktree) a word relative to it names the file
+                there, read beneath it without following a link, and is compared with the
+                run-start digest of the same relative path in the run's workspace.
 
         Returns:
             Sentences such as ``"'scripts/check.sh' changed during this run"``; empty when
             every script is as it was (or the command names none).
         """
+        here = self.workspace if workspace is None else Path(workspace).resolve()
         then = self.hooks.get(command, ())
-        now = hook_scripts(command, self.workspace)
         problems: list[str] = []
-        for key in sorted({*then, *(k for k in now if k in then or _script_like(k))}):
-            before, after = self.digests.get(key), _digest(self.workspace, key)
+        located = _located(command, here, self.workspace)
+        for key, base in located:
+            before = self.digests.get(key)
+            after = _digest(base, key)
+            if key not in then and (after is None or not _script_like(key)):
+                continue  # not a script at start, and not a script-like file now
+            where = "" if base == self.workspace else " in this session's workspace"
             if key not in then or before is None:
-                problems.append(f"{key!r} appeared during this run")
+                problems.append(f"{key!r} appeared{where} during this run")
             elif after is None:
-                problems.append(f"{key!r} was removed or replaced by a non-file during this run")
+                problems.append(f"{key!r}{where} was removed or replaced by a non-file "
+                                "(or a link) during this run")
             elif after != before:
-                problems.append(f"{key!r} changed during this run")
-        return problems
+                problems.append(f"{key!r}{where} differs from the one this run started with"
+                                if where else f"{key!r} changed during this run")
+        seen = {key for key, _ in located}
+        for key in (k for k in then if k not in seen):  # a start word now keyed otherwise
+            if _digest(here, key) != self.digests.get(key):
+                problems.append(f"{key!r} is not the file this run started with")
+        return list(dict.fromkeys(problems))
+
+
+def _located(command: str, here: Path, root: Path) -> list[tuple[str, Path]]:
+    """Each file word of ``command`` run in ``here``: its snapshot key and the directory it
+    is read beneath. A relative word inside ``here`` is keyed relative to ``here`` (the same
+    relative path as in ``root``); an absolute word (or one leading out of ``here``) into
+    ``root`` is keyed relative to ``root``; other absolute paths are keyed as they are."""
+    found: dict[tuple[str, Path], None] = {}
+    for word in _words(command):
+        if not word or word.startswith("-") or "\0" in word:
+            continue
+        key = _key(word, here)
+        base = here
+        if key is not None and os.path.isabs(key):
+            inner = _key(key, root)
+            key, base = (inner, root) if inner is not None else (key, root)
+        elif key is None and not os.path.isabs(word) and here != root:
+            key, base = _key(os.path.normpath(here / word), root), root
+            if key is not None and os.path.isabs(key):
+                key = None
+        if key is not None:
+            found[(key, base)] = None
+    return sorted(found)
 
 
 def _read_last(path: Path) -> dict[str, str | None]:

@@ -28,9 +28,13 @@ interpreter prefix first, bound read-only), the sandbox's own variables and
 the ``pass_env`` names. ``trusted=True`` runs it on the host as gg's user
 with :func:`gg.tools.builtins.scrubbed_env` plus ``pass_env``. A gate checked
 without a place (a caller running it on its own) runs hooks on the host so.
-Before running a command hook the gate checks its scripts against the run's
-:class:`gg.guard.Snapshot`: a script changed during the run is not run and the
-gate blocks naming it (a failed hook, so a diagnosis blames it).
+As root, a host hook runs without ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN`` and
+``CAP_PERFMON`` (:func:`gg.guard.host_command`). Before running a command hook
+the gate checks its scripts against the run's :class:`gg.guard.Snapshot`, as
+they are in the workspace the hook runs in (a board worktree: its files at the
+same relative paths, compared with the run-start digests of the repository's):
+a script changed, removed, replaced or linked is not run and the gate blocks
+naming it (a failed hook, so a diagnosis blames it).
 
 What this module does not promise: a sync callable that times out cannot be
 stopped; its thread runs on in the background while the gate moves on.
@@ -43,8 +47,6 @@ import asyncio
 import inspect
 import json
 import os
-import shlex
-import shutil
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -54,7 +56,7 @@ from typing import Any, Literal, TypeAlias
 
 from gg.endings import Ending, Role
 from gg.errors import GGError, UserError
-from gg.guard import Snapshot
+from gg.guard import Snapshot, host_command
 from gg.tools.builtins import ShellResult, run_shell, scrubbed_env
 
 __all__ = [
@@ -257,18 +259,6 @@ def _tool_prefixes() -> tuple[str, ...]:
     return tuple(found)
 
 
-def _host_command(command: str) -> str:
-    """As root, run a host hook without ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN`` and
-    ``CAP_PERFMON`` in its bounding set (``setpriv``, when installed): each of them lets
-    root read a non-dumpable process's ``/proc/<pid>/environ``. A speed bump, not a
-    boundary: a root hook keeps every other capability (it can still rewrite gg itself)."""
-    setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
-    if os.geteuid() != 0 or setpriv is None:
-        return command
-    drop = "--bounding-set=-sys_ptrace,-sys_admin,-perfmon"
-    return f"exec {setpriv} {drop} -- /bin/sh -c {shlex.quote(command)}"
-
-
 @dataclass(frozen=True, kw_only=True)
 class CommandHook(_HookBase):
     """A shell command bound to ``agent-stop`` (SPEC H1, §10 ``[[hooks.agent_stop]]``)."""
@@ -308,7 +298,7 @@ class CommandHook(_HookBase):
         """
         start = time.monotonic()
         if place is not None and place.snapshot is not None:
-            problems = place.snapshot.tampered(self.command)
+            problems = place.snapshot.tampered(self.command, workspace=event.workspace)
             if problems:
                 return self._outcome("block", (
                     f"hook {self._display()!r} was not run: its script "
@@ -321,7 +311,7 @@ class CommandHook(_HookBase):
                 result = await self._sandboxed(place, event, stdin)
             else:
                 result = await run_shell(
-                    _host_command(self.command), cwd=event.workspace,
+                    host_command(self.command), cwd=event.workspace,
                     env=scrubbed_env(self.pass_env),
                     timeout_s=self.timeout_s, stdin=stdin, capture_limit=_CAPTURE,
                 )  # fmt: skip

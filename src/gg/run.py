@@ -194,7 +194,7 @@ class Run:
                             write_bytes=cfg.write_bytes, write_files=cfg.write_files,
                             program_bytes=cfg.program_bytes)
             self._sandbox = Sandbox(limits=limits, isolation=forced)
-            self._sandbox.protect(self.snapshot.inside())
+            self._sandbox.protect(self.snapshot.inside(), root=self.workspace)
         return self._sandbox
 
     async def aclose(self) -> None:

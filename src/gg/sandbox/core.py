@@ -160,15 +160,34 @@ class Sandbox:
         self.isolation: Isolation = probe(isolation.value if isolation else None)
         self._closed = False
         self._protect: tuple[str, ...] = ()
+        self._protect_keys: tuple[str, ...] = ()
 
-    def protect(self, paths: Sequence[Path]) -> None:
-        """Bind these workspace files read-only over the workspace in every later process.
+    def protect(self, paths: Sequence[Path], *, root: Path | None = None) -> None:
+        """Bind these files read-only over the workspace in every later process.
 
         Under bubblewrap only (issue 9 item 2: ``gg.toml`` and hook scripts); other layers
         cannot hide a file inside a writable directory, and gg checks the files' hashes
         instead. A path that is not a regular file when a process starts is skipped.
+
+        Args:
+            paths: the files (absolute, or relative to ``root``).
+            root: the run's workspace. Given, each path inside it is bound at the same
+                relative path in whatever workspace a process runs in (a board worktree:
+                finding F6); a path outside it is dropped. ``None``: the paths are bound
+                only where they lie inside a process's workspace.
         """
-        self._protect = tuple(str(Path(p).absolute()) for p in paths)
+        if root is None:
+            self._protect = tuple(str(Path(p).absolute()) for p in paths)
+            self._protect_keys = ()
+            return
+        base = Path(root).absolute()
+        keys = [(base / p).relative_to(base) for p in paths if (base / p).is_relative_to(base)]
+        self._protect, self._protect_keys = (), tuple(k.as_posix() for k in keys)
+
+    def _protected(self, workspace: Path) -> tuple[str, ...]:
+        """The files bound read-only for a process in ``workspace`` (see :meth:`protect`)."""
+        keyed = (str(workspace / k) for k in self._protect_keys)
+        return tuple(dict.fromkeys([*self._protect, *keyed]))
 
     def describe(self) -> dict[str, object]:
         """What is in force, for the stream's ``run_started`` event (SPEC M3, O1)."""
@@ -318,7 +337,7 @@ class Sandbox:
         membrane = Membrane(tools=[t.name for t in tools], handler=handler, limits=self.limits)
         with prepared(
             mode=language, isolation=self.isolation, limits=self.limits, workspace=ws,
-            files=files, options=Options(protect=self._protect),
+            files=files, options=Options(protect=self._protected(ws)),
         ) as job:  # fmt: skip
             cap = self._write_cap(job.written)
             outcome = await supervise(
@@ -430,7 +449,7 @@ class Sandbox:
             await asyncio.to_thread(share_workspace, ws)
         membrane = Membrane(tools=[], handler=None, limits=self.limits)
         options = Options(read_only=read_only, env=tuple((env or {}).items()),
-                          binds=tuple(binds), protect=self._protect)
+                          binds=tuple(binds), protect=self._protected(ws))
         with prepared(
             mode="shell", isolation=self.isolation, limits=self.limits, workspace=ws,
             files={}, command=shell, wall_s=timeout_s, options=options,

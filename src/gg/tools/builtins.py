@@ -13,8 +13,10 @@ files only, size-capped, in a worker thread under a deadline so the event
 loop never blocks. ``search_text`` matches with RE2 (:mod:`gg.tools.search`).
 
 What this module does not promise: ``run_command`` outside a sandbox runs a
-real shell with the user's rights, a scrubbed environment and a timeout. The
-sandbox (SPEC M3) replaces :func:`spawn_command`.
+real shell with the user's rights, a scrubbed environment and a timeout (as
+root, without ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN`` and ``CAP_PERFMON``:
+:func:`gg.guard.host_command`, so it cannot read gg's ``/proc/<pid>/environ``).
+The sandbox (SPEC M3) replaces :func:`spawn_command`.
 
 :func:`run_shell` is also what agent-stop command hooks run on (:mod:`gg.hooks`).
 """
@@ -34,6 +36,7 @@ from typing import Annotated, Protocol, TypeVar
 from pydantic import Field
 
 from gg.errors import SandboxError, ToolError, WorkspaceEscape
+from gg.guard import host_command
 from gg.tools.registry import Registry, ToolContext, cap_text, tool
 from gg.tools.safefs import Beneath, check_path, open_beneath, read_beneath, run_blocking
 from gg.tools.search import Search
@@ -503,7 +506,7 @@ async def run_command(
         return sandboxed
     try:
         result = await run_shell(
-            command,
+            host_command(command),  # as root: no CAP_SYS_PTRACE & co. (issue 9, F1)
             cwd=ctx.workspace,
             env={**scrubbed_env(), "PWD": str(ctx.workspace)},
             timeout_s=timeout_s,
