@@ -32,6 +32,7 @@ from test_isolation_gaps import NOBODY, SYSTEM_PYTHON, Place, run
 import gg
 from gg.sandbox import Isolation
 from gg.sandbox.host import host_facts
+from nobody import as_nobody
 
 place = gaps.place  # fixtures: a world-searchable root with a workspace, and the driving user
 who = gaps.who
@@ -180,8 +181,7 @@ def _gg_env(place: Place, who: str, key: str) -> tuple[list[str], dict[str, str]
         return [sys.executable], env
     for path in (place.workspace, *place.workspace.rglob("*"), state):
         os.lchown(path, NOBODY, NOBODY)
-    drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-    return [*drop, SYSTEM_PYTHON], env
+    return as_nobody([SYSTEM_PYTHON]), env  # execs all the way: gg keeps the first pid
 
 
 @pytest.mark.parametrize("who", ["root", "nobody"], indirect=True)
