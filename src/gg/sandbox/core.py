@@ -8,6 +8,9 @@ the program ends or passes a limit. Under ``bwrap`` it sees only ``/usr``,
 the run's files and the workspace (the one writable place besides a private
 ``/tmp``), has no network and no capability. Under ``unshare`` it has no
 network (new net namespace) and Landlock confines files, TCP and signals.
+Under ``bwrap`` and ``unshare``, ``/proc`` is a procfs of the sandbox's own
+pid namespace (in a private mount namespace): no host process is listed or
+reachable by pid.
 Under ``rlimit``, Landlock (when the kernel has it) is the only file and
 network barrier besides seccomp's socket ban. In every layer: no datagram
 socket can be made (seccomp), so nothing reaches a host AF_UNIX socket;
@@ -19,15 +22,20 @@ to the workspace (:mod:`gg.sandbox.writes`).
 What it does not promise: protection from kernel bugs; a memory limit for a
 program's processes taken together (limits are per process); that a program
 cannot read files the sandbox uid may read inside the directories the layer
-leaves visible (``/usr``; under ``unshare``/``rlimit`` also ``/proc`` and the
-guest code); fairness between concurrent programs beyond their own limits.
+leaves visible (``/usr``; under ``unshare``/``rlimit`` also the guest code);
+under ``rlimit`` (no pid namespace), that a shell command cannot list the
+host's processes and read their command lines, status and other
+world-readable ``/proc`` entries (never the environment or memory of a
+process of another uid, nor of gg, which is non-dumpable); fairness between
+concurrent programs beyond their own limits.
 Under ``rlimit`` without Landlock the program can write world-writable
 directories such as ``/tmp``. Under ``unshare`` and ``rlimit`` the program
 starts in the workspace, but if a parent directory of the workspace is not
 searchable by the sandbox uid, only relative paths reach it (bubblewrap
-binds the workspace, so it has no such limit); these two layers also hide
-``/proc`` from programs (not from shell commands). It is not a defence against a malicious gg
-configuration (the tool handler runs in gg, with gg's rights).
+binds the workspace, so it has no such limit); these two layers also keep
+programs out of ``/proc`` (Landlock; shell commands may read it). It is not a
+defence against a malicious gg configuration (the tool handler runs in gg,
+with gg's rights).
 """
 
 from __future__ import annotations

@@ -8,7 +8,11 @@ work on this machine, :func:`probe` says why rather than falling back.
 
 Prerequisites checked before the trial: ``bwrap`` needs the bubblewrap
 binary; ``unshare`` needs Landlock (without it the host file tree would be
-writable wherever the uid may write); ``rlimit`` needs nothing.
+writable wherever the uid may write); ``rlimit`` needs nothing. The
+``unshare`` trial also mounts the sandbox's own ``/proc`` (``boot.py``): where
+the kernel refuses that (when gg is not root, in a container whose ``/proc``
+has entries masked by other mounts), the trial fails with that reason, and
+the sandbox never falls back to showing the host's ``/proc``.
 """
 
 from __future__ import annotations

@@ -192,7 +192,10 @@ def _boot_config(spec: Spec, exe_fd: int | None) -> dict[str, object]:
         argv = ["/bin/sh", "-c", spec.command]
     unshare = None
     if spec.isolation is Isolation.UNSHARE:
-        unshare = {"namespaces": ["net", "ipc", "uts", "pid"], "userns": not spec.facts.is_root}
+        # mnt: a private mount namespace, so that boot.py mounts a procfs of the new pid
+        # namespace on /proc (the host's processes and command lines stay out of sight)
+        names = ["net", "ipc", "uts", "pid", "mnt"]
+        unshare = {"namespaces": names, "userns": not spec.facts.is_root}
     return {
         "mode": spec.mode,
         "workspace": str(spec.workspace),

@@ -12,15 +12,22 @@ In order, it:
 2. changes to the workspace (still as root when gg runs as root, so the
    workspace's parent directories need not be searchable by the sandbox uid);
 3. sets rlimits (CPU, AS or DATA, FSIZE, NOFILE, NPROC, CORE);
-4. ``unshare`` layer only: enters new net/ipc/uts/pid namespaces;
-5. ``rlimit`` layer only: forks the **reaper** (see :func:`become_reaper`), which
-   stays outside the program's confinement and kills every descendant when the
-   program's process ends or gg asks (SIGTERM);
+4. ``unshare`` layer only: enters new net/ipc/uts/pid/mount namespaces (and a
+   user namespace when gg is not root), makes every mount private, and forks
+   pid 1 of the new pid namespace, which mounts a fresh procfs on ``/proc``
+   (see :func:`enter_pid_namespace`): ``/proc`` then lists the sandbox's own
+   processes only (issue 9, adversary finding F8). The outer process confines
+   itself (steps 6-7, no file access at all) and waits;
+5. builds the Landlock ruleset (after step 4, so that its ``/proc`` rule names
+   the fresh procfs); ``rlimit`` layer only: forks the **reaper** (see
+   :func:`become_reaper`), which stays outside the program's confinement and
+   kills every descendant when the program's process ends or gg asks (SIGTERM);
 6. drops to the dedicated uid/gid when one is given;
 7. applies Landlock (files, TCP, signals, abstract sockets) when asked,
-   sets ``no_new_privs`` and loads the seccomp filter gg compiled;
-8. ``unshare`` layer only: forks a pid-1 reaper into the new pid namespace,
-   which forks the program's process (each dies with its parent);
+   sets ``no_new_privs`` and loads the seccomp filter gg compiled (no mount
+   can be made or undone after this: Landlock and seccomp both forbid it);
+8. ``unshare`` layer only: pid 1 forks the program's process (each dies with
+   its parent);
 9. writes ``{"kind": "ready"}`` on fd 3 and runs the Python program
    (``runner.py``), or execs Deno or ``/bin/sh -c``.
 
@@ -43,8 +50,11 @@ import time
 from typing import Any, NoReturn
 
 BOOT_FAILED = 121
-_CLONE = {"net": 0x40000000, "ipc": 0x08000000, "uts": 0x04000000, "pid": 0x20000000}
+_CLONE = {"net": 0x40000000, "ipc": 0x08000000, "uts": 0x04000000, "pid": 0x20000000,
+          "mnt": 0x00020000}
 _CLONE_NEWUSER = 0x10000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
+_MS_REC, _MS_PRIVATE = 0x4000, 0x40000
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_SET_SECCOMP = 22
@@ -125,33 +135,60 @@ def enter_namespaces(spec: dict[str, Any]) -> None:
         _write_id_maps(uid, gid)
     else:
         _check(_libc.unshare(flags), "unshare")
+    if flags & _CLONE["mnt"]:  # nothing mounted here may reach the host's mount table
+        _check(_libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
 
 
-def fork_into_namespace() -> None:
-    """Fork a pid-1 reaper into the new pid namespace, which forks the program's process.
+def enter_pid_namespace(outer: Any) -> None:
+    """Fork pid 1 of the new pid namespace and mount a fresh procfs on ``/proc`` there.
 
-    Returns in the program's process. The outer process and the reaper wait
-    and mirror its exit status; each child dies with its parent
-    (``PR_SET_PDEATHSIG``), and when the reaper (pid 1) dies the kernel kills
-    every process left in the namespace.
+    Returns in pid 1, whose ``/proc`` (in the private mount namespace of
+    :func:`enter_namespaces`) shows only the processes of the new pid
+    namespace: no host process, no command line but the sandbox's own. The
+    outer process calls ``outer()`` (it confines itself) and then waits and
+    mirrors pid 1's exit status; pid 1 dies with it (``PR_SET_PDEATHSIG``).
+    A procfs that cannot be mounted is a boot failure, never the host's ``/proc``.
     """
-    _fork_and_wait()  # returns in the child: pid 1 of the new pid namespace
-    _fork_and_wait()  # returns in the grandchild: the program's process
+    _fork_and_wait(outer)
+    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    _check(_libc.mount(b"proc", b"/proc", b"proc", flags, None), "mounting a private /proc")
 
 
-def _fork_and_wait() -> None:
+def fork_program() -> None:
+    """Fork the program's process from pid 1, which stays its reaper; returns in the child.
+
+    pid 1 reaps every orphan and mirrors the program's exit status; when it
+    dies the kernel kills every process left in the namespace.
+    """
+    arm_parent_death()  # dropping privileges cleared the setting made at the fork
+    _fork_and_wait(None)
+
+
+def arm_parent_death() -> None:
+    """SIGKILL this process when its parent dies (``PR_SET_PDEATHSIG``).
+
+    The kernel clears the setting on a change of uid or gid, so call it again
+    after :func:`drop_privileges`.
+    """
+    _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
+
+
+def _fork_and_wait(before_wait: Any) -> None:
     """Fork; the child returns. The parent reaps children until the first ends, then exits so.
 
-    The child dies with its parent. The parent may be pid 1, so it reaps every
-    orphan; it exits with the first child's status (``128 + signal`` if killed).
+    The child dies with its parent. The parent runs ``before_wait()`` (if
+    given) first. It may be pid 1, so it reaps every orphan; it exits with the
+    first child's status (``128 + signal`` if killed).
     """
     child = os.fork()
     if child == 0:
-        _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
+        arm_parent_death()
         return
     for fd in (3, 4):
         with contextlib.suppress(OSError):
             os.close(fd)
+    if before_wait is not None:
+        before_wait()
     while True:
         try:
             pid, status = os.wait()
@@ -379,14 +416,10 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def lock_down(ruleset: int | None, seccomp_fd: int | None) -> None:
-    """Set no_new_privs, enforce the Landlock ruleset, load the seccomp BPF from ``seccomp_fd``."""
-    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-    if ruleset is not None:
-        _check(_libc.syscall(_SYS_LANDLOCK["restrict"], ruleset, 0), "landlock_restrict_self")
-        os.close(ruleset)
+def read_filter(seccomp_fd: int | None) -> bytes | None:
+    """The seccomp BPF gg wrote on ``seccomp_fd`` (read to EOF, then closed); ``None`` if no fd."""
     if seccomp_fd is None:
-        return
+        return None
     chunks = []
     while True:
         chunk = os.read(seccomp_fd, 65536)
@@ -397,6 +430,17 @@ def lock_down(ruleset: int | None, seccomp_fd: int | None) -> None:
     bpf = b"".join(chunks)
     if not bpf or len(bpf) % 8:
         fail("the seccomp filter is empty or malformed")
+    return bpf
+
+
+def lock_down(ruleset: int | None, bpf: bytes | None) -> None:
+    """Set no_new_privs, enforce the Landlock ruleset, load the seccomp BPF (see read_filter)."""
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if ruleset is not None:
+        _check(_libc.syscall(_SYS_LANDLOCK["restrict"], ruleset, 0), "landlock_restrict_self")
+        os.close(ruleset)
+    if bpf is None:
+        return
     buf = ctypes.create_string_buffer(bpf, len(bpf))
     prog = _SockFprog(len(bpf) // 8, ctypes.cast(buf, ctypes.c_void_p))
     _check(
@@ -426,6 +470,21 @@ def _exec(config: dict[str, Any], exe_fd: int | None) -> NoReturn:
         os._exit(127)
 
 
+def _drop_and_lock(config: dict[str, Any], ruleset: int | None, bpf: bytes | None) -> None:
+    drop = config.get("drop")
+    if drop:
+        drop_privileges(int(drop["uid"]), int(drop["gid"]))
+    lock_down(ruleset, bpf)
+
+
+def _confine_outer(config: dict[str, Any], bpf: bytes | None) -> None:
+    """The ``unshare`` layer's outer process (it only waits): the program's uid and
+    filter, and under Landlock no file access at all."""
+    spec = config.get("landlock")
+    ruleset = landlock_ruleset({"abi": spec["abi"]}) if spec else None
+    _drop_and_lock(config, ruleset, bpf)
+
+
 def confine(config: dict[str, Any], fds: dict[str, int]) -> None:
     """Steps 2-8 of the module docstring; returns in the (possibly forked) program process."""
     try:
@@ -433,17 +492,16 @@ def confine(config: dict[str, Any], fds: dict[str, int]) -> None:
     except OSError as exc:
         fail(f"cannot enter the workspace: {exc}")
     set_rlimits(config["rlimits"])
-    ruleset = landlock_ruleset(config["landlock"]) if config.get("landlock") else None
+    bpf = read_filter(fds.get("seccomp"))
     if config.get("unshare"):
         enter_namespaces(config["unshare"])
+        enter_pid_namespace(lambda: _confine_outer(config, bpf))
+    ruleset = landlock_ruleset(config["landlock"]) if config.get("landlock") else None
     if config.get("reaper"):
         become_reaper()
-    drop = config.get("drop")
-    if drop:
-        drop_privileges(int(drop["uid"]), int(drop["gid"]))
-    lock_down(ruleset, fds.get("seccomp"))
+    _drop_and_lock(config, ruleset, bpf)
     if config.get("unshare"):
-        fork_into_namespace()
+        fork_program()
 
 
 def main() -> NoReturn:
