@@ -50,8 +50,11 @@ __all__ = [
     "MAX_BYTES",
     "Snapshot",
     "changed_since_last_run",
+    "git_changes",
+    "git_state",
     "hook_scripts",
     "host_command",
+    "install_inside",
     "make_undumpable",
 ]
 
@@ -341,3 +344,61 @@ def changed_since_last_run(snapshot: Snapshot) -> list[str]:
     with contextlib.suppress(OSError):
         _write(path, merged)
     return changed
+
+
+_GIT_FILES = (".git", ".git/config", ".git/config.worktree", ".git/info/attributes",
+              ".git/info/exclude", ".git/commondir", ".git/gitdir")
+"""What of a workspace's ``.git`` runs or redirects the operator's own git (adversary F22)."""
+
+
+def git_state(workspace: Path) -> dict[str, str | None]:
+    """Digests of the parts of ``workspace/.git`` that make git run programs or look
+    elsewhere: its config files, ``.git`` itself when it is a file (a worktree's
+    ``gitdir:``), and every file in ``.git/hooks`` (names and contents). Read beneath the
+    workspace without following a link; ``{}`` when there is no ``.git``.
+
+    The sandbox can write ``.git`` under the layers that cannot make it read-only
+    (unshare, rlimit); :class:`gg.run.Run` compares this at the run's end and warns, so
+    the operator's next ``git status`` does not run what an agent planted.
+    """
+    ws = workspace.resolve()
+    if not os.path.lexists(ws / ".git"):
+        return {}
+    out = {key: _digest(ws, key) for key in _GIT_FILES}
+    try:
+        fd = _open_beneath(ws, ".git/hooks")
+    except (OSError, ValueError, IndexError):
+        return out
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            with os.scandir(fd) as entries:
+                names = sorted(e.name for e in entries)[:1000]
+            for name in names:
+                out[f".git/hooks/{name}"] = _digest(ws, f".git/hooks/{name}") or "not a file"
+    finally:
+        os.close(fd)
+    return out
+
+
+def git_changes(before: Mapping[str, str | None], after: Mapping[str, str | None]) -> list[str]:
+    """The keys of :func:`git_state` that differ (changed, new or gone), sorted."""
+    return sorted(k for k in {*before, *after} if before.get(k) != after.get(k))
+
+
+def install_inside(workspace: Path) -> Path | None:
+    """The outermost directory of gg's own installation (its interpreter prefix, the
+    directory holding the ``gg`` package) that lies inside ``workspace``, else ``None``.
+
+    An agent that can write gg's installation (a ``.pth`` file in site-packages, gg's own
+    modules) runs code in the next gg, with gg's rights and keys (adversary F21).
+    """
+    import sys
+
+    ws = workspace.resolve()
+    own = [Path(sys.prefix).resolve(), Path(__file__).resolve().parents[1],
+           Path(sys.executable).resolve().parent]
+    inside = sorted((p for p in own if p.is_relative_to(ws) and p != ws),
+                    key=lambda p: len(p.parts))
+    if any(p == ws for p in own):
+        return ws
+    return inside[0] if inside else None

@@ -21,7 +21,14 @@ from gg.ceilings import Budget, Ceilings
 from gg.config import Settings, ToolsSettings
 from gg.endings import Language, Role
 from gg.errors import UserError
-from gg.guard import Snapshot, changed_since_last_run, make_undumpable
+from gg.guard import (
+    Snapshot,
+    changed_since_last_run,
+    git_changes,
+    git_state,
+    install_inside,
+    make_undumpable,
+)
 from gg.hooks import CommandHook, Gate, HookPlace
 from gg.models.base import Model
 from gg.modes.base import Mode
@@ -130,7 +137,15 @@ class Run:
             print(f"gg: warning: changed since this workspace's last run: "
                   f"{inert(', '.join(self.config_changed))} (check them before trusting this run's "
                   "settings and hooks)", file=sys.stderr)
+        self._install = install_inside(self.workspace)  # before the probe makes the sandbox
         self.isolation = isolation or self._probe()
+        if self._install is not None and not self.isolation.startswith("bwrap"):
+            raise UserError(
+                f"gg's own installation ({self._install}) is inside the workspace, and the "
+                f"sandbox layer in force ({self.isolation}) cannot make it read-only: an agent "
+                "could change gg itself and run code in the next gg, with your keys. Install "
+                "gg outside the workspace (or run where bubblewrap works)")
+        self._git_before = git_state(self.workspace)
         self.ceilings = Ceilings(**settings.ceilings.model_dump())
         self.budget = Budget(self.ceilings)
         self.stream = StreamWriter(  # gg writes nothing in the workspace (issue 9 item 2)
@@ -194,7 +209,10 @@ class Run:
                             write_bytes=cfg.write_bytes, write_files=cfg.write_files,
                             program_bytes=cfg.program_bytes)
             self._sandbox = Sandbox(limits=limits, isolation=forced)
-            self._sandbox.protect(self.snapshot.inside(), root=self.workspace)
+            # read-only under bubblewrap: gg.toml, hook scripts, .git (the operator's git
+            # runs what is in it), and gg's own installation if it lies in the workspace
+            extra = [self.workspace / ".git", *([self._install] if self._install else [])]
+            self._sandbox.protect([*self.snapshot.inside(), *extra], root=self.workspace)
         return self._sandbox
 
     async def aclose(self) -> None:
@@ -294,6 +312,11 @@ class Run:
         """Write ``run_ended`` and close the stream. Returns the exit code (SPEC O3):
         0 ended, 1 stopped; ``exit_code`` overrides it (130: interrupted by the operator)."""
         code = exit_code if exit_code is not None else (0 if status == "ended" else 1)
+        changed = git_changes(self._git_before, git_state(self.workspace))
+        if changed and not self.stream.closed:
+            print(f"gg: warning: this run changed {inert(', '.join(changed))} in the workspace's "
+                  ".git: git runs what is configured there (hooks, fsmonitor, filters). Review "
+                  "them before you run git in this workspace", file=sys.stderr)
         if not self.stream.closed:
             self.stream.emit(RunEnded(run_id=self.run_id, status=status, exit_code=code,
                                       diagnosis=diagnosis))

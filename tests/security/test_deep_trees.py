@@ -32,8 +32,10 @@ def test_remove_tree_handles_depth_links_and_fifos(tmp_path: Path, depth: int) -
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "keep").write_text("keep")
-    _deep(tmp_path / "tree", depth, outside)
-    remove_tree(tmp_path / "tree")
+    try:
+        _deep(tmp_path / "tree", depth, outside)
+    finally:  # even half-built, pytest's own clean-up (shutil.rmtree) could not remove it
+        remove_tree(tmp_path / "tree")
     assert not (tmp_path / "tree").exists()
     assert (outside / "keep").read_text() == "keep"
 

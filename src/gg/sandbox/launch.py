@@ -234,8 +234,8 @@ def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
     if spec.mode in ("javascript", "check") and spec.facts.deno:
         args += bind_fd(spec.facts.deno, "/gg/deno")
     args += [*bind_fd(ws, ws, writable=not spec.read_only), "--chdir", ws]
-    for path in spec.protect:  # after the workspace: these files stay read-only inside it
-        fd = _regular_file_fd(spec.workspace, path)
+    for path in spec.protect:  # after the workspace: these stay read-only inside it
+        fd = _regular_file_fd(spec.workspace, path, directories=True)
         if fd is not None:
             fds.append(fd)
             args += ["--ro-bind-fd", str(fd), path]
@@ -260,9 +260,10 @@ def _bwrap_base(spec: Spec) -> list[str]:
     return args
 
 
-def _regular_file_fd(workspace: Path, path: str) -> int | None:
-    """An ``O_PATH`` fd of ``path`` if it is a regular file beneath ``workspace`` reached
-    without following a symlink, else ``None`` (a file the agent removed or replaced)."""
+def _regular_file_fd(workspace: Path, path: str, *, directories: bool = False) -> int | None:
+    """An ``O_PATH`` fd of ``path`` if it is a regular file (or, with ``directories``, a
+    directory) beneath ``workspace`` reached without following a symlink, else ``None``
+    (a file the agent removed or replaced)."""
     try:
         parts = Path(path).relative_to(workspace).parts
     except ValueError:
@@ -275,7 +276,8 @@ def _regular_file_fd(workspace: Path, path: str) -> int | None:
             nxt = os.open(part, flags | (0 if last else os.O_DIRECTORY), dir_fd=fd)
             os.close(fd)
             fd = nxt
-        if not parts or not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if not parts or not (stat.S_ISREG(mode) or (directories and stat.S_ISDIR(mode))):
             os.close(fd)
             return None
         return fd
