@@ -44,6 +44,7 @@ Callable hooks run in gg's own process, with gg's rights and environment.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
@@ -295,7 +296,26 @@ class CommandHook(_HookBase):
             The outcome: exit 0 passes unless stdout is a JSON block decision;
             exit 2 blocks with stderr; anything else is a failure (``on_error``).
             A script changed since run start blocks, as a failure, whatever ``on_error``.
+            A trusted hook runs only while none of the run's sandboxed processes is alive
+            (:class:`gg.sandbox.quiet.Quiet`: none can swap its script between gg's check
+            and its start); if they keep running for ``timeout_s``, it blocks, saying so.
         """
+        quiet = None
+        if self.trusted and place is not None and place.sandbox is not None:
+            with contextlib.suppress(GGError):  # no sandbox here: no sandboxed process either
+                quiet = place.sandbox().quiet
+        if quiet is not None:
+            try:
+                async with quiet.exclusive(timeout_s=self.timeout_s):
+                    return await self._checked(event, place)
+            except TimeoutError:
+                return self._outcome("block", (
+                    f"trusted hook {self._display()!r} was not run: it runs only while none of "
+                    "the run's programs or commands runs (they could change its script as it "
+                    f"starts), and they kept running for {self.timeout_s:g} s"), failed=True)
+        return await self._checked(event, place)
+
+    async def _checked(self, event: StopEvent, place: HookPlace | None) -> HookOutcome:
         start = time.monotonic()
         if place is not None and place.snapshot is not None:
             problems = place.snapshot.tampered(self.command, workspace=event.workspace)

@@ -68,6 +68,7 @@ from gg.sandbox.isolation import probe
 from gg.sandbox.limits import Limits
 from gg.sandbox.membrane import Handler, Membrane, Result
 from gg.sandbox.process import Outcome, supervise
+from gg.sandbox.quiet import Quiet
 from gg.sandbox.runs import Options, prepared, run_blocking
 from gg.sandbox.sdk import sdk_source
 from gg.sandbox.tree import remove_tree
@@ -167,6 +168,8 @@ class Sandbox:
         self.limits = limits or Limits()
         self.isolation: Isolation = probe(isolation.value if isolation else None)
         self._closed = False
+        self.quiet = Quiet()
+        """Counts this sandbox's live processes (a trusted hook waits for none, issue 9)."""
         self._protect: tuple[str, ...] = ()
         self._protect_keys: tuple[str, ...] = ()
 
@@ -343,6 +346,11 @@ class Sandbox:
         if host_facts().is_root:
             await asyncio.to_thread(share_workspace, ws)
         membrane = Membrane(tools=[t.name for t in tools], handler=handler, limits=self.limits)
+        async with self.quiet.process():
+            return await self._run_program(membrane, language, ws, files)
+
+    async def _run_program(self, membrane: Membrane, language: Language, ws: Path,
+                           files: dict[str, str]) -> ProgramResult:
         with prepared(
             mode=language, isolation=self.isolation, limits=self.limits, workspace=ws,
             files=files, options=Options(protect=self._protected(ws)),
@@ -458,15 +466,17 @@ class Sandbox:
         membrane = Membrane(tools=[], handler=None, limits=self.limits)
         options = Options(read_only=read_only, env=tuple((env or {}).items()),
                           binds=tuple(binds), protect=self._protected(ws))
-        with prepared(
-            mode="shell", isolation=self.isolation, limits=self.limits, workspace=ws,
-            files={}, command=shell, wall_s=timeout_s, options=options,
-        ) as job:  # fmt: skip
-            cap = self._write_cap(job.written)
-            outcome = await supervise(
-                job.plan, membrane=membrane, pipes=job.hand_over(), wall_s=timeout_s,
-                output_bytes=self.limits.output_bytes, shell=True, sweep=job.sweep, writes=cap,
-            )  # fmt: skip
+        async with self.quiet.process():
+            with prepared(
+                mode="shell", isolation=self.isolation, limits=self.limits, workspace=ws,
+                files={}, command=shell, wall_s=timeout_s, options=options,
+            ) as job:  # fmt: skip
+                cap = self._write_cap(job.written)
+                outcome = await supervise(
+                    job.plan, membrane=membrane, pipes=job.hand_over(), wall_s=timeout_s,
+                    output_bytes=self.limits.output_bytes, shell=True, sweep=job.sweep,
+                    writes=cap,
+                )  # fmt: skip
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the command: {outcome.output[-800:]}")
         result = _shell_result(outcome, cap, self.limits)
