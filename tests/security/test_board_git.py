@@ -29,6 +29,8 @@ from gg.board import Board, IssueState
 from gg.board.errors import WorktreeChanged
 from gg.board.git import GIT_IDENTITY, Git, conflict_markers
 from gg.board.gitsafe import check_gitfile, write_gg_ignore
+from gg.sandbox.host import Isolation
+from gg.sandbox.isolation import _missing
 from gg.testing import FunctionModel, call
 
 SECRETS = {
@@ -218,11 +220,29 @@ def assert_first_stuck_second_merged(repo: Path, board: Board, result: Any, why:
 def test_implementer_changing_git_is_refused_and_nothing_it_planted_runs(
         name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     traps = Traps(tmp_path, monkeypatch)
+    # under rlimit the agent's own commands can rewrite .git (under bwrap it is read-only:
+    # see the next test), so gg's check of the .git file is what stops the issue
+    monkeypatch.setenv("GG_SANDBOX", "rlimit")
     repo = make_repo(tmp_path / "repo")
     attack, why = ATTACKS[name]
     board, result = run_board(repo, board_model(attack(traps)))
     traps.check()
     assert_first_stuck_second_merged(repo, board, result, why)
+
+
+@pytest.mark.parametrize("name", ["absolute", "directory", "symlink"])
+def test_under_bwrap_the_worktrees_git_is_read_only_to_the_agents_commands(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if _missing(Isolation.BWRAP):
+        pytest.skip("bwrap is not available here")
+    traps = Traps(tmp_path, monkeypatch)
+    monkeypatch.setenv("GG_SANDBOX", "bwrap")
+    repo = make_repo(tmp_path / "repo")
+    attack, _ = ATTACKS[name]
+    board, result = run_board(repo, board_model(attack(traps)))
+    traps.check()  # nothing planted ran, no key reached git
+    first = result.issues[0]
+    assert first.state is IssueState.DONE, first  # the rewrite failed; the work went on
 
 
 def test_a_reviewer_changing_the_views_git_stops_the_issue(

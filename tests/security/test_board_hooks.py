@@ -87,9 +87,10 @@ def attack_calls(kind: str, canary: Path) -> list[gg.Reply]:
     """The implementer's moves for each way of swapping the hook's script."""
     evil = payload(canary)
     quoted = evil.replace("\n", "\\n")
-    if kind == "rewritten":  # the sandboxed write fails under bwrap; the host-side one lands
-        return [call("run_command", command=f"printf '{quoted}' > scripts/check.sh; echo rc=$?"),
-                call("write_file", path="scripts/check.sh", content=evil)]
+    if kind == "rewritten":  # write_file refuses the hook's script; under unshare the shell's
+        # write lands (no read-only bind there), and gg's check refuses the changed script
+        return [call("write_file", path="scripts/check.sh", content=evil),
+                call("run_command", command=f"printf '{quoted}' > scripts/check.sh; echo rc=$?")]
     if kind == "deleted":  # rm is refused (a mount point); moving its directory is not
         return [call("run_command", command="rm -f scripts/check.sh; mv scripts gone; ls")]
     if kind == "symlink":
@@ -125,6 +126,12 @@ def board_model(implementer: dict[int, list[gg.Reply]],
     return FunctionModel(answer)
 
 
+def rewrite(canary: Path) -> gg.Reply:
+    """The agent's own shell rewrites the script (lands where no read-only bind is)."""
+    quoted = payload(canary).replace("\n", "\\n")
+    return call("run_command", command=f"printf '{quoted}' > scripts/check.sh; echo rc=$?")
+
+
 def honest() -> list[gg.Reply]:
     return [call("write_file", path="greet.py", content=FIXED)]
 
@@ -155,7 +162,8 @@ def assert_bypass_refused(repo: Path, result: Any, canary: Path, *, blocked: int
 @pytest.mark.parametrize("kind", ["rewritten", "deleted", "symlink", "renamed"])
 def test_implementer_cannot_swap_the_hook_script(tmp_path: Path, canary: Path, kind: str,
                                                  trusted: bool) -> None:
-    repo = make_repo(tmp_path / "repo", trusted=trusted)
+    layer = "unshare" if kind == "rewritten" else None
+    repo = make_repo(tmp_path / "repo", trusted=trusted, **({"layer": layer} if layer else {}))
     model = board_model({1: attack_calls(kind, canary), 2: honest()})
     board = Board(repo, model=model, reviewers=1, max_rounds=1, concurrency=1)
     board.add("Greet politely")
@@ -164,8 +172,8 @@ def test_implementer_cannot_swap_the_hook_script(tmp_path: Path, canary: Path, k
     assert_bypass_refused(repo, result, canary, blocked=2)
     events = stream_events(result)
     first = next(e for e in events if e["type"] == "tool_result")
-    if kind == "rewritten":  # bound read-only in the worktree: the sandboxed write failed
-        assert "Read-only file system" in first["excerpt"], first
+    if kind == "rewritten":  # the host-side write is refused under every layer
+        assert not first["ok"] and "gg's own configuration" in first["excerpt"], first
     if kind == "deleted":
         assert "Device or resource busy" in first["excerpt"], first
     # the same hook, unchanged, ran in issue 2's worktree and in the merge worktree: done
@@ -191,8 +199,8 @@ def test_unshare_layer_checks_a_deleted_script_too(tmp_path: Path, canary: Path)
 def test_reviewer_hook_runs_only_the_hashed_script(tmp_path: Path, canary: Path) -> None:
     # the hook binds reviewers only: the implementer commits a rewritten script, and the
     # reviewers' worktree (the branch's tip) holds it
-    repo = make_repo(tmp_path / "repo", trusted=True, roles='["review"]')
-    evil = call("write_file", path="scripts/check.sh", content=payload(canary))
+    repo = make_repo(tmp_path / "repo", trusted=True, roles='["review"]', layer="unshare")
+    evil = rewrite(canary)
     board = Board(repo, model=board_model({1: [evil]}), reviewers=1, max_rounds=1,
                   concurrency=1)
     board.add("Greet politely")
@@ -204,9 +212,9 @@ def test_reviewer_hook_runs_only_the_hashed_script(tmp_path: Path, canary: Path)
 
 @pytest.mark.skipif(not ROOT, reason="a host hook as root")
 def test_merge_agent_cannot_swap_the_hook_script(tmp_path: Path, canary: Path) -> None:
-    repo = make_repo(tmp_path / "repo", trusted=True)
+    repo = make_repo(tmp_path / "repo", trusted=True, layer="unshare")
     before = plain_git(repo, "rev-parse", "main")
-    evil = call("write_file", path="scripts/check.sh", content=payload(canary))
+    evil = rewrite(canary)
     board = Board(repo, model=board_model({1: honest()}, merger=[evil]), reviewers=1,
                   max_rounds=1, concurrency=1)
     board.add("Greet politely")

@@ -140,8 +140,12 @@ def test_weakening_names_each_setting() -> None:
     assert len(lines) == 6 and any("./c.sh" in x for x in lines)
 
 
-def test_a_board_merge_that_weakens_gg_toml_is_refused_on_the_next_run(tmp_path: Path) -> None:
+def test_a_board_merge_that_weakens_gg_toml_is_refused_on_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from gg.board import Board, IssueState
+
+    monkeypatch.setenv("GG_SANDBOX", "rlimit")  # under bwrap the worktree's gg.toml is read-only
     from gg.board.git import GIT_IDENTITY
     from gg.testing import FunctionModel
 

@@ -386,7 +386,7 @@ def test_a_code_mode_program_racing_its_own_tool_calls_never_escapes(
     result = gg.Agent(model=model, workspace=ws, mode="code", language="python").run("race")
     assert isinstance(result.ending, gg.Finish), result
     summary = result.ending.summary
-    assert summary.startswith("leaks=0 ") and int(summary.split("reads=")[1]) > 100, summary
+    assert summary.startswith("leaks=0 ") and int(summary.split("reads=")[1]) > 20, summary
     assert not (out / "w.txt").exists()
 
 

@@ -268,17 +268,21 @@ def _parents() -> dict[int, int]:
     return out
 
 
-def _descendants(root: int, parents: dict[int, int]) -> set[int]:
+def _descendants(root: int, parents: dict[int, int]) -> list[int]:
+    """Every descendant of ``root``, parents before their children (breadth first), so
+    a shell is killed before the child it waits for and never reports that child's death
+    into the program's output."""
     children: dict[int, list[int]] = {}
     for pid, ppid in parents.items():
         children.setdefault(ppid, []).append(pid)
-    found, todo = set(), [root]
+    found: dict[int, None] = {}
+    todo = [root]
     while todo:
-        for pid in children.get(todo.pop(), []):
+        for pid in children.get(todo.pop(0), []):
             if pid not in found:
-                found.add(pid)
+                found[pid] = None
                 todo.append(pid)
-    return found
+    return list(found)
 
 
 def _kill_if_still(pid: int, tree: set[int], root: int) -> None:
@@ -307,8 +311,9 @@ def kill_descendants(root: int) -> None:
     """
     deadline = time.monotonic() + _REAP_DEADLINE_S
     while time.monotonic() < deadline:
-        tree = _descendants(root, _parents())
-        for pid in tree:
+        order = _descendants(root, _parents())
+        tree = set(order)
+        for pid in order:
             _kill_if_still(pid, tree, root)
         reaped = _reap_all()
         if not tree and not reaped:
