@@ -203,7 +203,9 @@ def describe_sdk_error(exc: Exception, sdk: ModuleType, *, timeout_s: float) -> 
     Returns:
         A :class:`Failure`, or ``None`` when ``exc`` is neither the SDK's, nor
         the HTTP library's (``httpx2``/``httpx``, which some SDK stream
-        readers let through unwrapped), nor a :class:`StreamIncomplete`.
+        readers let through unwrapped), nor a :class:`StreamIncomplete`, nor a
+        ``RecursionError``/``ValueError`` (an answer too deep, with a too-long
+        number, or not JSON, as the SDK parsed it: hostile input, issue 9 F4).
     """
     if isinstance(exc, StreamIncomplete):
         return Failure(message=f"the stream ended early ({exc})", retryable=True)
@@ -223,6 +225,9 @@ def describe_sdk_error(exc: Exception, sdk: ModuleType, *, timeout_s: float) -> 
     if isinstance(exc, sdk.APIError):
         message = _server_message(getattr(exc, "body", None)) or str(exc)
         return Failure(message=f"error in the stream: {_clip(message)}", retryable=True)
+    if isinstance(exc, (RecursionError, ValueError)):  # the SDK's json.loads of a hostile body
+        return Failure(message=f"the server's answer is not readable ({type(exc).__name__}: "
+                               f"{_clip(str(exc))})", retryable=True)
     return None
 
 
