@@ -30,6 +30,7 @@ import asyncio
 import functools
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -323,6 +324,22 @@ def _fallback_line(event: _Base) -> str:
     return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+_MAX_INT_DIGITS = 4000
+"""Integers of more digits may not parse back (pydantic and Python stop near 4,300)."""
+_LONG_DIGITS = re.compile(rf"(?<!\d)\d{{{_MAX_INT_DIGITS}}}")  # starts at a run only: linear
+
+
+def _unreadable(line: str) -> bool:
+    """Whether a long line may hold an integer no reader takes (only then is it parsed)."""
+    if _LONG_DIGITS.search(line) is None:
+        return False
+    try:
+        parse_event(line)
+    except ValueError:
+        return True
+    return False
+
+
 def _reparsed(line: str, event: _Base) -> _Base:
     """The event a fallback line holds, for the listeners (``event`` if it does not parse)."""
     try:
@@ -384,11 +401,15 @@ class StreamWriter:
 
         Never fails because of what an event holds (issue 9 F4): when pydantic cannot
         serialise it (a lone surrogate, a value JSON cannot hold, nesting too deep),
-        the line is built by :func:`_fallback_line` instead, with lone surrogates as
-        U+FFFD; that line is what is sealed, written and shown. The normal path costs
-        nothing more."""
+        or it wrote a line no reader could parse back (an integer of thousands of
+        digits), the line is built by :func:`_fallback_line` instead, with lone
+        surrogates as U+FFFD; that line is what is sealed, written and shown. The
+        normal path costs one length test more (and a regular-expression scan for
+        lines of thousands of characters)."""
         try:
             line = event.model_dump_json()
+            if len(line) > _MAX_INT_DIGITS and _unreadable(line):
+                raise ValueError("an integer too long to read back")
         except Exception:  # PydanticSerializationError, RecursionError...: the rare path
             line = _fallback_line(event)
             event = _reparsed(line, event)
