@@ -146,8 +146,11 @@ CASES: dict[str, tuple[Case, str]] = {
     "NaN": (lambda: call("read_file", {"path": "x", "n": float("nan")}), "bad_arguments"),
     "infinity in a list": (
         lambda: call("read_file", {"path": "x", "n": [1.0, float("-inf")]}), "bad_arguments"),
-    "9 MB string": (lambda: call("write_file", {"path": "x", "content": "a" * 9_000_000}),
-                    "bad_arguments"),
+    "70 MB string": (lambda: call("write_file", {"path": "x", "content": "a" * 70_000_000}),
+                     "bad_arguments"),
+    "70 MB in small strings": (
+        lambda: call("write_file", {"path": "x", "content": "", "l": ["ab" * 50] * 700_000}),
+        "bad_arguments"),
     "a set": (lambda: call("read_file", {"path": "x", "s": {1, 2}}), "bad_arguments"),
     "bytes": (lambda: call("read_file", {"path": b"\xff"}), "bad_arguments"),
     "an integer key": (lambda: call("read_file", {"path": "x", 7: "y"}), "bad_arguments"),

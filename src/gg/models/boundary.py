@@ -71,8 +71,10 @@ MAX_TEXT_CHARS = 1_000_000
 """The longest reply text gg keeps, in characters (the rest is cut, with a marker)."""
 MAX_NAME_CHARS = 256
 """The longest tool name or call id gg keeps, in characters."""
-MAX_ARGUMENT_CHARS = 8_000_000
-"""The most characters one call's arguments may hold in all (strings, keys, one per value)."""
+MAX_ARGUMENT_CHARS = 64_000_000
+"""The most characters one call's arguments may hold in all (strings, keys, one per value).
+As much as a program may send through the membrane by default: the settings that bound
+a program (``[sandbox] program_bytes``) and a tool's own limits speak first."""
 MAX_RAW_CHARS = 100_000
 """The longest raw (unparsed) arguments text gg keeps, in characters."""
 MAX_CALLS = 1_000
