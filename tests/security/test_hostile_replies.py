@@ -164,6 +164,22 @@ CASES: dict[str, tuple[Case, str]] = {
 }
 
 
+UNICODE, DEEP, DIGITS = "not valid Unicode", "levels deep", "digits"
+NOT_JSON, FINITE = "not JSON data", "must be finite"
+SAYS: dict[str, str] = {  # what the feedback names: the model boundary's reason, not a schema's
+    "high surrogate in a value": UNICODE, "low surrogate in a written file": UNICODE,
+    "surrogate in a key": "in a key of arguments", "surrogate deep in a value": UNICODE,
+    "surrogate in an ending": UNICODE, "surrogate in a tool name": "There is no tool",
+    "1,000-deep dict": DEEP, "100,000-deep dict": DEEP, "100,000-deep list": DEEP,
+    "just past the depth bound": DEEP, "a dict holding itself": DEEP,
+    "5,000-digit integer": DIGITS, "1,000,000-digit integer": DIGITS, "NaN": FINITE,
+    "infinity in a list": FINITE, "70 MB string": "characters in all",
+    "70 MB in small strings": "characters in all", "a set": NOT_JSON, "bytes": NOT_JSON,
+    "an integer key": "keys are strings", "an object": NOT_JSON,
+    "1 MB tool name": "There is no tool", "1,500 calls in one reply": "at most 1000",
+}
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_hostile_reply_is_an_error_turn_and_the_next_turn_ends(name: str,
                                                                  workspace: Path) -> None:
@@ -173,6 +189,9 @@ def test_a_hostile_reply_is_an_error_turn_and_the_next_turn_ends(name: str,
     result = gg.Agent(model=model, workspace=workspace, mode="tool-calling",
                       listeners=[seen.append]).run("do the task")
     events = check_run(result, expect)
+    if name in SAYS:
+        error = next(e for e in events if e.type == "error_turn")
+        assert SAYS[name] in error.message, error.message
     assert len(seen) == len(events)  # the live view got every event
     encodable(plain(model.calls[1][0]))  # what goes back to the model next turn
     assert not (workspace / "x.txt").exists()
@@ -428,3 +447,34 @@ def test_gg_run_and_show_take_a_hostile_script(workspace: Path, tmp_path: Path) 
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout.decode("utf-8")  # strict: nothing unencodable was printed
     assert "bad_arguments" in out or "not valid Unicode" in out
+
+
+@pytest.mark.parametrize("provider", ["openai-compat", "anthropic"])
+async def test_an_adapter_sends_surrogate_text_as_valid_unicode(
+        provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside the loop too: an adapter never fails to encode a conversation (issue 9 F4)."""
+    from gg.models.anthropic import AnthropicModel
+    from gg.models.base import AssistantMessage, ToolMessage, UserMessage
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
+    conversation: list[Message] = [
+        UserMessage(content="task \udcff"),
+        AssistantMessage(content="a \ud800", tool_calls=(
+            ToolCall(name="read_file", arguments={"path": "p\ud800"}, id="c\udfff"),)),
+        ToolMessage(call_id="c\udfff", name="read_file", content="out \udc80"),
+    ]
+    anthropic_body = {"id": "m", "type": "message", "role": "assistant", "model": "c",
+                      "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                      "usage": {"input_tokens": 1, "output_tokens": 1}}
+    body = completion("ok") if provider == "openai-compat" else anthropic_body
+    with serve([Json(body=body)]) as server:
+        model: Any = (
+            OpenAICompatModel("m", provider="openai-compat", base_url=f"{server.url}/v1",
+                              retry=FAST, stream=False)
+            if provider == "openai-compat"
+            else AnthropicModel("c", base_url=server.url, retry=FAST, stream=False))
+        reply = await model.respond(conversation, [])
+    assert reply.text == "ok"
+    sent = server.requests[0].body
+    encodable(sent)
+    assert "\ufffd" in json.dumps(sent, ensure_ascii=False)
