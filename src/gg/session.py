@@ -4,7 +4,9 @@ A session ends in exactly two ways (S1): an ending declared in a turn passes
 the ending gate, or a ceiling (or a model failure) stops it. A text reply, a
 program that returns, or a model saying "done" never ends it.
 
-Each turn: ask the model; hand the reply to the mode, which runs calls or the
+Each turn: ask the model (every reply passes :func:`gg.models.boundary.clean_reply`
+first, whatever the provider, and the conversation sent passes
+:func:`gg.models.boundary.clean_messages`); hand the reply to the mode, which runs calls or the
 program and checks endings; record error turns; put a declared ending
 through the gate (agent-stop hooks); check ceilings; sync the stream.
 """
@@ -22,6 +24,7 @@ from gg.endings import Ending, Role
 from gg.errors import ModelError, ScriptExhausted
 from gg.hooks import StopEvent
 from gg.models.base import AssistantMessage, Message, Reply, SystemMessage, UserMessage
+from gg.models.boundary import clean_messages, clean_reply
 from gg.modes.base import Mode, TurnContext, TurnOutcome
 from gg.prompts import system_prompt
 from gg.stream import (
@@ -119,6 +122,8 @@ class _Loop:
         self.ceilings = SessionCeilings(run.ceilings)
         self.blocked_total = 0
         self.turn = 0
+        self.cleaned = 0
+        """Messages before this index had their lone surrogates replaced (issue 9 F4)."""
         if resume is not None:
             self.messages: list[Message] = [*resume.messages, UserMessage(content=task)]
         else:
@@ -143,6 +148,8 @@ class _Loop:
 
     async def ask(self) -> Reply | Diagnosis:
         tools = self.mode.offered_tools()
+        clean_messages(self.messages, self.cleaned)  # issue 9 F4: what goes to the model
+        self.cleaned = len(self.messages)
         started = time.perf_counter()
         try:
             reply = await self.run.model.respond(self.messages, tools)
@@ -150,7 +157,7 @@ class _Loop:
             return Diagnosis(ceiling=None, message=f"{e}; the run stops here.")
         except ModelError as e:
             return Diagnosis(ceiling=None, message=f"the model ({e.provider}) failed: {e}")
-        reply = _with_ids(reply, self.turn)
+        reply = _with_ids(clean_reply(reply), self.turn)  # the model boundary (issue 9 F4)
         u = reply.usage
         self.emit(TurnEvent, text=excerpt(reply.text, 500),
                   calls=[c.name for c in reply.tool_calls],

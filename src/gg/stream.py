@@ -30,6 +30,7 @@ import asyncio
 import functools
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from gg import bounded
 from gg.ceilings import CeilingName, ErrorKind
 from gg.errors import UserError
 from gg.seal import Checker, Sealer, StreamAltered, Verdict, verify
@@ -334,6 +336,52 @@ def redact(text: str) -> str:
     return text
 
 
+def _fields(model: BaseModel) -> dict[str, Any]:
+    """A model's dumped fields (excluded ones left out), nested models as dicts."""
+    out: dict[str, Any] = {}
+    for name, info in type(model).model_fields.items():
+        if info.exclude:
+            continue
+        value = getattr(model, name)
+        out[name] = _fields(value) if isinstance(value, BaseModel) else value
+    return out
+
+
+def _fallback_line(event: _Base) -> str:
+    """``event`` as one JSON object when pydantic cannot serialise it (issue 9 F4).
+
+    Every value goes through :func:`gg.bounded.jsonable`: lone surrogates become
+    U+FFFD, values JSON cannot hold become text, nesting past
+    :data:`gg.bounded.MAX_DEPTH` is cut. The line parses back as the same event type.
+    """
+    body = bounded.jsonable(_fields(event))
+    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+_MAX_INT_DIGITS = 4000
+"""Integers of more digits may not parse back (pydantic and Python stop near 4,300)."""
+_LONG_DIGITS = re.compile(rf"(?<!\d)\d{{{_MAX_INT_DIGITS}}}")  # starts at a run only: linear
+
+
+def _unreadable(line: str) -> bool:
+    """Whether a long line may hold an integer no reader takes (only then is it parsed)."""
+    if _LONG_DIGITS.search(line) is None:
+        return False
+    try:
+        parse_event(line)
+    except ValueError:
+        return True
+    return False
+
+
+def _reparsed(line: str, event: _Base) -> _Base:
+    """The event a fallback line holds, for the listeners (``event`` if it does not parse)."""
+    try:
+        return parse_event(line)
+    except ValueError:
+        return event
+
+
 def _secret_values() -> list[str]:
     return [
         v
@@ -383,8 +431,22 @@ class StreamWriter:
 
     def emit(self, event: _Base) -> None:
         """Append ``event`` as one sealed line (one ``write``); then tell the listeners
-        (they get the redacted event, so the live view shows no secret either)."""
-        line = event.model_dump_json()
+        (they get the redacted event, so the live view shows no secret either).
+
+        Never fails because of what an event holds (issue 9 F4): when pydantic cannot
+        serialise it (a lone surrogate, a value JSON cannot hold, nesting too deep),
+        or it wrote a line no reader could parse back (an integer of thousands of
+        digits), the line is built by :func:`_fallback_line` instead, with lone
+        surrogates as U+FFFD; that line is what is sealed, written and shown. The
+        normal path costs one length test more (and a regular-expression scan for
+        lines of thousands of characters)."""
+        try:
+            line = event.model_dump_json()
+            if len(line) > _MAX_INT_DIGITS and _unreadable(line):
+                raise ValueError("an integer too long to read back")
+        except Exception:  # PydanticSerializationError, RecursionError...: the rare path
+            line = _fallback_line(event)
+            event = _reparsed(line, event)
         clean = line
         for secret in self._secrets:
             if secret in clean:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, assert_never
 
+from gg import bounded
 from gg.models.base import (
     AssistantMessage,
     Message,
@@ -42,6 +43,7 @@ from gg.models.base import (
     Usage,
     UserMessage,
 )
+from gg.models.boundary import clean_messages
 from gg.models.retry import (
     Failure,
     Prices,
@@ -183,6 +185,8 @@ class AnthropicModel:
 
     def _request(self, messages: list[Message], tools: list[ToolSpec]) -> dict[str, Any]:
         """The keyword arguments of ``messages.create``, minus ``stream``."""
+        messages = list(messages)
+        clean_messages(messages)  # no lone surrogate reaches the SDK's UTF-8 encoding (F4)
         system, converted = anthropic_messages(messages)
         request: dict[str, Any] = {
             "model": self.model,
@@ -287,7 +291,7 @@ def _call_from(block: _Block) -> ToolCall:
     elif block.input is None:
         arguments, error = {}, None
     else:
-        arguments = json.dumps(block.input, default=str)
+        arguments = json.dumps(bounded.jsonable(block.input, max_nodes=10_000), ensure_ascii=False)
         error = f"input must be a JSON object, not {type(block.input).__name__}"
     return ToolCall(name=block.name, arguments=arguments, id=block.call_id, parse_error=error)
 

@@ -455,7 +455,7 @@ def parse_call(text: str) -> tuple[str, dict[str, Any] | str, bool]:
     """
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # too deep: the model boundary says so (issue 9 F4)
         data = None
     if isinstance(data, dict) and isinstance(data.get("arguments"), dict):
         return str(data.get("name", "")), data["arguments"], True

@@ -50,6 +50,7 @@ from gg.models.base import (
     Usage,
     UserMessage,
 )
+from gg.models.boundary import clean_messages
 from gg.models.parsing import TextFormat, parse_tool_calls
 from gg.models.retry import (
     Failure,
@@ -238,6 +239,8 @@ class OpenAICompatModel:
 
     def _request(self, messages: list[Message], tools: list[ToolSpec]) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create``, minus ``stream``."""
+        messages = list(messages)
+        clean_messages(messages)  # no lone surrogate reaches the SDK's UTF-8 encoding (F4)
         request: dict[str, Any] = {"model": self.model}
         if self._text_tools is True:
             request["messages"] = text_messages(messages, tools)

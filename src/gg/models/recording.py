@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gg.models.base import Message, Model, Reply, ToolSpec
+from gg.models.boundary import clean_reply
 from gg.models.scripted import reply_to_dict
 from gg.stream import redact
 
@@ -48,8 +49,9 @@ class RecordingModel:
         and this object owns it now)."""
 
     async def respond(self, messages: list[Message], tools: list[ToolSpec]) -> Reply:
-        """Ask the inner model, record the reply, return it unchanged."""
-        reply = await self.inner.respond(messages, tools)
+        """Ask the inner model, record the reply (cleaned at the model boundary first,
+        :func:`gg.models.boundary.clean_reply`, so it always serialises), return it."""
+        reply = clean_reply(await self.inner.respond(messages, tools))
         self.replies.append(reply_to_dict(reply))
         self._write()
         return reply

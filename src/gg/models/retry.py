@@ -40,7 +40,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeAlias, TypeVar
 
+from gg import bounded
 from gg.errors import ModelError, ModelUnavailable
+from gg.models.boundary import MAX_ARGUMENT_CHARS
 
 __all__ = [
     "Failure",
@@ -201,7 +203,9 @@ def describe_sdk_error(exc: Exception, sdk: ModuleType, *, timeout_s: float) -> 
     Returns:
         A :class:`Failure`, or ``None`` when ``exc`` is neither the SDK's, nor
         the HTTP library's (``httpx2``/``httpx``, which some SDK stream
-        readers let through unwrapped), nor a :class:`StreamIncomplete`.
+        readers let through unwrapped), nor a :class:`StreamIncomplete`, nor a
+        ``RecursionError``/``ValueError`` (an answer too deep, with a too-long
+        number, or not JSON, as the SDK parsed it: hostile input, issue 9 F4).
     """
     if isinstance(exc, StreamIncomplete):
         return Failure(message=f"the stream ended early ({exc})", retryable=True)
@@ -221,6 +225,9 @@ def describe_sdk_error(exc: Exception, sdk: ModuleType, *, timeout_s: float) -> 
     if isinstance(exc, sdk.APIError):
         message = _server_message(getattr(exc, "body", None)) or str(exc)
         return Failure(message=f"error in the stream: {_clip(message)}", retryable=True)
+    if isinstance(exc, (RecursionError, ValueError)):  # the SDK's json.loads of a hostile body
+        return Failure(message=f"the server's answer is not readable ({type(exc).__name__}: "
+                               f"{_clip(str(exc))})", retryable=True)
     return None
 
 
@@ -264,14 +271,15 @@ def _server_message(body: object) -> str | None:
         message = body.get("message")
         if isinstance(message, str) and message:
             return message
-        return json.dumps(body, default=str)
+        return json.dumps(bounded.jsonable(body, max_string=_MESSAGE_LIMIT, max_nodes=100),
+                          ensure_ascii=False)
     if isinstance(body, str) and body:
         return body
     return None
 
 
 def _clip(text: str) -> str:
-    text = " ".join(text.split())
+    text = bounded.scrub(" ".join(text[:_MESSAGE_LIMIT * 4].split()))
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
 
 
@@ -360,7 +368,14 @@ def cost_of(model: str, input_tokens: int, output_tokens: int, prices: Prices | 
 
 
 def decode_arguments(raw: str | None) -> tuple[dict[str, Any] | str, str | None]:
-    """Decode a tool call's JSON arguments, never raising.
+    """Decode a tool call's JSON arguments under :mod:`gg.bounded`'s bounds, never raising.
+
+    The text is a model's (hostile input, issue 9 F4): longer than
+    :data:`gg.models.boundary.MAX_ARGUMENT_CHARS`, nested deeper than
+    :data:`gg.bounded.MAX_DEPTH` (found by a linear pre-scan, before any
+    recursion), holding a number of :data:`gg.bounded.MAX_NUMBER_CHARS`
+    characters or more, ``NaN``/``Infinity``, or not JSON at all, it is refused
+    with the reason; no ``RecursionError``, ``MemoryError`` or ``ValueError`` escapes.
 
     Args:
         raw: the arguments as the provider sent them (a JSON text); blank or
@@ -368,15 +383,19 @@ def decode_arguments(raw: str | None) -> tuple[dict[str, Any] | str, str | None]
 
     Returns:
         ``(arguments, None)`` with a dict, or ``(raw, reason)`` when ``raw`` is
-        not a JSON object; the session makes the latter a ``bad_arguments``
-        error turn (SPEC S5).
+        not a bounded JSON object; the session makes the latter a ``bad_arguments``
+        error turn (SPEC S5). A dict may still hold lone surrogates (``"\\ud800"``
+        escapes): :func:`gg.models.boundary.clean_reply` refuses those.
     """
     if raw is None or not raw.strip():
         return {}, None
+    if len(raw) > MAX_ARGUMENT_CHARS:
+        return raw, (f"the arguments are {len(raw)} characters long (gg takes at most "
+                     f"{MAX_ARGUMENT_CHARS})")
     try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        return raw, f"arguments are not valid JSON: {exc}"
+        value = bounded.loads(raw, what="a text")
+    except bounded.BadJSON as exc:
+        return raw, f"the arguments are not valid JSON: {exc}"
     if not isinstance(value, dict):
         return raw, f"arguments must be a JSON object, not {type(value).__name__}"
     return value, None

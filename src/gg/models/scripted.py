@@ -19,13 +19,13 @@ which is how a test scripts a malformed call.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from gg import bounded
 from gg.errors import ScriptExhausted, UserError
 from gg.models.base import Message, Reply, ToolCall, ToolSpec, Usage
 
@@ -61,8 +61,8 @@ def _call(c: _CallIn) -> ToolCall:
     if isinstance(c.arguments, dict):
         return ToolCall(name=c.name, arguments=c.arguments, id=c.id)
     try:
-        decoded = json.loads(c.arguments)
-    except json.JSONDecodeError as e:
+        decoded = bounded.loads(c.arguments, what="a text")  # deep or huge: refused, no crash
+    except bounded.BadJSON as e:
         return ToolCall(name=c.name, arguments=c.arguments, id=c.id, parse_error=str(e))
     if not isinstance(decoded, dict):
         err = f"arguments must be a JSON object, got {type(decoded).__name__}"

@@ -227,9 +227,10 @@ class CodeMode:
                 "Not run: submit one program per reply.")))
         program = first.arguments.get("program") if isinstance(first.arguments, dict) else None
         if not isinstance(program, str):
+            refused = f"The program was not run: {first.parse_error}. " if first.parse_error else ""
             return _error(out, first, "bad_arguments", (
-                "submit_program needs one argument, program, a string holding the program's "
-                "source."))
+                f"{refused}submit_program needs one argument, program, a string holding the "
+                "program's source."))
         problem = await self._sandbox.precheck(program, language=self.language)
         if problem is not None:
             return _error(out, first, "compile_error", _problem_text(problem))

@@ -32,6 +32,11 @@ Rules for all formats:
 - Call-like text yielding no name (broken JSON around it, a marker followed by
   nothing readable) sets ``error``, and then ``tool_calls`` is empty. A cut-off
   call is taken out of ``content``; invalid text whose end cannot be told stays.
+- Bounded (issue 9 F4): a text longer than :data:`MAX_TEXT_CHARS`, Python-style
+  calls longer than 100,000 characters (``ast`` of hostile text costs memory), and
+  anything a parser cannot read without ``RecursionError``/``MemoryError`` (deep
+  nesting) set ``error``. Values JSON-decoded here are checked again, for depth,
+  numbers and valid Unicode, by :func:`gg.models.boundary.clean_reply`.
 - Untyped values (XML-like and ``k=v`` forms, Gemma scalars) are JSON when they
   parse (``12`` -> 12, ``"x"`` -> x), else a Python literal if they start with
   ``[{(``, else text. (No schema is consulted: ``"12"`` for a string parameter is 12.)
@@ -75,7 +80,11 @@ from gg.models.parsing._tokens import (
     _token_calls,
 )
 
-__all__ = ["ParsedText", "TextFormat", "detect_format", "parse_tool_calls"]
+__all__ = ["MAX_TEXT_CHARS", "ParsedText", "TextFormat", "detect_format", "parse_tool_calls"]
+
+MAX_TEXT_CHARS = 1_000_000
+"""The longest reply text read for calls; a longer one is an ``error`` (hostile input,
+issue 9 F4). Python-style calls are read only up to ``_python._MAX_PYTHON_CHARS``."""
 
 TextFormat: TypeAlias = Literal[
     "auto", "hermes", "mistral", "llama3_json", "llama3_python_tag", "qwen", "granite",
@@ -126,6 +135,10 @@ def parse_tool_calls(
         raise UserError(f"unknown tool-call format {format!r}; known: {', '.join(_FORMATS)}")
     if text is None or not text.strip():
         return ParsedText(content="", tool_calls=())
+    if len(text) > MAX_TEXT_CHARS:
+        return ParsedText(content=text.strip(), tool_calls=(), error=(
+            f"the reply is {len(text)} characters long; gg reads tool calls in replies of at "
+            f"most {MAX_TEXT_CHARS}"))
     names = _names(tool_names)
     try:
         masked = _mask_thinking(text)

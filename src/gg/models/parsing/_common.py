@@ -43,6 +43,8 @@ class _Scan:
 
 
 _NOTHING: Any = object()
+_MAX_LITERAL_CHARS = 100_000
+"""The longest untyped value read as a Python literal (``ast`` is costly on hostile text)."""
 _WS = re.compile(r"\s*")
 
 
@@ -80,7 +82,7 @@ def _typed(raw: str) -> Any:
     text = raw.removeprefix("\n").removesuffix("\n")
     word = text.strip()
     value = _loads(word) if word else _NOTHING
-    if value is _NOTHING and word[:1] in ("[", "{", "("):
+    if value is _NOTHING and word[:1] in ("[", "{", "(") and len(word) <= _MAX_LITERAL_CHARS:
         try:
             value = _literal(ast.parse(word, mode="eval").body)
         except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):

@@ -26,6 +26,10 @@ from gg.models.parsing._json import _json_scan
 
 # --- Python-style calls: pythonic lists, <|python_tag|> -------------------------------------
 
+_MAX_PYTHON_CHARS = 100_000
+"""The longest Python-style call text handed to :func:`ast.parse` (1 MB of ``1,`` costs
+gg about 480 MB of syntax tree: hostile text must not)."""
+
 _PY_WRAP = re.compile(r"<\|python_start\|>(.*?)(?:<\|python_end\|>|\Z)", re.S)
 _PY_LIST = re.compile(r"\[\s*[A-Za-z_][\w.]*\(")
 _PY_TAG = re.compile(
@@ -60,6 +64,9 @@ def _parse_python_tag(text: str, names: _Names) -> _Scan:
 
 def _python_scan(source: str, mode: Literal["eval", "exec"]) -> _Scan:
     """Calls in Python syntax: a list of calls (``eval``) or call statements (``exec``)."""
+    if len(source) > _MAX_PYTHON_CHARS:
+        return _Scan(error=f"the Python-style tool calls are {len(source)} characters long (gg "
+                           f"reads at most {_MAX_PYTHON_CHARS} in this form; send JSON instead)")
     try:
         tree = ast.parse(source.strip(), mode=mode)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
