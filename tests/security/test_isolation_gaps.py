@@ -393,10 +393,12 @@ def test_a_disk_fill_turn_is_stopped(layer: Isolation, who: str, place: Place, f
     assert r["limit"] == name, r
     assert name in r["error"], r["error"]
     used, count = _usage(place.workspace)
+    # at the cap or past it by what one 50 ms poll lets a writer add (a loaded machine
+    # makes that window longer): a runaway bound, far below what the program would write
     if name == "write_bytes":
-        assert LIMITS.write_bytes < used < 4 * LIMITS.write_bytes, used
+        assert LIMITS.write_bytes <= used < 10 * LIMITS.write_bytes, used
     else:
-        assert LIMITS.write_files < count < 4 * LIMITS.write_files, count
+        assert LIMITS.write_files <= count < 10 * LIMITS.write_files, count
     assert seconds < LIMITS.wall_s, "stopped by the wall clock, not the write cap"
     assert_runs_normally(place, who)
 
@@ -406,7 +408,7 @@ def test_a_disk_fill_command_is_stopped(layer: Isolation, place: Place) -> None:
     r = run(place, who, "i=0; while :; do : > f$i; i=$((i+1)); done", shell=True)
     assert r["limit"] == "write_files" and r["exit"] == -9, r
     assert "write_files cap" in r["output"]
-    assert LIMITS.write_files < _usage(place.workspace)[1] < 4 * LIMITS.write_files
+    assert LIMITS.write_files <= _usage(place.workspace)[1] < 10 * LIMITS.write_files
     assert_runs_normally(place, who)
 
 
