@@ -129,7 +129,8 @@ class Run:
         self.run_id = run_id or new_run_id()
         self._sandbox: Any = None
         self.sandbox_facts: dict[str, Any] = {}
-        approval = trust.check(self.workspace, settings, trust=trust_config)
+        approval = trust.check(self.workspace, settings, configs=self._config_keys(configs),
+                               trust=trust_config)
         self.snapshot = self._snapshot(configs)
         """Digests of gg.toml and the hook scripts at run start (issue 9 item 2)."""
         self.config_changed = changed_since_last_run(self.snapshot)
@@ -169,12 +170,18 @@ class Run:
             config_changed=list(self.config_changed),
         ))
 
-    def _snapshot(self, configs: Sequence[Path]) -> Snapshot:
+    def _config_keys(self, configs: Sequence[Path]) -> list[str]:
+        """``gg.toml`` and the ``--config`` files: relative to the workspace when inside it
+        (agent-writable), absolute otherwise."""
         keys = {"gg.toml"}
         for path in configs:
             real = Path(path).resolve()
             keys.add(real.relative_to(self.workspace).as_posix()
                      if real.is_relative_to(self.workspace) else str(real))
+        return sorted(keys)
+
+    def _snapshot(self, configs: Sequence[Path]) -> Snapshot:
+        keys = set(self._config_keys(configs))
         commands = [h.command for h in self.gate.hooks if isinstance(h, CommandHook)]
         return Snapshot.take(self.workspace, configs=sorted(keys), commands=commands)
 

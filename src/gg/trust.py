@@ -15,15 +15,22 @@ its own server (``openai-compat:MODEL@URL``: the prompts, with workspace
 content, and ``OPENAI_COMPAT_API_KEY`` go there); ``[board] store`` set to a
 path (``sqlite:PATH``).
 
+A trusted hook's scripts count with its setting (a rewritten script runs on
+the host next time), and so does **the gate**: an agent-stop hook the last
+approved config had that is gone now, made ``on_error = "pass"``, or bound to
+fewer roles (:func:`gate`).
+
 **The rule** (:func:`check`): gg keeps, per workspace, in its state directory
-(``approved.json``, never in the workspace), the digest of the ``gg.toml`` and
-the weakening settings of the last run that started. A run is refused when
-all of these hold: such a record exists (the workspace had a run, so an agent
-may have written since), ``gg.toml`` differs from the recorded digest
-(changed, created or removed), and its weakening settings include one the
-record does not. A workspace's first run, an unchanged ``gg.toml``, or a change
-that weakens nothing, start as before (the change is still named by the
-warning of :func:`gg.guard.changed_since_last_run`).
+(``approved.json``, never in the workspace), one digest of the config files
+inside the workspace (``gg.toml``, and ``--config`` when it lies there) and
+of every hook's scripts, with the weakening settings and the hooks of the last
+run that started. A run is refused when all of these hold: such a record
+exists (the workspace had a run, so an agent may have written since; a
+workspace's first run counts as having one when it lies inside a workspace
+that had runs), the digest differs, and the settings now hold a weakening one
+the record does not, or lack one of its hooks. A first run elsewhere, an
+unchanged digest, or a change that weakens nothing start as before (the change
+is still named by the warning of :func:`gg.guard.changed_since_last_run`).
 
 What this does not promise: it cannot tell the operator's edits from the
 agent's (hence the confirmation), and settings given by the operator on the
@@ -33,28 +40,32 @@ command line or to the API count like the file's.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from gg.config import Settings
 from gg.errors import ConfigError
 from gg.guard import Snapshot
-from gg.state import workspace_state
+from gg.state import state_path, workspace_state
 
-__all__ = ["Approval", "check", "weakening"]
+__all__ = ["Approval", "check", "gate", "weakening"]
 
 _NAME = "approved.json"
 _MAX = 1 << 20
 
 
-def weakening(settings: Settings) -> list[str]:
+def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]:
     """The settings in ``settings`` that weaken the boundary, as sorted readable lines.
 
     Example: ``['[sandbox] commands = "host"', '[[hooks.agent_stop]] trusted = true:
-    ./check.sh']``. See the module docstring for the list.
+    ./check.sh']``. With ``snapshot``, a trusted hook's line also names the digests of the
+    scripts its command names, so a rewritten script is a new weakening setting (it runs
+    on the host). See the module docstring for the list.
     """
     out: list[str] = []
     box = settings.sandbox
@@ -64,7 +75,10 @@ def weakening(settings: Settings) -> list[str]:
         out.append(f"[sandbox] isolation = {box.isolation!r}")
     for hook in settings.hooks.agent_stop:
         if hook.trusted:
-            out.append(f"[[hooks.agent_stop]] trusted = true: {hook.command}")
+            scripts = "" if snapshot is None else "".join(
+                f" [{key} {snapshot.digests.get(key)}]"
+                for key in snapshot.hooks.get(hook.command, ()))
+            out.append(f"[[hooks.agent_stop]] trusted = true: {hook.command}{scripts}")
         if hook.pass_env:
             out.append(f"[[hooks.agent_stop]] pass_env = {sorted(hook.pass_env)}: {hook.command}")
     if "@" in settings.model.spec:
@@ -74,15 +88,25 @@ def weakening(settings: Settings) -> list[str]:
     return sorted(out)
 
 
+def gate(settings: Settings) -> list[str]:
+    """The run's agent-stop hooks as lines (command, roles, ``on_error``): one the last
+    approved config had and this one lacks is a weakened gate (removed, made to pass on
+    failure, or bound to fewer roles)."""
+    return sorted(f"[[hooks.agent_stop]] {h.command} (roles {sorted(r.value for r in h.roles)}, "
+                  f"on_error {h.on_error})" for h in settings.hooks.agent_stop)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Approval:
     """What :func:`check` found; :meth:`record` keeps it once the run has started."""
 
     workspace: Path
-    digest: str | None
-    """``gg.toml``'s digest now (``None``: no such regular file)."""
+    digest: str
+    """One digest of the config files inside the workspace and every hook's scripts."""
     settings: tuple[str, ...]
-    """The weakening settings in force now."""
+    """The weakening settings in force now (:func:`weakening`)."""
+    hooks: tuple[str, ...] = ()
+    """The agent-stop hooks in force now (:func:`gate`)."""
 
     def record(self) -> None:
         """Keep this as the workspace's approved config (``approved.json``, 0600, written
@@ -93,13 +117,25 @@ class Approval:
             tmp = folder / f".{_NAME}.{os.getpid()}"
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
             with os.fdopen(os.open(tmp, flags, 0o600), "w", encoding="utf-8") as f:
-                json.dump({"digest": self.digest, "settings": list(self.settings)}, f)
+                json.dump({"digest": self.digest, "settings": list(self.settings),
+                           "hooks": list(self.hooks)}, f)
             os.replace(tmp, folder / _NAME)
 
 
-def _last(workspace: Path) -> tuple[str | None, set[str]] | None:
+@dataclass(frozen=True, kw_only=True)
+class _Record:
+    digest: str | None
+    settings: frozenset[str]
+    hooks: frozenset[str]
+
+
+_INSIDE = "inside another workspace"
+"""The digest a workspace's first run compares with when it lies inside a workspace
+that had runs: an agent there could have written its gg.toml (adversary N6)."""
+
+
+def _read(path: Path) -> _Record | None:
     try:
-        path = workspace_state(workspace) / _NAME
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
@@ -111,40 +147,67 @@ def _last(workspace: Path) -> tuple[str | None, set[str]] | None:
         except ValueError:
             data = None
     if not isinstance(data, dict):
-        return (None, set())  # a damaged record: compare with nothing approved
+        return _Record(digest=None, settings=frozenset(), hooks=frozenset())  # damaged
+
+    def strings(key: str) -> frozenset[str]:
+        items = data.get(key)
+        return frozenset(str(i) for i in items) if isinstance(items, list) else frozenset()
+
     digest = data.get("digest")
-    items = data.get("settings")
-    return (digest if isinstance(digest, str) else None,
-            {str(i) for i in items} if isinstance(items, list) else set())
+    return _Record(digest=digest if isinstance(digest, str) else None,
+                   settings=strings("settings"), hooks=strings("hooks"))
 
 
-def check(workspace: Path, settings: Settings, *, trust: bool = False) -> Approval:
-    """Refuse a changed ``gg.toml`` that newly weakens the boundary (the module's rule).
+def _last(workspace: Path) -> _Record | None:
+    """This workspace's record; for a first run inside a workspace that had runs, an empty
+    record that nothing matches; ``None`` for a first run anywhere else."""
+    own = _read(state_path(workspace) / _NAME)
+    if own is not None:
+        return own
+    for parent in workspace.parents:
+        if os.path.lexists(state_path(parent) / _NAME):
+            return _Record(digest=_INSIDE, settings=frozenset(), hooks=frozenset())
+    return None
+
+
+def check(workspace: Path, settings: Settings, *, configs: Sequence[str] = ("gg.toml",),
+          trust: bool = False) -> Approval:
+    """Refuse a changed config that newly weakens the boundary or the gate (the module's rule).
 
     Args:
         workspace: the run's workspace (resolved).
         settings: the run's effective settings.
+        configs: the config files the settings came from, as keys relative to the
+            workspace (absolute: outside it, the operator's, not hashed); ``gg.toml`` is
+            always one.
         trust: the operator confirmed (``--trust-config``): never refuse.
 
     Returns:
         The :class:`Approval` to :meth:`~Approval.record` once the run starts.
 
     Raises:
-        ConfigError: the rule refuses; the message lists the new weakening settings
-            and says how to confirm them (exit 2, nothing written).
+        ConfigError: the rule refuses; the message lists the new weakening settings and
+            the hooks gone, and says how to confirm them (exit 2, nothing written).
     """
-    digest = Snapshot.take(workspace, configs=["gg.toml"], commands=[]).digests["gg.toml"]
-    now = weakening(settings)
-    approval = Approval(workspace=workspace, digest=digest, settings=tuple(now))
+    keys = sorted({"gg.toml", *(k for k in configs if not os.path.isabs(k))})
+    snapshot = Snapshot.take(workspace, configs=keys,
+                             commands=[h.command for h in settings.hooks.agent_stop])
+    digest = "sha256:" + hashlib.sha256(
+        json.dumps(sorted(snapshot.digests.items())).encode()).hexdigest()
+    now, hooks = weakening(settings, snapshot), gate(settings)
+    approval = Approval(workspace=workspace, digest=digest, settings=tuple(now),
+                        hooks=tuple(hooks))
     last = _last(workspace)
-    if trust or last is None or last[0] == digest:
+    if trust or last is None or last.digest == digest:
         return approval
-    new = [item for item in now if item not in last[1]]
-    if new:
+    new = [item for item in now if item not in last.settings]
+    lost = [f"{item} is gone" for item in sorted(last.hooks) if item not in hooks]
+    if new or lost:
         raise ConfigError(
-            "gg.toml changed since this workspace's last run, and it now asks for settings "
-            "that weaken the sandbox or send data elsewhere: " + "; ".join(new) + ". An agent "
-            "of an earlier run could have written it: review gg.toml, then run again with "
-            "--trust-config (Python: trust_config=True) to accept it",
+            f"{', '.join(keys)} or a hook's script changed since this workspace's last run "
+            "(or this workspace lies inside one that had runs), and the settings now weaken "
+            "the sandbox, the ending gate, or send data elsewhere: " + "; ".join(new + lost)
+            + ". An agent of an earlier run could have written them: review them, then run "
+            "again with --trust-config (Python: trust_config=True) to accept them",
             key="gg.toml")
     return approval

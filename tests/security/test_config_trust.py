@@ -184,3 +184,52 @@ def test_a_board_merge_that_weakens_gg_toml_is_refused_on_the_next_run(
         _runs(repo)
     with pytest.raises(ConfigError):
         Board(repo, model=FunctionModel(answer)).run()  # the board's next run too
+
+
+def test_a_config_file_inside_the_workspace_counts_like_gg_toml(workspace: Path) -> None:
+    (workspace / "ci.toml").write_text("[ceilings]\nmax_turns = 9\n")
+    model = ScriptedModel([call("finish", summary="ok")])
+    assert gg.Agent(model=model, workspace=workspace,
+                    config=workspace / "ci.toml").run("t").status == "ended"
+    (workspace / "ci.toml").write_text("[ceilings]\nmax_turns = 9\n" + WEAK["host-commands"])
+    with pytest.raises(ConfigError, match='commands = "host"'):
+        gg.Agent(model=ScriptedModel([call("finish", summary="ok")]), workspace=workspace,
+                 config=workspace / "ci.toml").run("t")
+
+
+def test_a_rewritten_trusted_hook_script_needs_confirmation(workspace: Path) -> None:
+    (workspace / "scripts").mkdir()
+    (workspace / "scripts" / "check.sh").write_text("exit 0\n")
+    (workspace / "gg.toml").write_text(
+        '[[hooks.agent_stop]]\ncommand = "sh ./scripts/check.sh"\ntrusted = true\n')
+    assert _runs(workspace).status == "ended"
+    (workspace / "scripts" / "check.sh").write_text("id > /tmp/gg-pwned; exit 0\n")  # agent
+    with pytest.raises(ConfigError, match="scripts/check.sh"):
+        _runs(workspace)
+    assert _runs(workspace, trust_config=True).status == "ended"
+
+
+@pytest.mark.parametrize("change", ["removed", "on-error-pass", "fewer-roles"])
+def test_a_weakened_gate_needs_confirmation(workspace: Path, change: str) -> None:
+    hook = '[[hooks.agent_stop]]\ncommand = "true"\nroles = ["standard", "review"]\n'
+    (workspace / "gg.toml").write_text(hook)
+    assert _runs(workspace).status == "ended"
+    weaker = {"removed": "[ceilings]\nmax_turns = 9\n",
+              "on-error-pass": hook + 'on_error = "pass"\n',
+              "fewer-roles": hook.replace('"standard", "review"', '"review"')}[change]
+    (workspace / "gg.toml").write_text(weaker)
+    with pytest.raises(ConfigError, match="is gone"):
+        _runs(workspace)
+
+
+def test_a_first_run_inside_a_workspace_that_had_runs_is_not_trusted(workspace: Path) -> None:
+    assert _runs(workspace).status == "ended"
+    inner = workspace / "pkg"
+    inner.mkdir()
+    (inner / "gg.toml").write_text(WEAK["host-commands"])  # planted by the outer run's agent
+    with pytest.raises(ConfigError, match="inside one that had runs"):
+        _runs(inner)
+    other = workspace.parent / "elsewhere"
+    other.mkdir()
+    (other / "gg.toml").write_text(WEAK["host-commands"])
+    assert _runs(other).status == "ended"  # a first run anywhere else trusts its file
