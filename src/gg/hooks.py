@@ -323,7 +323,8 @@ class CommandHook(_HookBase):
                 return self._outcome("block", (
                     f"hook {self._display()!r} was not run: its script "
                     f"{'; '.join(problems)}. gg runs a hook only as it was when the run "
-                    "started; restore the file (a new run names the change, and refuses a changed trusted hook until you confirm it with --trust-config)"
+                    "started; restore the file (a new run names the change, and refuses a "
+                    "changed trusted hook until you confirm it with --trust-config)"
                 ), failed=True)
         stdin = json.dumps(event.as_json()).encode()
         try:
