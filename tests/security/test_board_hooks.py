@@ -162,8 +162,9 @@ def assert_bypass_refused(repo: Path, result: Any, canary: Path, *, blocked: int
 @pytest.mark.parametrize("kind", ["rewritten", "deleted", "symlink", "renamed"])
 def test_implementer_cannot_swap_the_hook_script(tmp_path: Path, canary: Path, kind: str,
                                                  trusted: bool) -> None:
-    layer = "unshare" if kind == "rewritten" else None
-    repo = make_repo(tmp_path / "repo", trusted=trusted, **({"layer": layer} if layer else {}))
+    # under unshare the agent's shell can move and rewrite (no read-only binds there), so
+    # gg's own check of the scripts is what stops it; bwrap stops the moves themselves
+    repo = make_repo(tmp_path / "repo", trusted=trusted, layer="unshare")
     model = board_model({1: attack_calls(kind, canary), 2: honest()})
     board = Board(repo, model=model, reviewers=1, max_rounds=1, concurrency=1)
     board.add("Greet politely")
@@ -174,12 +175,26 @@ def test_implementer_cannot_swap_the_hook_script(tmp_path: Path, canary: Path, k
     first = next(e for e in events if e["type"] == "tool_result")
     if kind == "rewritten":  # the host-side write is refused under every layer
         assert not first["ok"] and "gg's own configuration" in first["excerpt"], first
-    if kind == "deleted":
-        assert "Device or resource busy" in first["excerpt"], first
     # the same hook, unchanged, ran in issue 2's worktree and in the merge worktree: done
     second = next(i for i in result.issues if i.number == 2)
     assert second.state is IssueState.DONE, second.diagnosis
     assert plain_git(repo, "show", "main:greet.py") + "\n" == FIXED
+
+
+@pytest.mark.skipif(not ROOT, reason="bubblewrap's dedicated uid and a host hook as root")
+@pytest.mark.parametrize("kind", ["deleted", "symlink", "renamed"])
+def test_under_bwrap_the_scripts_directory_cannot_be_moved(tmp_path: Path, canary: Path,
+                                                          kind: str) -> None:
+    repo = make_repo(tmp_path / "repo", trusted=True)
+    board = Board(repo, model=board_model({1: attack_calls(kind, canary)}), reviewers=1,
+                  max_rounds=1, concurrency=1)
+    board.add("Greet politely")
+    result = board.run()
+    first = next(e for e in stream_events(result) if e["type"] == "tool_result")
+    assert "Device or resource busy" in first["excerpt"], first  # a mount point: no mv/rm
+    assert not canary.exists()
+    issue = result.issues[0]  # the honest, unchanged hook blocked: greet is not fixed
+    assert issue.state is IssueState.STUCK and "greet is not fixed" in (issue.diagnosis or "")
 
 
 @pytest.mark.skipif(not ROOT, reason="a host hook as root, the sandbox's dedicated uid")

@@ -234,6 +234,14 @@ def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
     if spec.mode in ("javascript", "check") and spec.facts.deno:
         args += bind_fd(spec.facts.deno, "/gg/deno")
     args += [*bind_fd(ws, ws, writable=not spec.read_only), "--chdir", ws]
+    # each directory between the workspace and a protected file becomes a mount point (bound
+    # onto itself, as writable as before): a mount point cannot be renamed, so no program can
+    # move the file's directory away with its read-only bind and put another in its place
+    for path in _between(spec.workspace, spec.protect):
+        fd = _regular_file_fd(spec.workspace, path, directories=True)
+        if fd is not None:
+            fds.append(fd)
+            args += ["--ro-bind-fd" if spec.read_only else "--bind-fd", str(fd), path]
     for path in spec.protect:  # after the workspace: these stay read-only inside it
         fd = _regular_file_fd(spec.workspace, path, directories=True)
         if fd is not None:
@@ -258,6 +266,20 @@ def _bwrap_base(spec: Spec) -> list[str]:
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
     return args
+
+
+def _between(workspace: Path, paths: tuple[str, ...]) -> list[str]:
+    """The directories strictly between ``workspace`` and each of ``paths``, outermost
+    first, each once."""
+    out: dict[str, None] = {}
+    for path in paths:
+        try:
+            parts = Path(path).relative_to(workspace).parts
+        except ValueError:
+            continue
+        for i in range(1, len(parts)):
+            out[str(workspace.joinpath(*parts[:i]))] = None
+    return sorted(out, key=lambda p: p.count("/"))
 
 
 def _regular_file_fd(workspace: Path, path: str, *, directories: bool = False) -> int | None:
