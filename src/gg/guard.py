@@ -390,13 +390,18 @@ def install_inside(workspace: Path) -> Path | None:
     directory holding the ``gg`` package) that lies inside ``workspace``, else ``None``.
 
     An agent that can write gg's installation (a ``.pth`` file in site-packages, gg's own
-    modules) runs code in the next gg, with gg's rights and keys (adversary F21).
+    modules), or any directory on gg's import path (``python -m gg`` started inside the
+    workspace puts it first), runs code in the next gg, with gg's rights and keys
+    (adversary F21, N4). The workspace itself is returned when it is on the path.
     """
     import sys
 
     ws = workspace.resolve()
     own = [Path(sys.prefix).resolve(), Path(__file__).resolve().parents[1],
            Path(sys.executable).resolve().parent]
+    for entry in sys.path:  # ``python -m gg`` puts the current directory first (finding N4)
+        with contextlib.suppress(OSError):
+            own.append(Path(entry or os.getcwd()).resolve())
     inside = sorted((p for p in own if p.is_relative_to(ws) and p != ws),
                     key=lambda p: len(p.parts))
     if any(p == ws for p in own):

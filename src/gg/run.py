@@ -140,6 +140,11 @@ class Run:
                   "settings and hooks)", file=sys.stderr)
         self._install = install_inside(self.workspace)  # before the probe makes the sandbox
         self.isolation = isolation or self._probe()
+        if self._install == self.workspace:
+            raise UserError(
+                "the workspace is on gg's import path (python -m gg started inside it, or "
+                "PYTHONPATH): a module an agent writes there would run in the next gg, with "
+                "your keys. Run the gg command, or start Python outside the workspace")
         if self._install is not None and not self.isolation.startswith("bwrap"):
             raise UserError(
                 f"gg's own installation ({self._install}) is inside the workspace, and the "

@@ -133,3 +133,21 @@ def test_gg_installed_inside_the_workspace_is_read_only_or_refused(
         assert done.returncode == 2, done.stdout + done.stderr
         assert "installation" in done.stderr and "inside the workspace" in done.stderr
         assert not evil.exists()
+
+
+def test_python_m_gg_started_inside_the_workspace_is_refused(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = tmp_path / "s.json"
+    script.write_text('{"replies": [{"tool_calls": [{"name": "finish", '
+                      '"arguments": {"summary": "ok"}}]}]}')
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run([sys.executable, "-m", "gg", "run", "t", "-w", ".", "--model",
+                           f"scripted:{script}"], cwd=ws, env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "import path" in done.stderr
+    elsewhere = subprocess.run([sys.executable, "-m", "gg", "run", "t", "-w", str(ws),
+                                "--model", f"scripted:{script}"], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert elsewhere.returncode == 0, elsewhere.stderr
