@@ -56,6 +56,7 @@ __all__ = [
     "host_command",
     "install_inside",
     "make_undumpable",
+    "nested_repos",
 ]
 
 MAX_BYTES = 16 << 20
@@ -407,3 +408,34 @@ def install_inside(workspace: Path) -> Path | None:
     if any(p == ws for p in own):
         return ws
     return inside[0] if inside else None
+
+
+_SCAN_MAX = 200_000
+"""Entries :func:`nested_repos` looks at, at most (a bound on a huge workspace)."""
+
+
+def nested_repos(workspace: Path) -> set[str]:
+    """Relative paths of every ``.git`` (directory, file or link) below the workspace's top,
+    found by a walk that follows no link and stops after :data:`_SCAN_MAX` entries.
+
+    A repository an agent makes inside the workspace carries its own configuration
+    (``core.fsmonitor``, hooks); the operator's git runs it when it works there, or when
+    the top repository records it (adversary N3). :class:`gg.run.Run` names the new ones
+    at the run's end.
+    """
+    ws = workspace.resolve()
+    found: set[str] = set()
+    todo, seen = [ws], 0
+    while todo and seen < _SCAN_MAX:
+        here = todo.pop()
+        try:
+            with os.scandir(here) as entries:
+                for entry in entries:
+                    seen += 1
+                    if entry.name == ".git" and here != ws:
+                        found.add(Path(entry.path).relative_to(ws).as_posix())
+                    elif entry.name != ".git" and entry.is_dir(follow_symlinks=False):
+                        todo.append(Path(entry.path))
+        except OSError:
+            continue
+    return found

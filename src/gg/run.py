@@ -28,6 +28,7 @@ from gg.guard import (
     git_state,
     install_inside,
     make_undumpable,
+    nested_repos,
 )
 from gg.hooks import CommandHook, Gate, HookPlace
 from gg.models.base import Model
@@ -152,6 +153,7 @@ class Run:
                 "could change gg itself and run code in the next gg, with your keys. Install "
                 "gg outside the workspace (or run where bubblewrap works)")
         self._git_before = git_state(self.workspace)
+        self._repos_before = nested_repos(self.workspace)
         self.ceilings = Ceilings(**settings.ceilings.model_dump())
         self.budget = Budget(self.ceilings)
         self.stream = StreamWriter(  # gg writes nothing in the workspace (issue 9 item 2)
@@ -325,10 +327,12 @@ class Run:
         0 ended, 1 stopped; ``exit_code`` overrides it (130: interrupted by the operator)."""
         code = exit_code if exit_code is not None else (0 if status == "ended" else 1)
         changed = git_changes(self._git_before, git_state(self.workspace))
+        changed += sorted(nested_repos(self.workspace) - self._repos_before)
         if changed and not self.stream.closed:
-            print(f"gg: warning: this run changed {inert(', '.join(changed))} in the workspace's "
-                  ".git: git runs what is configured there (hooks, fsmonitor, filters). Review "
-                  "them before you run git in this workspace", file=sys.stderr)
+            print(f"gg: warning: this run changed or made {inert(', '.join(changed))} (git "
+                  "configuration, hooks or repositories in the workspace): git runs what is "
+                  "configured there (hooks, fsmonitor, filters). Review them before you run "
+                  "git in this workspace", file=sys.stderr)
         if not self.stream.closed:
             self.stream.emit(RunEnded(run_id=self.run_id, status=status, exit_code=code,
                                       diagnosis=diagnosis))

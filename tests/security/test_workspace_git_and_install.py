@@ -151,3 +151,21 @@ def test_python_m_gg_started_inside_the_workspace_is_refused(tmp_path: Path) -> 
                                 "--model", f"scripted:{script}"], cwd=tmp_path, env=env,
                                capture_output=True, text=True, timeout=120)  # fmt: skip
     assert elsewhere.returncode == 0, elsewhere.stderr
+
+
+@pytest.mark.parametrize("layer", ["bwrap", "rlimit"])
+def test_a_nested_repository_made_by_the_run_is_named_at_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    layer: str,
+) -> None:
+    _needs(layer)
+    monkeypatch.setenv("GG_SANDBOX", layer)
+    ws = _repo(tmp_path / "ws")  # the top .git is read-only under bwrap; sub/ is not
+    plant = ("mkdir -p sub && cd sub && git init -q . && "
+             "git config core.fsmonitor 'touch /tmp/gg-nested-ran' && echo made")
+    model = ScriptedModel([call("run_command", command=plant), call("finish", summary="ok")])
+    result = gg.Agent(model=model, workspace=ws).run("plant")
+    assert result.status == "ended"
+    out = next(e for e in gg.stream.read_events(result.stream) if e.type == "tool_result")
+    assert "made" in out.excerpt, out.excerpt
+    assert "sub/.git" in capsys.readouterr().err
