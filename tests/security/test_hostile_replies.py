@@ -478,3 +478,17 @@ async def test_an_adapter_sends_surrogate_text_as_valid_unicode(
     sent = server.requests[0].body
     encodable(sent)
     assert "\ufffd" in json.dumps(sent, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("arguments", [[1, 2], 5, None, ["path", "a.txt"]])
+def test_arguments_that_are_not_an_object_are_an_error_turn(
+    workspace: Path, arguments: object
+) -> None:
+    bad = gg.Reply(tool_calls=(gg.ToolCall(name="read_file", arguments=arguments),))  # type: ignore[arg-type]
+    model = gg.testing.FunctionModel(
+        lambda messages, tools: bad if sum(m.role == "assistant" for m in messages) == 0
+        else gg.testing.call("finish", summary="ok"))
+    result = gg.Agent(model=model, workspace=workspace).run("t")
+    assert result.status == "ended", result.diagnosis
+    kinds = [e.kind for e in gg.stream.read_events(result.stream) if e.type == "error_turn"]
+    assert kinds == ["bad_arguments"]

@@ -111,6 +111,10 @@ def clean_call(call: ToolCall) -> ToolCall:
     error = None if call.parse_error is None else _cut(call.parse_error, _PREVIEW_CHARS)
     if isinstance(arguments, str):
         arguments = _cut(arguments, MAX_RAW_CHARS)
+    elif not isinstance(arguments, dict):  # a custom Model's list or number (finding N5)
+        arguments = _preview(arguments)
+        error = (f"the call's arguments are a JSON {type(call.arguments).__name__}, not an "
+                 "object of named arguments")
     elif (why := problem(arguments, max_chars=MAX_ARGUMENT_CHARS)) is not None:
         arguments = _preview(arguments)
         error = why
