@@ -265,15 +265,20 @@ def test_hook_script_rewritten_mid_run_is_not_run(open_ws: Path, layer: str) -> 
         ("finish", {"summary": "done"}))
     result, _, events = _run_gg(open_ws, replies)
     results = [e for e in events if e["type"] == "tool_result"]
-    if layer == "bwrap":
-        assert "Read-only file system" in results[0]["excerpt"], results[0]
+    assert not results[2]["ok"] and "gg's own configuration" in results[2]["excerpt"]
     blocks = [e for e in events if e["type"] == "gate_blocked"]
     assert len(blocks) == 2
-    for block in blocks:
-        assert "scripts/check.sh" in block["reason"] and "was not run" in block["reason"]
-        assert block["failed"] is True
     assert any(e["name"] == "list_dir" and e["ok"] for e in results)  # gg kept going
     assert result["status"] == "stopped"
+    if layer == "bwrap":  # every write and move failed: the operator's hook ran, unchanged
+        assert "Read-only file system" in results[0]["excerpt"], results[0]
+        assert "Device or resource busy" in results[1]["excerpt"], results[1]
+        assert (scripts / "check.sh").read_text() == "exit 2\n"
+        assert all(not b["failed"] for b in blocks)  # it blocked as written: exit 2
+        return
+    for block in blocks:  # the moves landed: gg refused to run the changed script
+        assert "scripts/check.sh" in block["reason"] and "was not run" in block["reason"]
+        assert block["failed"] is True
     assert "scripts/check.sh" in result["diagnosis"] and "broken" in result["diagnosis"]
 
 

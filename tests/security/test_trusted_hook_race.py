@@ -22,6 +22,8 @@ import pytest
 import gg
 from gg.config import settings_from_dict
 from gg.models.base import Message, Reply, ToolSpec
+from gg.sandbox.host import Isolation
+from gg.sandbox.isolation import _missing
 from gg.sandbox.tree import remove_tree
 from gg.testing import FunctionModel, call
 
@@ -38,8 +40,13 @@ def ws() -> Iterator[Path]:
 
 
 def test_a_concurrent_swap_never_runs_the_agents_script_as_the_trusted_hook(
-    ws: Path, tmp_path: Path
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # under bwrap the script's directory is a mount point and cannot be moved at all; under
+    # unshare (no read-only binds) the swap lands, and the quiet sandbox is what holds
+    if _missing(Isolation.UNSHARE):
+        pytest.skip("unshare is not available here")
+    monkeypatch.setenv("GG_SANDBOX", "unshare")
     canary = tmp_path / "agent-script-ran"
     (ws / "scripts").mkdir()
     (ws / "scripts" / "check.sh").write_text("exit 2\n")  # blocks: the gate runs again
