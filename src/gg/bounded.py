@@ -177,6 +177,8 @@ def may_hold_surrogates(text: str) -> bool:
 
 def scrub(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD (valid Unicode, encodable)."""
+    if text.isascii():  # the common case, and no surrogate is ASCII: no regex pass
+        return text
     return _SURROGATE.sub("\ufffd", text)
 
 
@@ -268,7 +270,7 @@ def problem(value: Any, *, max_chars: int, top: str = "arguments") -> str | None
         room -= 1
         if isinstance(item, str):
             room -= len(item)
-            hit = _SURROGATE.search(item)
+            hit = None if item.isascii() else _SURROGATE.search(item)
             if hit is not None:
                 return (f"a lone surrogate \\u{ord(hit[0]):04x} at {_place(path, top)}, "
                         f"character {hit.start()}: not valid Unicode")

@@ -166,6 +166,8 @@ class _Loop:
                   seconds=round(time.perf_counter() - started, 6))
         self.run.budget.add(tokens=u.input_tokens + u.output_tokens, cost=u.cost)
         self.messages.append(AssistantMessage(content=reply.text, tool_calls=reply.tool_calls))
+        if self.cleaned == len(self.messages) - 1:
+            self.cleaned += 1  # made from the cleaned reply: nothing to clean again
         return reply
 
     async def gate(self, ending: Ending) -> bool:

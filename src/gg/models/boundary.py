@@ -135,6 +135,11 @@ def _too_many(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
 
 
 def _usage(usage: Usage) -> Usage:
+    if (type(usage.input_tokens) is int and type(usage.output_tokens) is int
+            and 0 <= usage.input_tokens <= _MAX_TOKENS and 0 <= usage.output_tokens <= _MAX_TOKENS
+            and type(usage.cost) is float and math.isfinite(usage.cost)):
+        return usage  # the common case, checked without building a new one
+
     def tokens(n: Any) -> int:
         return min(max(n, 0), _MAX_TOKENS) if isinstance(n, int) else 0
 
