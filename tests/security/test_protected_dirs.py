@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +10,6 @@ import pytest
 import gg
 from gg.sandbox.host import Isolation
 from gg.sandbox.isolation import _missing
-from gg.sandbox.tree import remove_tree
 from gg.testing import ScriptedModel, call
 
 MOVE = ("mv tools/hooks moved; echo mv=$?; mv tools moved2; echo mv2=$?; "
@@ -22,11 +18,9 @@ MOVE = ("mv tools/hooks moved; echo mv=$?; mv tools moved2; echo mv2=$?; "
 
 
 @pytest.fixture
-def ws() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="gg-protect-", dir="/tmp"))
-    os.chmod(root, 0o755)
-    yield root
-    remove_tree(root)
+def ws(open_dir: Path) -> Path:
+    """The workspace: world-searchable (see the ``open_dir`` fixture)."""
+    return open_dir
 
 
 def test_a_protected_scripts_directories_cannot_be_moved(

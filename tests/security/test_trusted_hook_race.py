@@ -12,9 +12,6 @@ race (without the quiet moment, it is lost within a few hundred tries).
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +21,6 @@ from gg.config import settings_from_dict
 from gg.models.base import Message, Reply, ToolSpec
 from gg.sandbox.host import Isolation
 from gg.sandbox.isolation import _missing
-from gg.sandbox.tree import remove_tree
 from gg.testing import FunctionModel, call
 
 SWAP = ("end=$(($(date +%s) + 3)); while [ $(date +%s) -lt $end ]; do "
@@ -32,11 +28,9 @@ SWAP = ("end=$(($(date +%s) + 3)); while [ $(date +%s) -lt $end ]; do "
 
 
 @pytest.fixture
-def ws() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="gg-race-", dir="/tmp"))
-    os.chmod(root, 0o755)
-    yield root
-    remove_tree(root)
+def ws(open_dir: Path) -> Path:
+    """The workspace: world-searchable (see the ``open_dir`` fixture)."""
+    return open_dir
 
 
 def test_a_concurrent_swap_never_runs_the_agents_script_as_the_trusted_hook(

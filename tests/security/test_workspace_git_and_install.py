@@ -16,8 +16,6 @@ import os
 import subprocess
 import sys
 import sysconfig
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +23,6 @@ import pytest
 import gg
 from gg.sandbox.host import Isolation
 from gg.sandbox.isolation import _missing
-from gg.sandbox.tree import remove_tree
 from gg.testing import ScriptedModel, call
 
 PLANT = ("git config core.fsmonitor 'touch /tmp/gg-fsmonitor-ran'; "
@@ -35,13 +32,9 @@ SRC = Path(gg.__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def tmp_path() -> Iterator[Path]:
-    """A world-searchable temp dir (pytest's is 0700: the sandbox uid could not resolve
-    absolute paths beneath it, as git does)."""
-    root = Path(tempfile.mkdtemp(prefix="gg-gitws-", dir="/tmp"))
-    os.chmod(root, 0o755)
-    yield root
-    remove_tree(root)
+def tmp_path(open_dir: Path) -> Path:
+    """World-searchable, unlike pytest's (see the ``open_dir`` fixture)."""
+    return open_dir
 
 
 def _repo(path: Path) -> Path:

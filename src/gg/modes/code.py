@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gg.bounded import scrub
 from gg.ceilings import ErrorKind
 from gg.endings import Declarations, Language, Refusal, Role, check_ending, is_ending_name
 from gg.errors import ToolError
@@ -45,7 +46,6 @@ from gg.sandbox import (
     Sandbox,
     sdk_signatures,
 )
-from gg.sandbox.wire import scrub
 from gg.stream import (
     EndingDeclared,
     EndingRefused,

@@ -18,8 +18,8 @@ import re
 import subprocess
 from dataclasses import dataclass
 
+from gg import bounded
 from gg.errors import SandboxError
-from gg.sandbox import wire
 from gg.sandbox.host import GUEST_DIR, host_facts
 from gg.sandbox.limits import Limits
 
@@ -110,13 +110,13 @@ def python_problem(program: str, limits: Limits) -> CompileProblem | None:
     if done.returncode == 0 and done.stdout.strip() == b"ok":
         return None
     try:
-        report = wire.loads(done.stdout[:_CHECK_OUTPUT_BYTES].decode("utf-8", "replace"))
+        report = bounded.loads(done.stdout[:_CHECK_OUTPUT_BYTES].decode("utf-8", "replace"))
         message, line, column = report["message"], report["line"], report["column"]
     except (ValueError, TypeError, KeyError):
         tail = done.stderr[-300:].decode("utf-8", "replace").strip()
         return _unbounded(f"Python's compiler stopped (exit status {done.returncode}) {tail}")
     where = [v if isinstance(v, int) and not isinstance(v, bool) else None for v in (line, column)]
-    return CompileProblem(message=wire.scrub(str(message))[:8000], line=where[0],
+    return CompileProblem(message=bounded.scrub(str(message))[:8000], line=where[0],
                           column=where[1])  # fmt: skip
 
 
@@ -132,7 +132,7 @@ def _unbounded(why: str) -> CompileProblem:
 
 def js_problem(output: str) -> CompileProblem:
     """Deno's parse error output as a :class:`CompileProblem` (paths shown as ``program.js``)."""
-    text = re.sub(r"file://\S*?/program\.mjs", "program.js", wire.scrub(output).strip())
+    text = re.sub(r"file://\S*?/program\.mjs", "program.js", bounded.scrub(output).strip())
     if "overflowed its stack" in text or "Maximum call stack" in text:
         text = f"Deno's parser ran out of stack: the program is nested too deeply ({text[:300]})"
     text = re.sub(r"^error: ", "", text)

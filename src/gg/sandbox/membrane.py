@@ -14,7 +14,7 @@ so nothing it prints can pass for a message. Messages, one per line::
 
 Every message is hostile input, parsed under bounds (issue 9, item 6): a line
 of at most ``Limits.message_bytes`` bytes, at most ``Limits.membrane_bytes``
-bytes of messages per program, strict UTF-8, then :func:`gg.sandbox.wire.loads`
+bytes of messages per program, strict UTF-8, then :func:`gg.bounded.loads`
 (nesting depth, number length, finite numbers). Big lines are parsed off the
 event loop.
 
@@ -52,9 +52,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from gg import bounded
 from gg.endings import canonical_call, is_ending_name
 from gg.errors import ToolError
-from gg.sandbox import wire
 from gg.sandbox.limits import Limits
 
 __all__ = ["CallAnswer", "CallRequest", "CompileReport", "Handler", "Membrane", "Result"]
@@ -78,7 +78,7 @@ class CallRequest:
         name: the tool's registry name, or the canonical ending name
             (``finish``, ``approve``, ``request_changes``) whatever the language.
         arguments: the decoded JSON object of arguments, by name: nested at most
-            :data:`gg.sandbox.wire.MAX_DEPTH` deep, numbers bounded and finite, every
+            :data:`gg.bounded.MAX_DEPTH` deep, numbers bounded and finite, every
             string valid Unicode. Not checked against the tool's schema: that is the
             handler's job.
     """
@@ -138,7 +138,7 @@ class Violation(Exception):
 def _cut(text: str | None) -> str | None:
     if text is None:
         return None
-    text = wire.scrub(text)
+    text = bounded.scrub(text)
     if len(text) <= MAX_RESULT_CHARS:
         return text
     half = MAX_RESULT_CHARS // 2
@@ -150,16 +150,16 @@ def _parse(line: bytes) -> tuple[dict[str, Any], bool]:
 
     Raises:
         Violation: not UTF-8.
-        wire.BadJSON: breaks a bound, is not JSON, or is not an object.
+        bounded.BadJSON: breaks a bound, is not JSON, or is not an object.
     """
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise Violation(f"a message that is not UTF-8 (at byte {exc.start})") from None
-    message = wire.loads(text)
+    message = bounded.loads(text)
     if not isinstance(message, dict):
-        raise wire.BadJSON(f"a message that is not a JSON object (a {type(message).__name__})")
-    return message, wire.may_hold_surrogates(text)
+        raise bounded.BadJSON(f"a message that is not a JSON object (a {type(message).__name__})")
+    return message, bounded.may_hold_surrogates(text)
 
 
 def _result(message: dict[str, Any]) -> Result:
@@ -169,7 +169,7 @@ def _result(message: dict[str, Any]) -> Result:
     if not all(v is None or isinstance(v, str) for v in (returned, error, limit)):
         raise Violation("a result message of the wrong shape")
     if limit not in _RESULT_LIMITS:
-        raise Violation(f"a result naming an unknown limit {wire.scrub(limit)!r}")
+        raise Violation(f"a result naming an unknown limit {bounded.scrub(limit)!r}")
     return Result(returned=_cut(returned), error=_cut(error), limit=limit)
 
 
@@ -188,13 +188,13 @@ def _compile_report(message: dict[str, Any]) -> CompileReport:
 
 def _request(message: dict[str, Any]) -> tuple[int, CallRequest]:
     if set(message) != {"id", "kind", "name", "arguments"}:
-        keys = [wire.scrub(k) for k in message]
+        keys = [bounded.scrub(k) for k in message]
         raise Violation(f"a message of unknown shape (keys {sorted(keys)!r})")
     ident, kind, name, args = (message[k] for k in ("id", "kind", "name", "arguments"))
     if not isinstance(ident, int) or isinstance(ident, bool) or ident < 0:
         raise Violation("a call whose id is not a non-negative integer")
     if kind not in ("tool", "ending"):
-        raise Violation(f"a call of unknown kind {wire.scrub(str(kind))[:100]!r}")
+        raise Violation(f"a call of unknown kind {bounded.scrub(str(kind))[:100]!r}")
     if not isinstance(name, str) or not 0 < len(name) <= 200:
         raise Violation("a call whose name is not a short string")
     if not isinstance(args, dict):
@@ -204,7 +204,7 @@ def _request(message: dict[str, Any]) -> tuple[int, CallRequest]:
 
 def _describe(exc: BaseException) -> str:
     try:
-        return wire.scrub(f"{type(exc).__name__}: {exc}")[:500]
+        return bounded.scrub(f"{type(exc).__name__}: {exc}")[:500]
     except Exception:  # an exception whose str() fails
         return type(exc).__name__
 
@@ -295,7 +295,7 @@ class Membrane:
                 message, maybe = await asyncio.to_thread(_parse, line)
             else:
                 message, maybe = _parse(line)
-        except wire.BadJSON as exc:
+        except bounded.BadJSON as exc:
             framed = _SDK_CALL.match(line)
             if framed is None:
                 raise Violation(str(exc)) from None
@@ -329,7 +329,7 @@ class Membrane:
         ident, request = _request(message)
         bad = None
         if maybe_surrogates:
-            bad = wire.lone_surrogate(request.name, "the call's name") or wire.lone_surrogate(
+            bad = bounded.lone_surrogate(request.name, "the call's name") or bounded.lone_surrogate(
                 request.arguments, "arguments"
             )
         if bad is not None:
@@ -392,11 +392,11 @@ class Membrane:
         message = {"id": ident, "ok": answer.ok, "value": answer.value}
         message |= {"error": answer.error, "error_type": answer.error_type}
         try:
-            line = wire.dumps(message)
+            line = bounded.dumps(message)
         except Exception as exc:  # a value JSON cannot carry (or whose str() fails)
             message |= {"ok": False, "value": None, "error_type": "tool_error"}
             message["error"] = f"gg could not send the result: {_describe(exc)}"
-            line = wire.dumps(message)
+            line = bounded.dumps(message)
         try:
             writer.write(line.encode("utf-8") + b"\n")
             await writer.drain()
