@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,8 +25,8 @@ from gg.tools import (
     default_registry,
     tool,
 )
-from gg.tools.builtins import resolve_path
 from gg.tools.registry import cap_text
+from gg.tools.safefs import Beneath
 
 # ---------------------------------------------------------------- helpers
 
@@ -402,16 +403,23 @@ async def test_every_path_tool_refuses_escapes(
     assert outside.read_text() == "secret"
 
 
-@given(st.lists(st.sampled_from(["a", "b", "..", ".", "a/..", "../a"]), max_size=6))
-def test_resolve_path_never_leaves_the_workspace(parts: list[str]) -> None:
-    ws = Path("/tmp/gg-hypothesis-ws").resolve()
-    c = ToolContext(workspace=ws)
-    path = "/".join(parts) or "."
+_HYPO_WS = Path(tempfile.mkdtemp(prefix="gg-hypothesis-ws-"))
+(_HYPO_WS / "a").mkdir()
+(_HYPO_WS / "b").mkdir()
+
+
+@given(st.lists(st.sampled_from(["a", "b", "..", ".", "a/..", "../a", "c"]), min_size=1,
+                max_size=6))
+def test_a_write_never_lands_outside_the_workspace(parts: list[str]) -> None:
+    path = "/".join(parts)
+    outside = set(_HYPO_WS.parent.iterdir())
     try:
-        resolved = resolve_path(c, path)
-    except WorkspaceEscape:
-        return
-    assert resolved.is_relative_to(ws)
+        with Beneath(_HYPO_WS) as root:
+            written = root.write(path, b"x")
+    except (WorkspaceEscape, ToolError):
+        return  # refused (leaves the workspace, or names a directory)
+    assert (_HYPO_WS / written).resolve().is_relative_to(_HYPO_WS.resolve())
+    assert set(_HYPO_WS.parent.iterdir()) <= outside | {_HYPO_WS}
 
 
 async def test_list_dir(ctx: ToolContext) -> None:

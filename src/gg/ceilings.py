@@ -161,6 +161,7 @@ class SessionCeilings:
     _kinds: deque[str] = field(default_factory=lambda: deque(maxlen=10))
     _replies: deque[str] = field(default_factory=lambda: deque(maxlen=3))
     _last_block: tuple[str, str, bool] | None = None
+    _script_changed: bool = False
 
     def record_turn(self, kind: ErrorKind | None, reply_excerpt: str) -> None:
         """Count one turn; ``kind`` is its error kind or ``None`` for a good turn."""
@@ -177,15 +178,18 @@ class SessionCeilings:
             self._kinds.append(kind)
 
     def record_gate(
-        self, *, blocked: bool, hook: str = "", reason: str = "", failed: bool = False
+        self, *, blocked: bool, hook: str = "", reason: str = "", failed: bool = False,
+        script_changed: bool = False,
     ) -> None:
-        """Count one gate check: blocked (by ``hook``, hook ``failed`` or not) or passed."""
+        """Count one gate check: blocked (by ``hook``, hook ``failed`` or not; not run at all
+        because its script changed: ``script_changed``) or passed."""
         if not blocked:
             self.gate_blocks = self.gate_failures = 0
             return
         self.gate_blocks += 1
         self.gate_failures = self.gate_failures + 1 if failed else 0
         self._last_block = (hook, reason, failed)
+        self._script_changed = script_changed
 
     def check(self) -> Diagnosis | None:
         """The first tripped ceiling's diagnosis, or ``None``."""
@@ -250,7 +254,7 @@ class SessionCeilings:
     def _gate(self) -> Diagnosis:
         hook, reason, failed = self._last_block or ("", "", False)
         n = self.gate_blocks
-        if failed and self.gate_failures >= n and "was not run: its script" in reason:
+        if failed and self.gate_failures >= n and self._script_changed:
             message = (  # gg refused to run a changed hook script (issue 9): no on_error helps
                 f"the agent-stop hook {hook!r} is broken for this run: it could not run on the "
                 f"last {n} endings: {reason}. "

@@ -211,6 +211,9 @@ class MemorySettings(_Section):
     def _script(cls, v: str | None) -> str | None:
         if v is not None and not v.endswith((".py", ".js")):
             raise ValueError(f"{v!r} must be a .py or .js script")
+        if v is not None and (v.startswith("/") or ".." in v.split("/")):
+            # read beneath the workspace only (issue 9): gg.toml is agent-writable
+            raise ValueError(f"{v!r} must be a path inside the workspace, relative to it")
         return v
 
 

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from gg import bounded
 from gg.endings import Ending, Role
 from gg.errors import GGError, UserError
 from gg.guard import Snapshot, host_command
@@ -150,6 +151,9 @@ class HookOutcome:
     """A command hook's exit status (``None`` for callables, timeouts, no start)."""
     seconds: float = 0.0
     """How long the hook ran."""
+    script_changed: bool = False
+    """True when gg did not run the hook because a script it names changed since the run
+    started (issue 9 item 2); the diagnosis then says so, not the hook's own words."""
 
 
 def _tail(text: str, cap: int = _REASON_CAP) -> str:
@@ -325,7 +329,7 @@ class CommandHook(_HookBase):
                     f"{'; '.join(problems)}. gg runs a hook only as it was when the run "
                     "started; restore the file (a new run names the change, and refuses a "
                     "changed trusted hook until you confirm it with --trust-config)"
-                ), failed=True)
+                ), failed=True, script_changed=True)
         stdin = json.dumps(event.as_json()).encode()
         try:
             if place is not None and place.sandbox is not None and not self.trusted:
@@ -401,9 +405,9 @@ def _stdout_answer(stdout: str) -> object:
         return None
     for candidate in (text, text.rsplit("\n", 1)[-1].strip()):
         if candidate.startswith("{"):
-            try:
-                parsed = json.loads(candidate)
-            except ValueError:
+            try:  # bounded: a hook's output is the agent's (its tests print it)
+                parsed = bounded.loads(candidate)
+            except bounded.BadJSON:
                 continue
             if isinstance(parsed, dict):
                 return parsed

@@ -185,7 +185,8 @@ class _Loop:
             hook, reason, failed = block.hook, block.reason, block.failed
         broken = failed and _hook_broken(block)
         self.blocked_total += 1
-        self.ceilings.record_gate(blocked=True, hook=hook, reason=reason, failed=broken)
+        self.ceilings.record_gate(blocked=True, hook=hook, reason=reason, failed=broken,
+                                  script_changed=block is not None and block.script_changed)
         self.emit(GateBlocked, hook=hook, reason=excerpt(reason, 2000), failed=failed)
         self.messages.append(UserMessage(content=(
             f"Your {ending.call} was blocked by the agent-stop hook {hook!r}; the session goes "

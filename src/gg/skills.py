@@ -251,8 +251,9 @@ def discover_skills(workspace: Path) -> dict[str, Skill]:
             name in the same directory.
     """
     found: dict[str, Skill] = {}
+    workspace = workspace.resolve()  # the folders below are taken beneath it
     for i, root in enumerate(skill_dirs(workspace)):
-        base = workspace.resolve() if i < 2 else None  # the first two are in the workspace
+        base = workspace if i < 2 else None  # the first two are in the workspace
         here: dict[str, Skill] = {}
         for folder in _skill_folders(root, base):
             skill = load_skill(folder, base)

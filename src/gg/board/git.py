@@ -95,13 +95,16 @@ def conflict_markers(worktree: Path, rel: str) -> bool:
     """True when the file ``rel`` in ``worktree`` still holds a conflict marker line.
 
     The file is written by the merge agent: it is read beneath ``worktree``
-    with no link followed, only when it is a regular file, at most 16 MiB
+    with no link followed, only when it is a regular file
     (:func:`~gg.board.gitsafe.read_regular`); a link, FIFO or device has no
-    markers.
+    markers, and a file over 16 MiB counts as still holding one (it is not read
+    whole, so it is never taken as resolved).
     """
-    data = read_regular(worktree, rel, cap=_MARKER_CAP)
+    data = read_regular(worktree, rel, cap=_MARKER_CAP + 1)
     if data is None:
         return False
+    if len(data) > _MARKER_CAP:
+        return True  # too large to check whole: never merged as resolved unread
     text = data.decode("utf-8", errors="replace")
     return any(line.startswith(("<<<<<<< ", ">>>>>>> ")) or line in ("<<<<<<<", ">>>>>>>")
                for line in text.splitlines())

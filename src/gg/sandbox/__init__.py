@@ -19,8 +19,10 @@ Public surface (what ``gg.modes.code`` and the ``run_command`` built-in use)::
 Modules: ``limits`` (Limits), ``host`` (Isolation, what the machine has),
 ``isolation`` (probe), ``seccomp`` (the filter), ``accounts`` (slot uids,
 workspace ACLs), ``launch`` (command lines), ``runs`` (per-run setup),
-``process`` (supervision), ``membrane`` (host end of the SDK pipe), ``wire``
-(bounded JSON, valid Unicode), ``checks`` (program text and syntax checks),
+``process`` (supervision), ``membrane`` (host end of the SDK pipe, its JSON bounded
+by :mod:`gg.bounded`), ``checks`` (program text and syntax checks), ``quiet``
+(live processes, for trusted hooks), ``tree`` (walks and removal of agent trees),
+``writes`` (the write cap),
 ``sdk`` (SDK generation), ``core`` (Sandbox); ``guest/`` holds the code that runs
 inside (``boot.py``, ``runner.py``, ``runner.js``; stdlib/Deno only).
 """

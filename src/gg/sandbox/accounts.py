@@ -148,7 +148,8 @@ def _grant_fd(fd: int, st: os.stat_result, gid: int) -> None:
 
 def _has_default(path: Path, gid: int) -> bool:
     try:
-        return _decode(os.getxattr(path, _DEFAULT)).get((_GROUP, gid)) == 7
+        # never through a link: the walk below opens the same root with O_NOFOLLOW
+        return _decode(os.getxattr(path, _DEFAULT, follow_symlinks=False)).get((_GROUP, gid)) == 7
     except OSError:
         return False
 

@@ -48,6 +48,8 @@ class Outcome:
     """Why gg stopped it: ``"wall"``, ``"output"``, ``"membrane"``, ``"write_bytes"``,
     ``"write_files"`` (the write cap, :mod:`gg.sandbox.writes`); ``None`` if it ended itself."""
     seconds: float
+    """Wall seconds from start to exit, time spent in SDK calls included (unlike the
+    ``wall_s`` limit, which counts the program's own time only)."""
 
 
 class _Output:

@@ -43,7 +43,9 @@ class Quiet:
 
     @contextlib.asynccontextmanager
     async def process(self) -> AsyncIterator[None]:
-        """Around one sandboxed process: waits while a trusted hook holds the sandbox."""
+        """Around one sandboxed process: waits (with no time limit: the hook's own timeout
+        bounds how long it holds) while a trusted hook holds the sandbox; cancelling the
+        caller is the only other way out."""
         cond = self._condition()
         async with cond:
             await cond.wait_for(lambda: not self._held)

@@ -141,8 +141,10 @@ def remove_tree(path: str | os.PathLike[str]) -> None:
     is removed, never followed. Entries that vanish meanwhile are skipped.
 
     Raises:
-        OSError: something could not be removed (permissions), or the tree was
-            moved while being removed (the climb found another directory).
+        OSError: something could not be removed (permissions); the tree was moved
+            while being removed (the climb found another directory); or ``path`` was
+            swapped for a link or a file between the check and the open (``ELOOP``,
+            ``ENOTDIR``).
     """
     top = os.fspath(path)
     try:

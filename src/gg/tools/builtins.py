@@ -35,7 +35,7 @@ from typing import Annotated, Protocol, TypeVar
 
 from pydantic import Field
 
-from gg.errors import SandboxError, ToolError, WorkspaceEscape
+from gg.errors import SandboxError, ToolError
 from gg.guard import host_command
 from gg.tools.registry import Registry, ToolContext, cap_text, tool
 from gg.tools.safefs import Beneath, check_path, open_beneath, read_beneath, run_blocking
@@ -47,7 +47,6 @@ __all__ = [
     "default_registry",
     "list_dir",
     "read_file",
-    "resolve_path",
     "run_command",
     "run_shell",
     "scrubbed_env",
@@ -71,36 +70,6 @@ _ENV_KEEP = frozenset(
 
 
 # ---------------------------------------------------------------- paths
-
-
-def resolve_path(ctx: ToolContext, path: str) -> Path:
-    """Where a tool path points now, inside the workspace (SPEC §10 Built-in tools).
-
-    A check, not a guard: the answer can be stale by the time it is used (a
-    program may swap a directory for a symlink meanwhile), so never open what
-    it returns. The file tools resolve and open in one step through
-    :mod:`gg.tools.safefs` instead (issue 9 item 1).
-
-    Args:
-        ctx: the call's context; ``ctx.workspace`` is resolved.
-        path: a path relative to the workspace.
-
-    Returns:
-        The resolved absolute path (symlinks followed), inside the workspace.
-
-    Raises:
-        WorkspaceEscape: ``path`` is absolute, climbs out with ``..``, or
-            resolves outside through a symlink.
-        ToolError: ``path`` is empty or contains a NUL character.
-    """
-    check_path(path)
-    real = (ctx.workspace / path).resolve()
-    if not real.is_relative_to(ctx.workspace):
-        raise WorkspaceEscape(
-            f"path {path!r} resolves outside the workspace through a symbolic link; "
-            "paths must stay inside it"
-        )
-    return real
 
 
 def _shown(path: str) -> str:

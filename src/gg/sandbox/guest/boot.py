@@ -62,6 +62,8 @@ _PR_CAPBSET_DROP = 24
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
 _REAP_DEADLINE_S = 10.0
+_WALL = 0x40000000
+"""``__WALL``: wait for every kind of child (also those cloned without SIGCHLD)."""
 _SECCOMP_MODE_FILTER = 2
 _SYS_LANDLOCK = {"create": 444, "add_rule": 445, "restrict": 446}
 
@@ -197,17 +199,10 @@ def _fork_and_wait(before_wait: Any) -> None:
         except InterruptedError:
             continue
         if pid == child:
-            if os.WIFSIGNALED(status):
-                os._exit(128 + os.WTERMSIG(status))
-            os._exit(os.WEXITSTATUS(status))
+            os._exit(_status(status))
 
 
-class _Stop(Exception):
-    """Raised in the reaper by SIGTERM: gg asks it to end the run now."""
-
-
-def _on_term(signum: int, frame: object) -> None:
-    raise _Stop
+_REAPER_SIGNALS = {signal.SIGTERM, signal.SIGCHLD}
 
 
 def become_reaper() -> None:
@@ -221,36 +216,45 @@ def become_reaper() -> None:
     signalling it, and it is not dumpable. When the program's process ends, or
     on SIGTERM from gg, it kills every descendant (:func:`kill_descendants`) and
     exits with the program's status (``128 + 9`` when stopped by gg).
+
+    SIGTERM and SIGCHLD stay blocked in the parent and are taken with
+    ``sigwaitinfo``: no handler, so no window in which a SIGTERM is noted but the
+    wait goes on (gg then waited its whole grace for a program blocked on a full
+    membrane pipe).
     """
     _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(PR_SET_CHILD_SUBREAPER)")
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    signal.pthread_sigmask(signal.SIG_BLOCK, _REAPER_SIGNALS)
     child = os.fork()
     if child == 0:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _REAPER_SIGNALS)
         return
     os.closerange(3, 65536)
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-    signal.signal(signal.SIGTERM, _on_term)
-    code = 128 + signal.SIGKILL
-    try:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        code = _wait_for(child)
-    except _Stop:
-        pass
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    code = _wait_for(child)
     kill_descendants(os.getpid())
     os._exit(code)
 
 
 def _wait_for(child: int) -> int:
-    """Reap children until ``child`` ends; its exit status (``128 + signal`` if killed)."""
+    """Until ``child`` ends or SIGTERM comes: its exit status (``128 + signal`` if killed),
+    or ``128 + SIGKILL`` when gg stopped it. Other children met meanwhile are reaped."""
     while True:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            return BOOT_FAILED
-        if pid == child:
-            return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        while True:  # reap what has ended, without blocking
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG | _WALL)
+            except ChildProcessError:
+                return BOOT_FAILED
+            if pid == 0:
+                break
+            if pid == child:
+                return _status(status)
+        if signal.sigwaitinfo(_REAPER_SIGNALS).si_signo == signal.SIGTERM:
+            return 128 + signal.SIGKILL
+
+
+def _status(status: int) -> int:
+    """A ``wait`` status as a shell reports it: ``128 + signal`` when killed."""
+    return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
 def _parents() -> dict[int, int]:
@@ -327,7 +331,7 @@ def _reap_all() -> bool:
     any_reaped = False
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, _ = os.waitpid(-1, os.WNOHANG | _WALL)
         except ChildProcessError:
             return any_reaped
         if pid == 0:
