@@ -298,10 +298,16 @@ def init(
         raise _fail(f"workspace {str(workspace)!r} does not exist")
     # never through a link planted at gg.toml: a fresh file renamed over the name
     tmp = workspace / f".{CONFIG_NAME}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(default_toml())
-    os.replace(tmp, target)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(default_toml())
+        os.replace(tmp, target)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise _fail(f"cannot write {str(target)!r}: {e.strerror or e}") from None
     Console(highlight=False).print(line(f"wrote {target}"))
 
 

@@ -44,6 +44,13 @@ def _one_line(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
+def _spec(settings: Any) -> object:
+    """``settings["model"]["spec"]``, or ``None`` when a stream (perhaps unverified) holds
+    something else there: a replay never crashes on a field's shape."""
+    model = settings.get("model") if isinstance(settings, dict) else None
+    return model.get("spec") if isinstance(model, dict) else None
+
+
 def _run_warnings(e: Any) -> list[Part]:
     """run_started's warnings (issue 9): commands on the host, protected files changed."""
     out: list[Part] = []
@@ -110,7 +117,7 @@ class Renderer:
         sid: Part = (f"{e.session_id} ", "dim") if getattr(e, "session_id", None) else ""
         if t == "run_started":
             return line((f"gg run {e.run_id}", "bold"), f" · workspace {e.workspace} · model "
-                        f"{e.settings.get('model', {}).get('spec')} · sandbox {e.isolation}",
+                        f"{_spec(e.settings)} · sandbox {e.isolation}",
                         *_run_warnings(e))
         if t == "session_started":
             parent = f" · parent {e.parent}" if e.parent else ""
@@ -159,7 +166,7 @@ class Renderer:
         if t == "session_ended":
             turns = f"{e.turns} turn{'' if e.turns == 1 else 's'}"
             if e.ending:
-                return line(sid, (f"■ session ended by {e.ending['call']}", "bold green"),
+                return line(sid, (f"■ session ended by {e.ending.get('call', '?')}", "bold green"),
                             f" after {turns}")
             return line(sid, ("■ session stopped", "bold red"), f" after {turns}")
         if t == "run_ended":
@@ -194,7 +201,8 @@ def summary_table(events: list[Event]) -> Table:
             blocks[sid] += 1
         elif e.type == "session_ended" and sid in rows:
             rows[sid]["turns"] = e.turns
-            rows[sid]["end"] = e.ending["call"] if e.ending else f"stopped ({e.ceiling or 'model'})"
+            rows[sid]["end"] = (str(e.ending.get("call", "?")) if e.ending
+                                else f"stopped ({e.ceiling or 'model'})")
     for sid, r in rows.items():
         table.add_row(*(inert_text(str(cell)) for cell in (
             sid, r["role"], r["turns"], errors[sid], blocks[sid], r["end"])))

@@ -131,12 +131,25 @@ def workspace_state(workspace: Path) -> Path:
         workspace: the workspace (resolved here; it need not exist yet).
 
     Raises:
-        StateError: the directory is unusable (see :func:`private_dir`).
+        StateError: the directory is unusable (see :func:`private_dir`), or the state
+            home lies inside the workspace.
     """
     home = state_home()
+    _outside(home, workspace)
     private_dir(home)
     private_dir(home / "workspaces")
     return private_dir(state_path(workspace))
+
+
+def _outside(home: Path, workspace: Path) -> None:
+    """Refuse a state home inside the workspace (``gg run -w ~`` with the default
+    ``~/.local/state/gg``, or a relative ``GG_STATE_HOME``): the agent could write it."""
+    ws = workspace.resolve()
+    if home.resolve().is_relative_to(ws):
+        raise StateError(
+            f"gg's state directory {str(home)!r} lies inside the workspace {str(ws)!r}, where "
+            "an agent could change it (its stream keys, approved config): set GG_STATE_HOME "
+            "to a directory outside the workspace")
 
 
 def existing_state(workspace: Path) -> Path | None:

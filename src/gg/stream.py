@@ -330,7 +330,11 @@ def parse_event(line: str | bytes) -> Event:
 def redact(text: str) -> str:
     """``text`` with the values of secret-looking environment variables replaced by
     ``[redacted]`` (names containing KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL)."""
-    for secret in _secret_values():
+    return _redacted(text, _secret_values())
+
+
+def _redacted(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
         if secret in text:
             text = text.replace(secret, "[redacted]")
     return text
@@ -383,11 +387,14 @@ def _reparsed(line: str, event: _Base) -> _Base:
 
 
 def _secret_values() -> list[str]:
-    return [
-        v
-        for k, v in os.environ.items()
-        if len(v) >= 8 and any(m in k.upper() for m in _SECRET_MARKERS)
-    ]
+    """Each secret-looking value, and the forms JSON writes it in (a quote, a backslash or a
+    non-ASCII character is escaped there), longest first, so serialised text is redacted
+    too."""
+    found: set[str] = set()
+    for k, v in os.environ.items():
+        if len(v) >= 8 and any(m in k.upper() for m in _SECRET_MARKERS):
+            found.update((v, json.dumps(v)[1:-1], json.dumps(v, ensure_ascii=False)[1:-1]))
+    return sorted(found, key=len, reverse=True)
 
 
 class StreamWriter:
@@ -447,10 +454,7 @@ class StreamWriter:
         except Exception:  # PydanticSerializationError, RecursionError...: the rare path
             line = _fallback_line(event)
             event = _reparsed(line, event)
-        clean = line
-        for secret in self._secrets:
-            if secret in clean:
-                clean = clean.replace(secret, "[redacted]")
+        clean = _redacted(line, self._secrets)
         data = self._seal.seal(clean)
         if os.write(self._fd, data) != len(data):  # a regular file: short only when full
             raise OSError(f"short write to the stream {str(self.path)!r} (disk full?)")

@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 import gg
 from gg.testing import ScriptedModel, call
 
@@ -100,3 +102,16 @@ def test_record_into_a_workspace_dir_an_agent_made_a_link_is_refused(tmp_path: P
     result = gg.Agent(model=ScriptedModel([call("finish", summary="done")]), workspace=ws,
                       record=ws / "alias" / "rec.json").run("finish")
     assert result.status == "ended" and (inside / "rec.json").is_file()
+
+
+def test_a_state_home_inside_the_workspace_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gg.state import StateError
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setenv("GG_STATE_HOME", str(ws / ".local" / "state" / "gg"))  # as with -w ~
+    with pytest.raises(StateError, match="inside the workspace"):
+        gg.Agent(model=ScriptedModel([call("finish", summary="x")]), workspace=ws).run("t")
+    assert not (ws / ".local").exists()

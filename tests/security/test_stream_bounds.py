@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import gg
 from gg.stream import excerpt_arguments, read_events
 from gg.testing import ScriptedModel, call
@@ -50,3 +52,16 @@ def test_excerpt_arguments_bounds_width_depth_and_total() -> None:
         deep = [deep]
     assert "nested too deep" in str(excerpt_arguments(deep))
     assert excerpt_arguments({"n": 1, "s": "short"}) == {"n": 1, "s": "short"}
+
+
+def test_secrets_json_escapes_are_redacted_too(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = 'pa"ss\\wörd-99-\u00e9'
+    monkeypatch.setenv("MY_PASSWORD", secret)
+    model = ScriptedModel([call("write_file", path="a.txt", content=f"key={secret}"),
+                           call("finish", summary=f"used {secret}")])
+    result = gg.Agent(model=model, workspace=workspace).run("write")
+    text = result.stream.read_text(encoding="utf-8")
+    assert "ss\\\\w" not in text and "pa\\\"ss" not in text and "[redacted]" in text
+    assert all(e.type for e in read_events(result.stream))  # still valid, sealed JSON lines
