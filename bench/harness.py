@@ -58,8 +58,12 @@ LABELS = {
     "pydantic-ai": "pydantic-ai (FunctionModel)",
     "smolagents": "smolagents (ToolCallingAgent)",
 }
-PACKAGES = {"gg-turn": "gg", "gg-never": "gg", "pydantic-ai": "pydantic-ai-slim",
-            "smolagents": "smolagents"}
+PACKAGES = {
+    "gg-turn": "gg",
+    "gg-never": "gg",
+    "pydantic-ai": "pydantic-ai-slim",
+    "smolagents": "smolagents",
+}
 WINDOW = 5
 """Turns either side of turn 10 and of the far turn whose median is reported."""
 
@@ -107,7 +111,7 @@ def intervals_us(stamps: Sequence[float]) -> list[float]:
 
 def window_median(runs: Sequence[Sequence[float]], turn: int) -> float:
     """The median of turns ``turn - WINDOW`` .. ``turn + WINDOW`` (1-based), over all runs."""
-    return statistics.median(us for run in runs for us in run[turn - 1 - WINDOW: turn + WINDOW])
+    return statistics.median(us for run in runs for us in run[turn - 1 - WINDOW : turn + WINDOW])
 
 
 def long_runs(subject_name: str, args: argparse.Namespace) -> int:
@@ -122,8 +126,10 @@ def measure_turns(subject: Subject, args: argparse.Namespace) -> dict[str, Any]:
     runs = subject.sequential(args.sessions, args.turns)
     seconds = time.perf_counter() - started
     per_turn = [us for stamps in runs for us in intervals_us(stamps)]
-    long_us = [intervals_us(stamps) for stamps in
-               subject.sequential(long_runs(args.worker, args), args.far_turn + 10)]
+    long_us = [
+        intervals_us(stamps)
+        for stamps in subject.sequential(long_runs(args.worker, args), args.far_turn + 10)
+    ]
     return {
         "turns_measured": len(per_turn),
         "median_us": statistics.median(per_turn),
@@ -174,8 +180,11 @@ def worker(args: argparse.Namespace) -> None:
     """Measure one subject in one phase; print one JSON line."""
     subject = make_subject(args.worker)
     try:
-        measure = {"turns": measure_turns, "throughput": measure_throughput,
-                   "memory": measure_memory}[args.phase]
+        measure = {
+            "turns": measure_turns,
+            "throughput": measure_throughput,
+            "memory": measure_memory,
+        }[args.phase]
         out = measure(subject, args)
     finally:
         subject.close()
@@ -201,18 +210,38 @@ class Row:
 
 def run_worker(python: str, subject: str, phase: str, args: argparse.Namespace) -> dict[str, Any]:
     """Run one worker process and return its JSON."""
-    cmd = [python, str(Path(__file__).resolve()), "--worker", subject, "--phase", phase,
-           "--sessions", str(args.sessions), "--turns", str(args.turns),
-           "--far-turn", str(args.far_turn), "--concurrent", str(args.concurrent),
-           "--concurrent-turns", str(args.concurrent_turns),
-           "--long-runs", str(args.long_runs), "--peer-long-runs", str(args.peer_long_runs)]
+    cmd = [
+        python,
+        str(Path(__file__).resolve()),
+        "--worker",
+        subject,
+        "--phase",
+        phase,
+        "--sessions",
+        str(args.sessions),
+        "--turns",
+        str(args.turns),
+        "--far-turn",
+        str(args.far_turn),
+        "--concurrent",
+        str(args.concurrent),
+        "--concurrent-turns",
+        str(args.concurrent_turns),
+        "--long-runs",
+        str(args.long_runs),
+        "--peer-long-runs",
+        str(args.peer_long_runs),
+    ]
     started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         print(proc.stderr, file=sys.stderr)
         raise SystemExit(f"the {subject} worker failed in phase {phase} (exit {proc.returncode})")
-    print(f"  {subject:12s} {phase:10s} {time.perf_counter() - started:6.1f} s",
-          file=sys.stderr, flush=True)
+    print(
+        f"  {subject:12s} {phase:10s} {time.perf_counter() - started:6.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
     data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return data
 
@@ -228,9 +257,11 @@ def table(rows: list[Row], args: argparse.Namespace) -> str:
     fastest = min(peers, key=lambda r: r.data["median_us"])
     lightest = min(peers, key=lambda r: r.data["kib_per_session"])
     far = fmt(args.far_turn)
-    head = (f"| harness | median µs/turn | x fastest peer | µs @ turn ~10 | µs @ turn ~{far} "
-            f"| {far} ÷ 10 | KiB/session (tracemalloc) | x lightest peer | KiB/session (RSS) "
-            f"| turns/s, {fmt(args.concurrent)} concurrent |")
+    head = (
+        f"| harness | median µs/turn | x fastest peer | µs @ turn ~10 | µs @ turn ~{far} "
+        f"| {far} ÷ 10 | KiB/session (tracemalloc) | x lightest peer | KiB/session (RSS) "
+        f"| turns/s, {fmt(args.concurrent)} concurrent |"
+    )
     lines = [head, "| --- |" + " ---: |" * 9]
     for r in rows:
         d = r.data
@@ -253,16 +284,22 @@ def checks(rows: list[Row], args: argparse.Namespace) -> list[str]:
     gg = by["gg-never"]
     flat = gg["far_us"] / gg["turn10_us"]
     items = [
-        (gg["median_us"] <= fastest / 3,
-         f"gg (fsync never) median per-turn overhead {gg['median_us']:.1f} µs is "
-         f"{gg['median_us'] / fastest:.2f} x the fastest peer's {fastest:.1f} µs "
-         "(target: at most 0.33)"),
-        (flat <= 1.2,
-         f"gg (fsync never) turn ~{args.far_turn:,} takes {flat:.2f} x turn ~10 "
-         "(target: at most 1.2)"),
-        (gg["kib_per_session"] <= 40,
-         f"gg: {args.concurrent:,} concurrent sessions take {gg['kib_per_session']:.1f} KiB "
-         "each (tracemalloc; target: at most 40)"),
+        (
+            gg["median_us"] <= fastest / 3,
+            f"gg (fsync never) median per-turn overhead {gg['median_us']:.1f} µs is "
+            f"{gg['median_us'] / fastest:.2f} x the fastest peer's {fastest:.1f} µs "
+            "(target: at most 0.33)",
+        ),
+        (
+            flat <= 1.2,
+            f"gg (fsync never) turn ~{args.far_turn:,} takes {flat:.2f} x turn ~10 "
+            "(target: at most 1.2)",
+        ),
+        (
+            gg["kib_per_session"] <= 40,
+            f"gg: {args.concurrent:,} concurrent sessions take {gg['kib_per_session']:.1f} KiB "
+            "each (tracemalloc; target: at most 40)",
+        ),
     ]
     return [f"- {'PASS' if ok else 'FAIL'}: {text}" for ok, text in items]
 
@@ -307,20 +344,22 @@ def method(args: argparse.Namespace) -> list[str]:
 def report(rows: list[Row], args: argparse.Namespace) -> str:
     """The whole ``results.md``: where and how it was measured, the table, the targets."""
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    return "\n".join([
-        "# Bench results",
-        "",
-        f"Measured by `bench/run` on {when}: {machine()}.",
-        "",
-        table(rows, args),
-        "",
-        *checks(rows, args),
-        "",
-        "How it was measured:",
-        "",
-        *method(args),
-        "",
-    ])
+    return "\n".join(
+        [
+            "# Bench results",
+            "",
+            f"Measured by `bench/run` on {when}: {machine()}.",
+            "",
+            table(rows, args),
+            "",
+            *checks(rows, args),
+            "",
+            "How it was measured:",
+            "",
+            *method(args),
+            "",
+        ]
+    )
 
 
 def orchestrate(args: argparse.Namespace) -> None:
@@ -352,18 +391,26 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--worker", choices=SUBJECTS, help="measure one subject (internal)")
     p.add_argument("--phase", choices=PHASES, default="turns")
-    p.add_argument("--python", default=sys.executable,
-                   help="the interpreter of the workers (the bench's peers venv)")
+    p.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter of the workers (the bench's peers venv)",
+    )
     p.add_argument("--subjects", nargs="+", choices=SUBJECTS, default=list(SUBJECTS))
     p.add_argument("--sessions", type=int, default=200, help="sessions for the median")
     p.add_argument("--turns", type=int, default=50, help="tool turns per median session")
     p.add_argument("--far-turn", type=int, default=1000, help="the turn compared with turn 10")
-    p.add_argument("--long-runs", type=int, default=5,
-                   help="long sessions of gg, pooled to take the noise out of the windows")
+    p.add_argument(
+        "--long-runs",
+        type=int,
+        default=5,
+        help="long sessions of gg, pooled to take the noise out of the windows",
+    )
     p.add_argument("--peer-long-runs", type=int, default=1, help="long sessions of each peer")
     p.add_argument("--concurrent", type=int, default=1000, help="sessions alive at once")
-    p.add_argument("--concurrent-turns", type=int, default=3,
-                   help="tool turns per concurrent session")
+    p.add_argument(
+        "--concurrent-turns", type=int, default=3, help="tool turns per concurrent session"
+    )
     p.add_argument("--out", default=str(HERE / "results.md"), help="results file ('' for none)")
     args = p.parse_args(argv)
     if args.far_turn < 10 + 2 * WINDOW:

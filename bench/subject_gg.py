@@ -66,13 +66,20 @@ class Subject:
         self._registry = _registry()
 
     def _run(self, model: FunctionModel, turns: int) -> Run:
-        settings = settings_from_dict({
-            "tools": {"capabilities": ["bench"]},
-            "ceilings": {"max_turns": turns + 1},
-            "stream": {"fsync": self.fsync},
-        })
-        return Run(workspace=self._workspace, model=model, settings=settings,
-                   registry=self._registry, gate=Gate())
+        settings = settings_from_dict(
+            {
+                "tools": {"capabilities": ["bench"]},
+                "ceilings": {"max_turns": turns + 1},
+                "stream": {"fsync": self.fsync},
+            }
+        )
+        return Run(
+            workspace=self._workspace,
+            model=model,
+            settings=settings,
+            registry=self._registry,
+            gate=Gate(),
+        )
 
     def sequential(self, sessions: int, turns: int) -> list[list[float]]:
         """Run ``sessions`` sessions one after another; each model call's time, per session."""
@@ -113,7 +120,8 @@ class Subject:
 
         async def go() -> int:
             results = await asyncio.gather(
-                *(run.session("Call noop until told otherwise.") for _ in range(sessions)))
+                *(run.session("Call noop until told otherwise.") for _ in range(sessions))
+            )
             for result in results:
                 _check(result, turns)
             return sum(r.turns for r in results)

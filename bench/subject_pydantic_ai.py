@@ -80,7 +80,8 @@ class Subject:
 
         async def go() -> int:
             results = await asyncio.gather(
-                *(agent.run(_TASK, usage_limits=_LIMITS) for _ in range(sessions)))
+                *(agent.run(_TASK, usage_limits=_LIMITS) for _ in range(sessions))
+            )
             for result in results:
                 _check(result.output, len(result.all_messages()) // 2, turns)
             return sessions * (turns + 1)

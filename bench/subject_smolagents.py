@@ -49,9 +49,14 @@ class CannedModel(Model):
         self.stamps = stamps
         self.served = 0
 
-    def generate(self, messages: list[Any], stop_sequences: list[str] | None = None,
-                 response_format: dict[str, str] | None = None,
-                 tools_to_call_from: list[Any] | None = None, **kwargs: Any) -> ChatMessage:
+    def generate(
+        self,
+        messages: list[Any],
+        stop_sequences: list[str] | None = None,
+        response_format: dict[str, str] | None = None,
+        tools_to_call_from: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
         """The next canned reply: one tool call."""
         if self.stamps is not None:
             self.stamps.append(time.perf_counter())
@@ -66,14 +71,16 @@ class CannedModel(Model):
 
 
 def _agent(model: CannedModel, turns: int) -> ToolCallingAgent:
-    return ToolCallingAgent(tools=[noop], model=model, max_steps=turns + 2,
-                            verbosity_level=LogLevel.OFF)
+    return ToolCallingAgent(
+        tools=[noop], model=model, max_steps=turns + 2, verbosity_level=LogLevel.OFF
+    )
 
 
 def _check(output: Any, model: CannedModel, turns: int) -> None:
     if output != "done" or model.served != turns + 1:
-        raise RuntimeError(f"smolagents run did not go as scripted: {output!r}, "
-                           f"{model.served} calls")
+        raise RuntimeError(
+            f"smolagents run did not go as scripted: {output!r}, {model.served} calls"
+        )
 
 
 class Subject:
@@ -96,7 +103,8 @@ class Subject:
         """Run ``sessions`` runs at once, interleaved; returns turns taken."""
         agents = [_agent(CannedModel(turns), turns) for _ in range(sessions)]
         live: list[tuple[int, Iterator[Any]]] = [
-            (i, a.run(_TASK, stream=True)) for i, a in enumerate(agents)]
+            (i, a.run(_TASK, stream=True)) for i, a in enumerate(agents)
+        ]
         last: list[Any] = [None] * sessions
         while live:
             still: list[tuple[int, Iterator[Any]]] = []

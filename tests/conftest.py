@@ -45,8 +45,9 @@ def workspace(tmp_path: Path) -> Path:
 def run_scripted(workspace: Path) -> RunScripted:
     """Run a task with a scripted model: ``run_scripted([replies], role=..., hooks=...)``."""
 
-    def go(replies: Sequence[Reply | dict[str, Any]], task: str = "do the task",
-           **kwargs: Any) -> tuple[gg.RunResult, ScriptedModel]:
+    def go(
+        replies: Sequence[Reply | dict[str, Any]], task: str = "do the task", **kwargs: Any
+    ) -> tuple[gg.RunResult, ScriptedModel]:
         model = ScriptedModel(replies)
         agent = gg.Agent(model=model, workspace=workspace, **kwargs)
         return agent.run(task), model

@@ -23,8 +23,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _needed() -> list[Path]:
-    paths = {REPO, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
-             Path(sys.executable).resolve().parent}
+    paths = {
+        REPO,
+        Path(sys.prefix).resolve(),
+        Path(sys.base_prefix).resolve(),
+        Path(sys.executable).resolve().parent,
+    }
     return sorted(paths)
 
 

@@ -19,19 +19,38 @@ from support import write_script
 GG = [sys.executable, "-m", "gg"]
 
 
-def gg(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-       ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*GG, *args], capture_output=True, text=True, timeout=120, cwd=cwd,
-                          env={**os.environ, **(env or {})})
+def gg(
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*GG, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_json_result_and_exit_0(workspace: Path, tmp_path: Path) -> None:
-    script = write_script(tmp_path / "r.json", [
-        {"text": "looking", "tool_calls": [{"name": "list_dir", "arguments": {}}]},
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": "Listed it."}}]},
-    ])
-    p = gg("run", "list the workspace", "--workspace", str(workspace),
-           "--model", f"scripted:{script}", "--json")
+    script = write_script(
+        tmp_path / "r.json",
+        [
+            {"text": "looking", "tool_calls": [{"name": "list_dir", "arguments": {}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": "Listed it."}}]},
+        ],
+    )
+    p = gg(
+        "run",
+        "list the workspace",
+        "--workspace",
+        str(workspace),
+        "--model",
+        f"scripted:{script}",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert set(out) == {"run_id", "status", "ending", "diagnosis", "stream"}
@@ -54,10 +73,21 @@ def test_stopped_run_exit_1_with_diagnosis(workspace: Path, tmp_path: Path) -> N
 
 
 def test_review_role_request_changes_json(workspace: Path, tmp_path: Path) -> None:
-    script = write_script(tmp_path / "r.json", [
-        {"tool_calls": [{"name": "request_changes", "arguments": {"items": [" a ", " "]}}]}])
-    p = gg("run", "review", "-w", str(workspace), "--model", f"scripted:{script}",
-           "--role", "review", "--json")
+    script = write_script(
+        tmp_path / "r.json",
+        [{"tool_calls": [{"name": "request_changes", "arguments": {"items": [" a ", " "]}}]}],
+    )
+    p = gg(
+        "run",
+        "review",
+        "-w",
+        str(workspace),
+        "--model",
+        f"scripted:{script}",
+        "--role",
+        "review",
+        "--json",
+    )
     assert json.loads(p.stdout)["ending"] == {"call": "request_changes", "items": ["a"]}
 
 
@@ -67,19 +97,32 @@ def test_review_role_request_changes_json(workspace: Path, tmp_path: Path) -> No
         (["--model", "nope:x"], {}, "--model"),
         (["--model", "scripted:{tmp}/bad.json"], {"bad.json": "{not json"}, "bad.json"),
         (["--model", "scripted:{tmp}/missing.json"], {}, "missing.json"),
-        (["--config", "{tmp}/gg.toml"], {"gg.toml": "[ceilings]\nmax_turns = 'x'\n"},
-         "ceilings.max_turns"),
-        (["--config", "{tmp}/gg.toml"], {"gg.toml": "[ceilings]\nmax_turnz = 3\n"},
-         "ceilings.max_turnz"),
+        (
+            ["--config", "{tmp}/gg.toml"],
+            {"gg.toml": "[ceilings]\nmax_turns = 'x'\n"},
+            "ceilings.max_turns",
+        ),
+        (
+            ["--config", "{tmp}/gg.toml"],
+            {"gg.toml": "[ceilings]\nmax_turnz = 3\n"},
+            "ceilings.max_turnz",
+        ),
         (["--config", "{tmp}/gg.toml"], {"gg.toml": "[[[bad toml"}, "not valid TOML"),
-        (["--config", "{tmp}/gg.toml"], {"gg.toml": "[tools.arms.x]\nwithhold = ['finish']\n"},
-         "ending calls are never registry tools"),
+        (
+            ["--config", "{tmp}/gg.toml"],
+            {"gg.toml": "[tools.arms.x]\nwithhold = ['finish']\n"},
+            "ending calls are never registry tools",
+        ),
         (["--mode", "fast"], {}, "--mode"),
         (["--role", "boss"], {}, "--role"),
     ],
 )
 def test_bad_input_exit_2_nothing_written(
-    workspace: Path, tmp_path: Path, args: list[str], files: dict[str, str], needle: str,
+    workspace: Path,
+    tmp_path: Path,
+    args: list[str],
+    files: dict[str, str],
+    needle: str,
 ) -> None:
     for name, content in files.items():
         (tmp_path / name).write_text(content)
@@ -99,10 +142,13 @@ def test_missing_workspace_exit_2(tmp_path: Path) -> None:
 
 
 def test_show_replays_and_watch_follows(workspace: Path, tmp_path: Path) -> None:
-    script = write_script(tmp_path / "r.json", [
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": "All good."}}]}])
-    out = json.loads(gg("run", "t", "-w", str(workspace), "--model", f"scripted:{script}",
-                        "--json").stdout)
+    script = write_script(
+        tmp_path / "r.json",
+        [{"tool_calls": [{"name": "finish", "arguments": {"summary": "All good."}}]}],
+    )
+    out = json.loads(
+        gg("run", "t", "-w", str(workspace), "--model", f"scripted:{script}", "--json").stdout
+    )
     shown = gg("show", out["run_id"], "-w", str(workspace))
     assert shown.returncode == 0
     assert "finish declared" in shown.stdout and "run ended" in shown.stdout
@@ -113,15 +159,34 @@ def test_show_replays_and_watch_follows(workspace: Path, tmp_path: Path) -> None
 
 
 def test_record_then_replay(workspace: Path, tmp_path: Path) -> None:
-    script = write_script(tmp_path / "r.json", [
-        {"text": "hm", "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": "Read it."}}]}])
+    script = write_script(
+        tmp_path / "r.json",
+        [
+            {
+                "text": "hm",
+                "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}],
+            },
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": "Read it."}}]},
+        ],
+    )
     rec = tmp_path / "rec.json"
-    first = json.loads(gg("run", "t", "-w", str(workspace), "--model", f"scripted:{script}",
-                          "--record", str(rec), "--json").stdout)
+    first = json.loads(
+        gg(
+            "run",
+            "t",
+            "-w",
+            str(workspace),
+            "--model",
+            f"scripted:{script}",
+            "--record",
+            str(rec),
+            "--json",
+        ).stdout
+    )
     assert json.loads(rec.read_text())["replies"][1]["tool_calls"][0]["name"] == "finish"
-    again = json.loads(gg("run", "t", "-w", str(workspace), "--model", f"scripted:{rec}",
-                          "--json").stdout)
+    again = json.loads(
+        gg("run", "t", "-w", str(workspace), "--model", f"scripted:{rec}", "--json").stdout
+    )
     assert again["ending"] == first["ending"] == {"call": "finish", "summary": "Read it."}
 
 
@@ -139,15 +204,28 @@ def test_init_writes_a_valid_commented_default(tmp_path: Path) -> None:
 def test_help_answers() -> None:
     p = gg("run", "--help")
     assert p.returncode == 0
-    for flag in ("--workspace", "--model", "--mode", "--language", "--role", "--config",
-                 "--json", "--record"):
+    for flag in (
+        "--workspace",
+        "--model",
+        "--mode",
+        "--language",
+        "--role",
+        "--config",
+        "--json",
+        "--record",
+    ):
         assert flag in p.stdout
 
 
 def test_missing_api_key_is_exit_2(workspace: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    p = subprocess.run([*GG, "run", "t", "-w", str(workspace), "--model", "openai:gpt-4o-mini"],
-                       capture_output=True, text=True, timeout=60, env=env)
+    p = subprocess.run(
+        [*GG, "run", "t", "-w", str(workspace), "--model", "openai:gpt-4o-mini"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert p.returncode == 2 and "OPENAI_API_KEY" in p.stderr
     assert not (workspace / ".gg").exists()
 
@@ -177,14 +255,19 @@ def test_show_a_malformed_stream_is_exit_2(tmp_path: Path) -> None:
     assert "Traceback" not in p.stderr
 
 
-def _run_until_gate(workspace: Path, tmp_path: Path, **popen: Any,
-                    ) -> tuple[subprocess.Popen[Any], Path]:
+def _run_until_gate(
+    workspace: Path,
+    tmp_path: Path,
+    **popen: Any,
+) -> tuple[subprocess.Popen[Any], Path]:
     """Start a run whose agent-stop hook sleeps 30 s; return once its ending is declared."""
-    script = write_script(tmp_path / "r.json", [
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": "x"}}]}])
+    script = write_script(
+        tmp_path / "r.json", [{"tool_calls": [{"name": "finish", "arguments": {"summary": "x"}}]}]
+    )
     (workspace / "gg.toml").write_text('[[hooks.agent_stop]]\ncommand = "sleep 30"\n')
-    proc = subprocess.Popen([*GG, "run", "t", "-w", str(workspace), "--model",
-                             f"scripted:{script}"], **popen)
+    proc = subprocess.Popen(
+        [*GG, "run", "t", "-w", str(workspace), "--model", f"scripted:{script}"], **popen
+    )
     runs = state_path(workspace) / "runs"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -199,8 +282,13 @@ def _run_until_gate(workspace: Path, tmp_path: Path, **popen: Any,
 def test_watch_stops_when_the_run_process_is_gone(workspace: Path, tmp_path: Path) -> None:
     import signal
 
-    proc, stream = _run_until_gate(workspace, tmp_path, start_new_session=True,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, stream = _run_until_gate(
+        workspace,
+        tmp_path,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     p = gg("watch", str(stream))
@@ -211,12 +299,26 @@ def test_watch_stops_when_the_run_process_is_gone(workspace: Path, tmp_path: Pat
 
 def test_secrets_never_shown(workspace: Path, tmp_path: Path) -> None:
     secret = "sk-proj-VALUELEAK-1234567890"
-    script = write_script(tmp_path / "r.json", [
-        {"text": f"the key is {secret}",
-         "tool_calls": [{"name": "finish", "arguments": {"summary": f"done with {secret}"}}]}])
+    script = write_script(
+        tmp_path / "r.json",
+        [
+            {
+                "text": f"the key is {secret}",
+                "tool_calls": [{"name": "finish", "arguments": {"summary": f"done with {secret}"}}],
+            }
+        ],
+    )
     for extra in ([], ["--json"]):
-        p = gg("run", "t", "-w", str(workspace), "--model", f"scripted:{script}", *extra,
-               env={"OPENAI_API_KEY": secret})
+        p = gg(
+            "run",
+            "t",
+            "-w",
+            str(workspace),
+            "--model",
+            f"scripted:{script}",
+            *extra,
+            env={"OPENAI_API_KEY": secret},
+        )
         assert p.returncode == 0
         assert secret not in p.stdout and secret not in p.stderr
         assert "[redacted]" in p.stdout + p.stderr
@@ -229,8 +331,9 @@ def test_secrets_never_shown(workspace: Path, tmp_path: Path) -> None:
 def test_ctrl_c_is_exit_130_and_recorded(workspace: Path, tmp_path: Path) -> None:
     import signal
 
-    proc, stream = _run_until_gate(workspace, tmp_path, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)
+    proc, stream = _run_until_gate(
+        workspace, tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert proc.returncode == 130

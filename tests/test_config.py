@@ -16,10 +16,20 @@ def test_defaults_match_the_spec() -> None:
     s = Settings()
     assert s.model.spec == "local"
     assert (s.session.mode, s.session.language, s.session.role) == (
-        "tool-calling", "python", gg.Role.STANDARD)
+        "tool-calling",
+        "python",
+        gg.Role.STANDARD,
+    )
     c = s.ceilings
-    assert (c.consecutive_errors, c.error_rate, c.error_window, c.gate_blocks, c.max_turns,
-            c.max_tokens, c.max_seconds) == (3, 0.5, 10, 8, 50, 0, 0)
+    assert (
+        c.consecutive_errors,
+        c.error_rate,
+        c.error_window,
+        c.gate_blocks,
+        c.max_turns,
+        c.max_tokens,
+        c.max_seconds,
+    ) == (3, 0.5, 10, 8, 50, 0, 0)
 
 
 def test_no_file_is_defaults(tmp_path: Path) -> None:
@@ -33,8 +43,10 @@ def test_no_file_is_defaults(tmp_path: Path) -> None:
         ({"ceilings": {"error_rate": 2}}, "ceilings.error_rate"),
         ({"session": {"mode": "chat"}}, "session.mode"),
         ({"session": {"role": "boss"}}, "session.role"),
-        ({"hooks": {"agent_stop": [{"command": "x", "on_error": "explode"}]}},
-         "hooks.agent_stop.0.on_error"),
+        (
+            {"hooks": {"agent_stop": [{"command": "x", "on_error": "explode"}]}},
+            "hooks.agent_stop.0.on_error",
+        ),
         ({"hooks": {"agent_stop": [{"timeout_s": 3}]}}, "hooks.agent_stop.0.command"),
         ({"surprise": {}}, "surprise"),
         ({"tools": {"capabilities": ["files", "approve"]}}, "tools.capabilities"),
@@ -55,7 +67,8 @@ def test_endings_in_arms_say_why() -> None:
 
 def test_arm_withholds_tools_but_never_endings(workspace: Path) -> None:
     settings = settings_from_dict(
-        {"tools": {"arm": "ro", "arms": {"ro": {"withhold": ["write_file", "run_command"]}}}})
+        {"tools": {"arm": "ro", "arms": {"ro": {"withhold": ["write_file", "run_command"]}}}}
+    )
     model = ScriptedModel([{"tool_calls": [{"name": "finish", "arguments": {"summary": "x"}}]}])
     result = gg.Agent(model=model, workspace=workspace, settings=settings).run("t")
     offered = model.calls[0][1]

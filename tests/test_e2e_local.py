@@ -27,10 +27,21 @@ def test_embedded_model_runs_the_example(tmp_path: Path) -> None:
     ws = tmp_path / "tiny-calc"
     shutil.copytree(REPO / "examples" / "tiny-calc", ws)
     p = subprocess.run(
-        [sys.executable, "-m", "gg", "run",
-         "The test test_divide_by_zero_is_none fails. Fix divide in calc.py, then finish.",
-         "--workspace", str(ws), "--max-turns", "3", "--json"],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "gg",
+            "run",
+            "The test test_divide_by_zero_is_none fails. Fix divide in calc.py, then finish.",
+            "--workspace",
+            str(ws),
+            "--max-turns",
+            "3",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert p.returncode in (0, 1), p.stderr[-2000:]
     out = json.loads(p.stdout)
@@ -45,6 +56,10 @@ def test_embedded_model_runs_the_example(tmp_path: Path) -> None:
     assert all(e.calls for e in turns)  # constrained output: every turn calls a tool
     assert events[0].type == "run_started" and events[-1].type == "run_ended"
     assert "turn 1" in p.stderr  # the live view streamed (to stderr under --json)
-    shown = subprocess.run([sys.executable, "-m", "gg", "show", out["run_id"], "-w", str(ws)],
-                           capture_output=True, text=True, timeout=60)
+    shown = subprocess.run(
+        [sys.executable, "-m", "gg", "show", out["run_id"], "-w", str(ws)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shown.returncode == 0 and "turn 1" in shown.stdout

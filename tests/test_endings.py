@@ -52,8 +52,9 @@ def test_javascript_spelling_in_messages() -> None:
 
 def test_on_use_script_has_no_group() -> None:
     for call in ("finish", "approve", "request_changes"):
-        r = check_ending(call, {"summary": "x", "items": ["x"]} if call != "approve" else {},
-                         role=None)
+        r = check_ending(
+            call, {"summary": "x", "items": ["x"]} if call != "approve" else {}, role=None
+        )
         assert isinstance(r, Refusal) and r.reason == "unavailable"
         assert "on-use scripts cannot end a session" in r.message
 
@@ -94,8 +95,13 @@ def test_padded_items_example() -> None:
 
 @pytest.mark.parametrize(
     ("call", "args"),
-    [("approve", {"why": 1}), ("finish", {"summary": 3}), ("request_changes", {"items": "x"}),
-     ("finish", {}), ("request_changes", {"items": [1]})],
+    [
+        ("approve", {"why": 1}),
+        ("finish", {"summary": 3}),
+        ("request_changes", {"items": "x"}),
+        ("finish", {}),
+        ("request_changes", {"items": [1]}),
+    ],
 )
 def test_bad_shapes(call: str, args: dict[str, object]) -> None:
     role = Role.STANDARD if call == "finish" else Role.REVIEW

@@ -86,19 +86,25 @@ def test_tags_are_normalized_and_bounded() -> None:
 
 
 def test_memories_persist_across_two_runs(workspace: Path) -> None:
-    first = ScriptedModel([
-        call("remember", text="The build needs `make gen` before tests.", tags=["build"]),
-        call("finish", summary="noted"),
-    ])
+    first = ScriptedModel(
+        [
+            call("remember", text="The build needs `make gen` before tests.", tags=["build"]),
+            call("finish", summary="noted"),
+        ]
+    )
     r1 = memory_agent(workspace, first).run("learn")
     assert r1.status == "ended"
     assert tool_results(first)[0] == "Remembered note #1 with tags build."
     assert db_path(workspace).is_file()
 
-    second = ScriptedModel([
-        call("recall", query="how to build"), call("recall", query="deploy"),
-        call("recall", query=""), call("finish", summary="recalled"),
-    ])
+    second = ScriptedModel(
+        [
+            call("recall", query="how to build"),
+            call("recall", query="deploy"),
+            call("recall", query=""),
+            call("finish", summary="recalled"),
+        ]
+    )
     r2 = memory_agent(workspace, second).run("use what you know")
     assert r2.status == "ended" and r2.run_id != r1.run_id
     found, missing, recent = tool_results(second)[:3]
@@ -109,7 +115,8 @@ def test_memories_persist_across_two_runs(workspace: Path) -> None:
 
 
 def test_memories_belong_to_the_run_workspace_not_a_session_worktree(
-    workspace: Path, tmp_path: Path,
+    workspace: Path,
+    tmp_path: Path,
 ) -> None:
     other = tmp_path / "worktree"
     other.mkdir()
@@ -126,8 +133,14 @@ def test_memories_belong_to_the_run_workspace_not_a_session_worktree(
 
 
 def test_remember_refuses_empty_and_huge_notes(workspace: Path) -> None:
-    model = ScriptedModel([call("remember", text="  "), call("remember", text="x" * 10_001),
-                           call("recall", query="x", limit=0), call("finish", summary="x")])
+    model = ScriptedModel(
+        [
+            call("remember", text="  "),
+            call("remember", text="x" * 10_001),
+            call("recall", query="x", limit=0),
+            call("finish", summary="x"),
+        ]
+    )
     result = memory_agent(workspace, model).run("t")
     assert result.status == "ended"
     empty, huge, bad = tool_results(model)[:3]
@@ -157,10 +170,14 @@ def test_on_recall_script_runs_on_each_recall_and_cannot_end_the_session(
 ) -> None:
     (workspace / "hooks").mkdir()
     (workspace / "hooks" / "on_recall.py").write_text(ON_RECALL)
-    model = ScriptedModel([
-        call("remember", text="alpha note"), call("recall", query="alpha"),
-        call("recall", query="beta"), call("finish", summary="done"),
-    ])
+    model = ScriptedModel(
+        [
+            call("remember", text="alpha note"),
+            call("recall", query="alpha"),
+            call("recall", query="beta"),
+            call("finish", summary="done"),
+        ]
+    )
     result = memory_agent(workspace, model, on_recall="hooks/on_recall.py").run("t")
     assert result.status == "ended" and result.ending == gg.Finish(summary="done")
     _, alpha, beta = tool_results(model)[:3]

@@ -68,8 +68,7 @@ def test_each_role_is_offered_only_its_group(run_scripted: RunScripted) -> None:
 
 
 def test_wrong_group_is_refused_before_shape(run_scripted: RunScripted) -> None:
-    result, model = run_scripted(
-        [call("request_changes", items=[]), call("finish", summary="ok")])
+    result, model = run_scripted([call("request_changes", items=[]), call("finish", summary="ok")])
     assert result.ending == gg.Finish(summary="ok")
     evs = events_of(result)
     refused = [e for e in evs if e.type == "ending_refused"][0]
@@ -92,8 +91,12 @@ def test_shapes_blank_summary_and_items(run_scripted: RunScripted) -> None:
     assert result.ending == gg.Finish(summary="real")
     assert [e.reason for e in events_of(result) if e.type == "ending_refused"] == ["shape"]
     result, _ = run_scripted(
-        [call("request_changes", items=[" ", ""]),
-         call("request_changes", items=["  ", " fix x "])], role="review")
+        [
+            call("request_changes", items=[" ", ""]),
+            call("request_changes", items=["  ", " fix x "]),
+        ],
+        role="review",
+    )
     assert result.ending == gg.RequestChanges(items=("fix x",))
     assert result.to_json()["ending"] == {"call": "request_changes", "items": ["fix x"]}
 
@@ -102,8 +105,13 @@ def test_error_turn_kinds_with_feedback(run_scripted: RunScripted) -> None:
     replies = [
         text("no call"),
         call("nope"),
-        gg.Reply(tool_calls=(gg.ToolCall(name="read_file", arguments="{bad json",
-                                         parse_error="Expecting property name"),)),
+        gg.Reply(
+            tool_calls=(
+                gg.ToolCall(
+                    name="read_file", arguments="{bad json", parse_error="Expecting property name"
+                ),
+            )
+        ),
         call("read_file", wrong=1),
         call("finish", summary=""),
         call("finish", summary="ok"),
@@ -112,7 +120,12 @@ def test_error_turn_kinds_with_feedback(run_scripted: RunScripted) -> None:
     assert result.status == "ended"
     errors = [e for e in events_of(result) if e.type == "error_turn"]
     assert [e.kind for e in errors] == [
-        "no_tool_call", "unknown_tool", "bad_arguments", "bad_arguments", "ending_refused"]
+        "no_tool_call",
+        "unknown_tool",
+        "bad_arguments",
+        "bad_arguments",
+        "ending_refused",
+    ]
     assert "Every reply must call a tool" in errors[0].message
     assert "The tools offered are:" in errors[1].message and "finish" in errors[1].message
     assert "not a JSON object" in errors[2].message
@@ -121,10 +134,12 @@ def test_error_turn_kinds_with_feedback(run_scripted: RunScripted) -> None:
 
 
 def test_two_endings_in_one_reply_last_wins(run_scripted: RunScripted) -> None:
-    reply = gg.Reply(tool_calls=(
-        gg.ToolCall(name="finish", arguments={"summary": "first"}),
-        gg.ToolCall(name="finish", arguments={"summary": "second"}),
-    ))
+    reply = gg.Reply(
+        tool_calls=(
+            gg.ToolCall(name="finish", arguments={"summary": "first"}),
+            gg.ToolCall(name="finish", arguments={"summary": "second"}),
+        )
+    )
     result, _ = run_scripted([reply])
     assert result.ending == gg.Finish(summary="second")
     sup = [e for e in events_of(result) if e.type == "ending_superseded"]
@@ -132,10 +147,12 @@ def test_two_endings_in_one_reply_last_wins(run_scripted: RunScripted) -> None:
 
 
 def test_failure_in_the_same_reply_revokes(run_scripted: RunScripted) -> None:
-    reply = gg.Reply(tool_calls=(
-        gg.ToolCall(name="finish", arguments={"summary": "done"}),
-        gg.ToolCall(name="read_file", arguments={"path": "missing.txt"}),
-    ))
+    reply = gg.Reply(
+        tool_calls=(
+            gg.ToolCall(name="finish", arguments={"summary": "done"}),
+            gg.ToolCall(name="read_file", arguments={"path": "missing.txt"}),
+        )
+    )
     result, _ = run_scripted([reply, call("finish", summary="really done")])
     assert result.ending == gg.Finish(summary="really done")
     revoked = [e for e in events_of(result) if e.type == "ending_revoked"]
@@ -154,25 +171,32 @@ def test_rule_stated_once_in_system_prompt(run_scripted: RunScripted) -> None:
 
 def test_verdict_read_off_the_ending_not_prose(run_scripted: RunScripted) -> None:
     # S11: prose says approved; the call requests changes; the verdict is the call.
-    reply = gg.Reply(text="Approved, looks great!",
-                     tool_calls=(gg.ToolCall(name="request_changes",
-                                             arguments={"items": ["add a test"]}),))
+    reply = gg.Reply(
+        text="Approved, looks great!",
+        tool_calls=(gg.ToolCall(name="request_changes", arguments={"items": ["add a test"]}),),
+    )
     result, _ = run_scripted([reply], role="review")
     assert result.ending == gg.RequestChanges(items=("add a test",))
 
 
 def test_gate_blocks_then_passes_and_hook_sees_blocked_before(
-    run_scripted: RunScripted, workspace: Path,
+    run_scripted: RunScripted,
+    workspace: Path,
 ) -> None:
     # S12: the hook blocks until a file exists; the model fixes it and declares again.
     seen = workspace / "seen.jsonl"
-    hook = (f"{sys.executable} -c \"import json,sys,pathlib; e=json.load(sys.stdin); "
-            f"open('{seen}','a').write(json.dumps(e)+'\\n'); "
-            "sys.exit(0 if pathlib.Path('fixed.txt').exists() else "
-            "(sys.stderr.write('tests fail: fixed.txt missing'), 2)[1])\"")
+    hook = (
+        f'{sys.executable} -c "import json,sys,pathlib; e=json.load(sys.stdin); '
+        f"open('{seen}','a').write(json.dumps(e)+'\\n'); "
+        "sys.exit(0 if pathlib.Path('fixed.txt').exists() else "
+        "(sys.stderr.write('tests fail: fixed.txt missing'), 2)[1])\""
+    )
     result, model = run_scripted(
-        [call("finish", summary="done"), call("write_file", path="fixed.txt", content="y"),
-         call("finish", summary="done now")],
+        [
+            call("finish", summary="done"),
+            call("write_file", path="fixed.txt", content="y"),
+            call("finish", summary="done now"),
+        ],
         # trusted: this hook writes a log into the workspace, which a sandboxed hook cannot
         hooks=[gg.CommandHook(command=hook, timeout_s=30, trusted=True)],
     )
@@ -186,15 +210,22 @@ def test_gate_blocks_then_passes_and_hook_sees_blocked_before(
     assert [p["blocked_before"] for p in payloads] == [0, 1]
     assert payloads[0]["event"] == "agent-stop" and payloads[0]["role"] == "standard"
     assert payloads[0]["ending"] == {"call": "finish", "summary": "done"}
-    assert set(payloads[0]) == {"event", "role", "ending", "session_id", "workspace",
-                                "blocked_before"}
+    assert set(payloads[0]) == {
+        "event",
+        "role",
+        "ending",
+        "session_id",
+        "workspace",
+        "blocked_before",
+    }
 
 
 @pytest.mark.parametrize("hook_cmd", ["sleep 5", "no-such-command-gg-test"])
 def test_broken_hook_blames_the_hook(run_scripted: RunScripted, hook_cmd: str) -> None:
     replies = [call("finish", summary=f"try {i}") for i in range(3)]
     result, _ = run_scripted(
-        replies, hooks=[gg.CommandHook(command=hook_cmd, timeout_s=0.5)],
+        replies,
+        hooks=[gg.CommandHook(command=hook_cmd, timeout_s=0.5)],
         ceilings={"gate_blocks": 3},
     )
     assert result.status == "stopped" and result.ending is None
@@ -227,11 +258,13 @@ def test_max_turns_and_script_exhausted(run_scripted: RunScripted) -> None:
 
 
 def test_tools_really_run_in_the_workspace(run_scripted: RunScripted, workspace: Path) -> None:
-    result, model = run_scripted([
-        call("write_file", path="src/a.txt", content="hello"),
-        call("read_file", path="../outside.txt"),
-        call("finish", summary="wrote a.txt"),
-    ])
+    result, model = run_scripted(
+        [
+            call("write_file", path="src/a.txt", content="hello"),
+            call("read_file", path="../outside.txt"),
+            call("finish", summary="wrote a.txt"),
+        ]
+    )
     assert (workspace / "src" / "a.txt").read_text() == "hello"
     results = [e for e in events_of(result) if e.type == "tool_result"]
     assert results[1].ok is False  # an escape is a tool error, not a crash
@@ -248,8 +281,7 @@ def test_user_function_tool(run_scripted: RunScripted) -> None:
         """
         return a + b
 
-    result, model = run_scripted([call("add", a=2, b=3), call("finish", summary="5")],
-                                 tools=[add])
+    result, model = run_scripted([call("add", a=2, b=3), call("finish", summary="5")], tools=[add])
     assert "add" in model.calls[0][1]
     assert model.calls[1][0][-1].content == "5"
     assert result.status == "ended"
@@ -268,7 +300,8 @@ def test_failing_check_is_not_called_broken(run_scripted: RunScripted) -> None:
     # must not call the hook broken: the model's work is what fails the check.
     replies = [call("finish", summary=f"try {i}") for i in range(2)]
     result, _ = run_scripted(
-        replies, hooks=[gg.CommandHook(command="echo '1 test failed'; exit 1")],
+        replies,
+        hooks=[gg.CommandHook(command="echo '1 test failed'; exit 1")],
         ceilings={"gate_blocks": 2},
     )
     assert result.status == "stopped" and result.diagnosis is not None
@@ -276,16 +309,20 @@ def test_failing_check_is_not_called_broken(run_scripted: RunScripted) -> None:
 
 
 def test_resume_continues_the_same_session_in_its_own_workspace(
-    workspace: Path, tmp_path: Path,
+    workspace: Path,
+    tmp_path: Path,
 ) -> None:
     import asyncio
 
     other = tmp_path / "worktree"
     other.mkdir()
-    model = ScriptedModel([
-        call("write_file", path="a.txt", content="1"), call("finish", summary="first"),
-        call("finish", summary="second"),
-    ])
+    model = ScriptedModel(
+        [
+            call("write_file", path="a.txt", content="1"),
+            call("finish", summary="first"),
+            call("finish", summary="second"),
+        ]
+    )
     agent = gg.Agent(model=model, workspace=workspace)
 
     async def go() -> tuple[gg.SessionResult, gg.SessionResult, gg.Run]:
@@ -305,17 +342,23 @@ def test_resume_continues_the_same_session_in_its_own_workspace(
     assert [s.resumed for s in starts] == [False, True]
 
 
-def test_run_command_runs_in_the_sandbox(run_scripted: RunScripted, workspace: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_command_runs_in_the_sandbox(
+    run_scripted: RunScripted, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Issue 3 item 7: the built-in runs through the run's sandbox: the workspace is
     # writable, gg's secrets are not visible, the network is not reachable.
     monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-should-not-leak-123")
-    result, model = run_scripted([
-        call("run_command", command="echo made > made.txt; echo key=${OPENAI_API_KEY:-none}"),
-        call("run_command", command="python3 -c \"import socket; socket.create_connection("
-                                    "('127.0.0.1', 9), timeout=2)\" || echo no-network"),
-        call("finish", summary="ok"),
-    ])
+    result, model = run_scripted(
+        [
+            call("run_command", command="echo made > made.txt; echo key=${OPENAI_API_KEY:-none}"),
+            call(
+                "run_command",
+                command='python3 -c "import socket; socket.create_connection('
+                "('127.0.0.1', 9), timeout=2)\" || echo no-network",
+            ),
+            call("finish", summary="ok"),
+        ]
+    )
     assert result.status == "ended"
     assert (workspace / "made.txt").read_text().strip() == "made"
     first, second = (m.content for m in model.calls[2][0] if m.role == "tool")
@@ -324,8 +367,10 @@ def test_run_command_runs_in_the_sandbox(run_scripted: RunScripted, workspace: P
 
 
 def test_budget_ceiling_counts_tokens_across_the_run(run_scripted: RunScripted) -> None:
-    used = {"tool_calls": [{"name": "list_dir", "arguments": {}}],
-            "usage": {"input_tokens": 400, "output_tokens": 100}}
+    used = {
+        "tool_calls": [{"name": "list_dir", "arguments": {}}],
+        "usage": {"input_tokens": 400, "output_tokens": 100},
+    }
     result, _ = run_scripted([used] * 5, ceilings={"max_tokens": 1200})
     assert result.status == "stopped" and result.ending is None
     tripped = next(e for e in events_of(result) if e.type == "ceiling_tripped")

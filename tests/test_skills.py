@@ -28,8 +28,13 @@ def user_skills(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return user
 
 
-def make_skill(root: Path, folder: str, front: str, body: str = "Do it well.",
-               script: tuple[str, str] | None = None) -> Path:
+def make_skill(
+    root: Path,
+    folder: str,
+    front: str,
+    body: str = "Do it well.",
+    script: tuple[str, str] | None = None,
+) -> Path:
     d = root / folder
     d.mkdir(parents=True)
     (d / "SKILL.md").write_text(f"---\n{front}\n---\n{body}\n")
@@ -48,36 +53,53 @@ def skills_agent(workspace: Path, model: Any, *, mode: str = "tool-calling") -> 
 
 def test_parse_front_matter_and_body() -> None:
     fields, body = parse_skill_md(
-        "---\nname: notes\ndescription: \"Write release: notes\"\n# a comment\n"
+        '---\nname: notes\ndescription: "Write release: notes"\n# a comment\n'
         "license: MIT\nlong: >\n  first part\n  second part\n---\n\n# Steps\n1. read\n",
-        path=Path("SKILL.md"))
-    assert fields == {"name": "notes", "description": "Write release: notes", "license": "MIT",
-                      "long": "first part second part"}
+        path=Path("SKILL.md"),
+    )
+    assert fields == {
+        "name": "notes",
+        "description": "Write release: notes",
+        "license": "MIT",
+        "long": "first part second part",
+    }
     assert body == "# Steps\n1. read"
 
 
 def test_load_skill_with_script(workspace: Path) -> None:
-    d = make_skill(workspace / "skills", "rn", "name: release-notes\ndescription: Notes.\n"
-                   "version: 2", script=("on_use.js", "console.log(1)"))
+    d = make_skill(
+        workspace / "skills",
+        "rn",
+        "name: release-notes\ndescription: Notes.\nversion: 2",
+        script=("on_use.js", "console.log(1)"),
+    )
     skill = load_skill(d)
     assert (skill.name, skill.description, skill.instructions) == (
-        "release-notes", "Notes.", "Do it well.")
+        "release-notes",
+        "Notes.",
+        "Do it well.",
+    )
     assert skill.script == d / "on_use.js" and skill.language == "javascript"
     assert skill.meta == {"version": "2"}
 
 
-@pytest.mark.parametrize(("content", "problem"), [
-    ("name: x\ndescription: y\n", "must start with a '---' line"),
-    ("---\nname: x\ndescription: y\n", "never closed"),
-    ("---\nname: x\nthis line has no colon\n---\n", "line 3: expected 'key: value'"),
-    ("---\ndescription: y\n---\n", "has no 'name'"),
-    ("---\nname: x\n---\n", "has no 'description'"),
-    ("---\nname: 'two words'\ndescription: y\n---\n", "name 'two words' must be"),
-    ("---\nname: x\nname: z\ndescription: y\n---\n", "'name' is given twice"),
-    ("", "must start with a '---' line"),
-])
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("name: x\ndescription: y\n", "must start with a '---' line"),
+        ("---\nname: x\ndescription: y\n", "never closed"),
+        ("---\nname: x\nthis line has no colon\n---\n", "line 3: expected 'key: value'"),
+        ("---\ndescription: y\n---\n", "has no 'name'"),
+        ("---\nname: x\n---\n", "has no 'description'"),
+        ("---\nname: 'two words'\ndescription: y\n---\n", "name 'two words' must be"),
+        ("---\nname: x\nname: z\ndescription: y\n---\n", "'name' is given twice"),
+        ("", "must start with a '---' line"),
+    ],
+)
 def test_malformed_skill_is_a_user_error_naming_the_file(
-    workspace: Path, content: str, problem: str,
+    workspace: Path,
+    content: str,
+    problem: str,
 ) -> None:
     d = workspace / ".gg" / "skills" / "bad"
     d.mkdir(parents=True)
@@ -98,8 +120,9 @@ def test_non_utf8_and_two_scripts_are_user_errors(workspace: Path) -> None:
     with pytest.raises(gg.UserError, match="is not UTF-8") as info:
         load_skill(d)
     assert "SKILL.md" in str(info.value)
-    d2 = make_skill(workspace / "skills", "two", "name: two\ndescription: d",
-                    script=("on_use.py", "print(1)"))
+    d2 = make_skill(
+        workspace / "skills", "two", "name: two\ndescription: d", script=("on_use.py", "print(1)")
+    )
     (d2 / "on_use.js").write_text("console.log(1)")
     with pytest.raises(gg.UserError, match="at most one on-use script"):
         load_skill(d2)
@@ -109,8 +132,9 @@ def test_a_malformed_skill_does_not_matter_when_skills_are_not_chosen(workspace:
     d = workspace / "skills" / "bad"
     d.mkdir(parents=True)
     (d / "SKILL.md").write_text("no front matter")
-    result = gg.Agent(model=ScriptedModel([call("finish", summary="x")]),
-                      workspace=workspace).run("t")
+    result = gg.Agent(model=ScriptedModel([call("finish", summary="x")]), workspace=workspace).run(
+        "t"
+    )
     assert result.status == "ended"
 
 
@@ -136,10 +160,19 @@ def test_discovery_order_and_shadowing(workspace: Path, user_skills: Path) -> No
 def test_system_prompt_lists_skills_and_use_skill_returns_instructions(
     workspace: Path,
 ) -> None:
-    make_skill(workspace / "skills", "rn", "name: release-notes\ndescription: Write release "
-               "notes\n  from the git log.", body="1. Read the log.\n2. Group by type.")
-    model = ScriptedModel([call("use_skill", name="release-notes"), call("use_skill", name="x"),
-                           call("finish", summary="done")])
+    make_skill(
+        workspace / "skills",
+        "rn",
+        "name: release-notes\ndescription: Write release notes\n  from the git log.",
+        body="1. Read the log.\n2. Group by type.",
+    )
+    model = ScriptedModel(
+        [
+            call("use_skill", name="release-notes"),
+            call("use_skill", name="x"),
+            call("finish", summary="done"),
+        ]
+    )
     result = skills_agent(workspace, model).run("write notes")
     assert result.status == "ended"
     system = model.calls[0][0][0].content
@@ -193,8 +226,13 @@ print(gg.tools.read_file(path="README.md").strip())
 
 
 def test_on_use_script_cannot_end_the_session(workspace: Path) -> None:
-    make_skill(workspace / "skills", "rel", "name: release\ndescription: Cut a release.",
-               body="Tag it.", script=("on_use.py", FINISHING_SCRIPT))
+    make_skill(
+        workspace / "skills",
+        "rel",
+        "name: release\ndescription: Cut a release.",
+        body="Tag it.",
+        script=("on_use.py", FINISHING_SCRIPT),
+    )
     model = ScriptedModel([call("use_skill", name="release"), call("finish", summary="cut")])
     result = skills_agent(workspace, model).run("release it")
     assert result.status == "ended" and result.ending == gg.Finish(summary="cut")
@@ -215,10 +253,14 @@ def test_on_use_script_cannot_end_the_session(workspace: Path) -> None:
 
 
 def test_on_use_script_uncaught_refusal_and_code_mode(workspace: Path) -> None:
-    make_skill(workspace / "skills", "s", "name: s\ndescription: d", body="",
-               script=("on_use.py", "gg.session.approve()\n"))
-    program = ("r = gg.tools.use_skill(name='s')\nprint(r)\n"
-               "gg.session.finish('used it')")
+    make_skill(
+        workspace / "skills",
+        "s",
+        "name: s\ndescription: d",
+        body="",
+        script=("on_use.py", "gg.session.approve()\n"),
+    )
+    program = "r = gg.tools.use_skill(name='s')\nprint(r)\ngg.session.finish('used it')"
     model = ScriptedModel([call("submit_program", program=program)])
     result = skills_agent(workspace, model, mode="code").run("use s")
     assert result.ending == gg.Finish(summary="used it"), result.diagnosis
@@ -227,11 +269,18 @@ def test_on_use_script_uncaught_refusal_and_code_mode(workspace: Path) -> None:
 
 
 def test_on_use_script_in_javascript(workspace: Path) -> None:
-    script = ("console.log('js ran');\n"
-              "try { await gg.session.requestChanges(['x']); } "
-              "catch (e) { console.log('refused'); }\n")
-    make_skill(workspace / "skills", "j", "name: j\ndescription: d", body="Body.",
-               script=("on_use.js", script))
+    script = (
+        "console.log('js ran');\n"
+        "try { await gg.session.requestChanges(['x']); } "
+        "catch (e) { console.log('refused'); }\n"
+    )
+    make_skill(
+        workspace / "skills",
+        "j",
+        "name: j\ndescription: d",
+        body="Body.",
+        script=("on_use.js", script),
+    )
     model = ScriptedModel([call("use_skill", name="j"), call("finish", summary="ok")])
     result = skills_agent(workspace, model).run("use j")
     out = model.calls[1][0][-1].content
@@ -241,10 +290,10 @@ def test_on_use_script_in_javascript(workspace: Path) -> None:
 
 
 def test_on_use_script_that_does_not_compile_is_a_tool_error(workspace: Path) -> None:
-    make_skill(workspace / "skills", "b", "name: b\ndescription: d",
-               script=("on_use.py", "def broken(:\n"))
-    model = ScriptedModel([call("use_skill", name="b"), text("hm"),
-                           call("finish", summary="ok")])
+    make_skill(
+        workspace / "skills", "b", "name: b\ndescription: d", script=("on_use.py", "def broken(:\n")
+    )
+    model = ScriptedModel([call("use_skill", name="b"), text("hm"), call("finish", summary="ok")])
     result = skills_agent(workspace, model).run("use b")
     assert result.status == "ended"
     out = model.calls[1][0][-1].content

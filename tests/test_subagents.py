@@ -66,15 +66,15 @@ def test_root_spawns_two_subagents_in_parallel_and_finishes_with_their_summaries
     assert result.status == "ended"
     assert result.ending == gg.Finish(summary="apples: 3 + pears: 3")
     starts = started(result)
-    assert [(s.session_id, s.parent) for s in starts] == [("s1", None), ("s2", "s1"),
-                                                          ("s3", "s1")]
+    assert [(s.session_id, s.parent) for s in starts] == [("s1", None), ("s2", "s1"), ("s3", "s1")]
     assert all(s.role == "standard" for s in starts)
     assert {s.task for s in starts[1:]} == {"count apples", "count pears"}
     assert {"spawn", "spawn_all", "finish"} <= set(offered["count apples"])
     ended = [e for e in events_of(result) if e.type == "session_ended"]
     assert [e.session_id for e in ended][-1] == "s1"  # the root ends last
-    tool_result = [e for e in events_of(result) if e.type == "tool_result"
-                   and e.name == "spawn_all"][0]
+    tool_result = [
+        e for e in events_of(result) if e.type == "tool_result" and e.name == "spawn_all"
+    ][0]
     assert tool_result.ok
 
 
@@ -158,7 +158,8 @@ def test_depth_limit_is_a_clear_tool_error(workspace: Path) -> None:
     assert result.status == "ended"
     assert seen["child"] == (
         "Error: cannot spawn: this session is at depth 1 and [agents] max_depth is 1, so it "
-        "may not start subagents. Do the task yourself.")
+        "may not start subagents. Do the task yourself."
+    )
     assert [s.task for s in started(result)] == ["root", "child"]  # no grandchild started
 
     result = agent(workspace, model, max_depth=0).run("root")
@@ -168,8 +169,11 @@ def test_depth_limit_is_a_clear_tool_error(workspace: Path) -> None:
 
 def test_count_limit_is_a_clear_tool_error(workspace: Path) -> None:
     results: list[str] = []
-    plan = [call("spawn_all", tasks=["a", "b", "c"]), call("spawn_all", tasks=["a", "b"]),
-            call("spawn", task="c")]
+    plan = [
+        call("spawn_all", tasks=["a", "b", "c"]),
+        call("spawn_all", tasks=["a", "b"]),
+        call("spawn", task="c"),
+    ]
 
     def model(messages: list[Message], tools: list[ToolSpec]) -> gg.Reply:
         if task_of(messages) != "root":
@@ -184,7 +188,8 @@ def test_count_limit_is_a_clear_tool_error(workspace: Path) -> None:
     assert results[0] == (
         "Error: cannot spawn 3 subagents: this run has started 0 of its [agents] "
         "max_subagents = 2, so 2 can still be started. Do the remaining work yourself, or "
-        "spawn fewer.")
+        "spawn fewer."
+    )
     assert [e["summary"] for e in json.loads(results[1])] == ["did a", "did b"]
     assert results[2].startswith("Error: cannot spawn a subagent: this run has started 2 of")
     assert [s.task for s in started(result)] == ["root", "a", "b"]
@@ -192,8 +197,11 @@ def test_count_limit_is_a_clear_tool_error(workspace: Path) -> None:
 
 def test_empty_tasks_are_tool_errors(workspace: Path) -> None:
     results: list[str] = []
-    plan = [call("spawn", task="  "), call("spawn_all", tasks=[]),
-            call("spawn_all", tasks=["ok", ""])]
+    plan = [
+        call("spawn", task="  "),
+        call("spawn_all", tasks=[]),
+        call("spawn_all", tasks=["ok", ""]),
+    ]
 
     def model(messages: list[Message], tools: list[ToolSpec]) -> gg.Reply:
         result = last_tool(messages)
@@ -203,9 +211,11 @@ def test_empty_tasks_are_tool_errors(workspace: Path) -> None:
 
     result = agent(workspace, model).run("root")
     assert result.status == "ended"
-    assert results == ["Error: the task is empty: give the subagent a task to do",
-                       "Error: spawn_all needs at least one task",
-                       "Error: the task is empty: give the subagent a task to do"]
+    assert results == [
+        "Error: the task is empty: give the subagent a task to do",
+        "Error: spawn_all needs at least one task",
+        "Error: the task is empty: give the subagent a task to do",
+    ]
     assert len(started(result)) == 1
 
 
@@ -236,14 +246,13 @@ def test_subagents_in_code_mode_are_spawned_from_programs(workspace: Path) -> No
     def model(messages: list[Message], tools: list[ToolSpec]) -> gg.Reply:
         if task_of(messages) == "root":
             if last_tool(messages) is None:
-                program = ("s = gg.tools.spawn(task='sub')\n"
-                           "gg.session.finish('sub said: ' + s)")
+                program = "s = gg.tools.spawn(task='sub')\ngg.session.finish('sub said: ' + s)"
                 return call("submit_program", program=program)
             return text("unexpected")
         return call("submit_program", program="gg.session.finish('hello')")
 
-    settings = settings_from_dict({"tools": {"capabilities": CAPS},
-                                   "session": {"mode": "code"}})
-    result = gg.Agent(model=FunctionModel(model), workspace=workspace,
-                      settings=settings).run("root")
+    settings = settings_from_dict({"tools": {"capabilities": CAPS}, "session": {"mode": "code"}})
+    result = gg.Agent(model=FunctionModel(model), workspace=workspace, settings=settings).run(
+        "root"
+    )
     assert result.ending == gg.Finish(summary="sub said: hello"), result.diagnosis

@@ -408,8 +408,9 @@ _HYPO_WS = Path(tempfile.mkdtemp(prefix="gg-hypothesis-ws-"))
 (_HYPO_WS / "b").mkdir()
 
 
-@given(st.lists(st.sampled_from(["a", "b", "..", ".", "a/..", "../a", "c"]), min_size=1,
-                max_size=6))
+@given(
+    st.lists(st.sampled_from(["a", "b", "..", ".", "a/..", "../a", "c"]), min_size=1, max_size=6)
+)
 def test_a_write_never_lands_outside_the_workspace(parts: list[str]) -> None:
     path = "/".join(parts)
     outside = set(_HYPO_WS.parent.iterdir())

@@ -70,10 +70,16 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         """``{"run_id", "status", "ending", "diagnosis", "stream"}`` exactly as SPEC §10."""
-        ending = None if self.ending is None else {"call": self.ending.call,
-                                                   **self.ending.arguments()}
-        return {"run_id": self.run_id, "status": self.status, "ending": ending,
-                "diagnosis": self.diagnosis, "stream": str(self.stream)}
+        ending = (
+            None if self.ending is None else {"call": self.ending.call, **self.ending.arguments()}
+        )
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "ending": ending,
+            "diagnosis": self.diagnosis,
+            "stream": str(self.stream),
+        }
 
 
 def _merge(settings: Settings, overrides: dict[str, dict[str, Any]]) -> Settings:
@@ -87,8 +93,9 @@ def _writable(path: Path) -> Path:
     """``path`` if a file can be written there (for ``--record``), else UserError."""
     parent = path.expanduser().resolve().parent
     if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise UserError(f"--record: cannot write {str(path)!r}: {parent} is not a writable "
-                        "directory")
+        raise UserError(
+            f"--record: cannot write {str(path)!r}: {parent} is not a writable directory"
+        )
     return path.expanduser()
 
 
@@ -104,8 +111,9 @@ def _record_dir(workspace: Path, path: Path) -> int | None:
     if not absolute.is_relative_to(workspace):
         return None
     try:
-        return open_beneath(workspace, absolute.relative_to(workspace).as_posix() or ".",
-                            kind="directory")
+        return open_beneath(
+            workspace, absolute.relative_to(workspace).as_posix() or ".", kind="directory"
+        )
     except ToolError as e:
         raise UserError(f"--record: cannot write {str(path)!r}: {e}") from None
 
@@ -174,18 +182,26 @@ class Agent:
         self.configs: tuple[Path, ...] = (Path(config).expanduser(),) if config else ()
         base = settings or load_settings(Path(config) if config else None, workspace=self.workspace)
         spec = model if isinstance(model, str) else getattr(model, "name", None)
-        self.settings = _merge(base, {
-            "model": {"spec": spec, "constrained": constrained},
-            "session": {"role": role, "mode": mode, "language": language},
-            "ceilings": dict(ceilings or {}),
-        })
+        self.settings = _merge(
+            base,
+            {
+                "model": {"spec": spec, "constrained": constrained},
+                "session": {"role": role, "mode": mode, "language": language},
+                "ceilings": dict(ceilings or {}),
+            },
+        )
         self._spec_given = model is not None
         self.trust_config = trust_config
         self.registry: Registry = default_registry()
-        wanted = {*self.settings.tools.capabilities,
-                  *(c for a in self.settings.tools.arms.values() for c in a.capabilities or ())}
-        for cap, extra in (("agents", AGENT_TOOLS), ("skills", SKILL_TOOLS),
-                           ("memory", MEMORY_TOOLS)):
+        wanted = {
+            *self.settings.tools.capabilities,
+            *(c for a in self.settings.tools.arms.values() for c in a.capabilities or ()),
+        }
+        for cap, extra in (
+            ("agents", AGENT_TOOLS),
+            ("skills", SKILL_TOOLS),
+            ("memory", MEMORY_TOOLS),
+        ):
             for extra_tool in extra if cap in wanted else ():  # opt-in: no name clashes
                 self.registry.register(extra_tool, capability=cap)
         for t in tools:
@@ -193,44 +209,62 @@ class Agent:
         self._check_budget()
         if record is not None:
             record = _writable(Path(record))
-        self.model: Model = model if model is not None and not isinstance(model, str) else \
-            self._make_model(progress, on_delta)
+        self.model: Model = (
+            model
+            if model is not None and not isinstance(model, str)
+            else self._make_model(progress, on_delta)
+        )
         if record is not None:
-            self.model = RecordingModel(self.model, record,
-                                        dir_fd=_record_dir(self.workspace, record))
+            self.model = RecordingModel(
+                self.model, record, dir_fd=_record_dir(self.workspace, record)
+            )
         self.hooks: list[CommandHook | CallableHook] = [
-            self._toml_hook(h) for h in self.settings.hooks.agent_stop]
+            self._toml_hook(h) for h in self.settings.hooks.agent_stop
+        ]
         self.hooks += [_hook(h) for h in hooks]
         self.listeners = list(listeners)
         self._check_arm()
         self.skills_prompt = skills_section(self.settings, self.registry, self.workspace)
 
-    def _make_model(self, progress: Callable[[str], None] | None,
-                    on_delta: Callable[[str], None] | None) -> Model:
+    def _make_model(
+        self, progress: Callable[[str], None] | None, on_delta: Callable[[str], None] | None
+    ) -> Model:
         from gg.models.factory import model_from_spec
 
         m = self.settings.model
-        extra: dict[str, Any] = {"max_tokens": m.max_output_tokens} if m.max_output_tokens \
-            else {}
+        extra: dict[str, Any] = {"max_tokens": m.max_output_tokens} if m.max_output_tokens else {}
         if on_delta is not None:
             extra["on_delta"] = on_delta
         try:
-            return model_from_spec(m.spec, prices={k: v.model_dump() for k, v in m.prices.items()},
-                                   constrained=m.constrained, progress=progress,
-                                   timeout_s=m.timeout_s, max_retries=m.max_retries, **extra)
+            return model_from_spec(
+                m.spec,
+                prices={k: v.model_dump() for k, v in m.prices.items()},
+                constrained=m.constrained,
+                progress=progress,
+                timeout_s=m.timeout_s,
+                max_retries=m.max_retries,
+                **extra,
+            )
         except UserError as e:  # name the key when the spec came from gg.toml
             raise UserError(str(e) if self._spec_given else f"model.spec: {e}") from None
 
     @staticmethod
     def _toml_hook(h: Any) -> CommandHook:
-        return CommandHook(command=h.command, timeout_s=h.timeout_s, roles=tuple(h.roles),
-                           on_error=h.on_error, pass_env=tuple(h.pass_env), trusted=h.trusted)
+        return CommandHook(
+            command=h.command,
+            timeout_s=h.timeout_s,
+            roles=tuple(h.roles),
+            on_error=h.on_error,
+            pass_env=tuple(h.pass_env),
+            trusted=h.trusted,
+        )
 
     def _check_arm(self) -> None:
         tools = self.settings.tools
         if self.registry.capabilities.get("user") and "user" not in tools.capabilities:
-            self.settings = _merge(self.settings, {
-                "tools": {"capabilities": [*tools.capabilities, "user"]}})
+            self.settings = _merge(
+                self.settings, {"tools": {"capabilities": [*tools.capabilities, "user"]}}
+            )
         try:
             arm_from_settings(self.settings.tools).select(self.registry)
         except UserError as e:
@@ -242,14 +276,22 @@ class Agent:
             raise ConfigError(
                 "ceilings.max_cost is set but [model.prices] is empty, so every reply would "
                 "cost 0 and the budget could never trip: add a price for the model",
-                key="ceilings.max_cost")
+                key="ceilings.max_cost",
+            )
 
     def new_run(self, *, run_id: str | None = None) -> Run:
         """A new :class:`Run` with this agent's model, settings, tools and hooks."""
-        return Run(workspace=self.workspace, model=self.model, settings=self.settings,
-                   registry=self.registry, gate=Gate(self.hooks), run_id=run_id,
-                   listeners=self.listeners, configs=self.configs,
-                   trust_config=self.trust_config)
+        return Run(
+            workspace=self.workspace,
+            model=self.model,
+            settings=self.settings,
+            registry=self.registry,
+            gate=Gate(self.hooks),
+            run_id=run_id,
+            listeners=self.listeners,
+            configs=self.configs,
+            trust_config=self.trust_config,
+        )
 
     async def arun(self, task: str) -> RunResult:
         """Run ``task`` in a new run's root session (async). Never raises for model output."""
@@ -261,17 +303,29 @@ class Agent:
         except BaseException as e:  # interrupted (Ctrl-C, cancelled) or a bug: say so
             await run.aclose()
             interrupted = isinstance(e, asyncio.CancelledError | KeyboardInterrupt)
-            why = "interrupted by the operator" if interrupted else \
-                f"gg failed: {type(e).__name__}: {e}"
-            run.end("stopped", f"the run was {why}" if interrupted else why,
-                    exit_code=130 if interrupted else 1)
+            why = (
+                "interrupted by the operator"
+                if interrupted
+                else f"gg failed: {type(e).__name__}: {e}"
+            )
+            run.end(
+                "stopped",
+                f"the run was {why}" if interrupted else why,
+                exit_code=130 if interrupted else 1,
+            )
             raise
         await run.aclose()
         status = session.status
         diagnosis = str(session.diagnosis) if session.diagnosis else None
         run.end(status, diagnosis)
-        return RunResult(run_id=run.run_id, status=status, ending=session.ending,
-                         diagnosis=diagnosis, stream=run.stream.path, session=session)
+        return RunResult(
+            run_id=run.run_id,
+            status=status,
+            ending=session.ending,
+            diagnosis=diagnosis,
+            stream=run.stream.path,
+            session=session,
+        )
 
     def run(self, task: str) -> RunResult:
         """Run ``task`` to its ending or a ceiling (blocking wrapper of :meth:`arun`)."""

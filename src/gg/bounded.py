@@ -45,8 +45,17 @@ from itertools import accumulate, repeat
 from typing import Any
 
 __all__ = [
-    "MAX_DEPTH", "MAX_NUMBER_CHARS", "BadJSON", "depth", "dumps", "jsonable", "loads",
-    "lone_surrogate", "may_hold_surrogates", "problem", "scrub",
+    "MAX_DEPTH",
+    "MAX_NUMBER_CHARS",
+    "BadJSON",
+    "depth",
+    "dumps",
+    "jsonable",
+    "loads",
+    "lone_surrogate",
+    "may_hold_surrogates",
+    "problem",
+    "scrub",
 ]
 
 MAX_DEPTH = 100
@@ -224,8 +233,10 @@ def _scalar_problem(value: Any, path: _Path, top: str) -> str | None:
     if isinstance(value, int):
         if -_INT_BOUND < value < _INT_BOUND:
             return None
-        return (f"an integer of about {_digits(value)} digits at {_place(path, top)} (gg takes "
-                f"numbers of at most {MAX_NUMBER_CHARS} characters)")
+        return (
+            f"an integer of about {_digits(value)} digits at {_place(path, top)} (gg takes "
+            f"numbers of at most {MAX_NUMBER_CHARS} characters)"
+        )
     if isinstance(value, float):
         if math.isfinite(value):
             return None
@@ -239,8 +250,10 @@ def _key_problem(key: Any, path: _Path, top: str) -> str | None:
     hit = _SURROGATE.search(key)
     if hit is None:
         return None
-    return (f"a lone surrogate \\u{ord(hit[0]):04x} in a key of {_place(path, top)}, "
-            f"character {hit.start()}: not valid Unicode")
+    return (
+        f"a lone surrogate \\u{ord(hit[0]):04x} in a key of {_place(path, top)}, "
+        f"character {hit.start()}: not valid Unicode"
+    )
 
 
 def problem(value: Any, *, max_chars: int, top: str = "arguments") -> str | None:
@@ -272,8 +285,10 @@ def problem(value: Any, *, max_chars: int, top: str = "arguments") -> str | None
             room -= len(item)
             hit = None if item.isascii() else _SURROGATE.search(item)
             if hit is not None:
-                return (f"a lone surrogate \\u{ord(hit[0]):04x} at {_place(path, top)}, "
-                        f"character {hit.start()}: not valid Unicode")
+                return (
+                    f"a lone surrogate \\u{ord(hit[0]):04x} at {_place(path, top)}, "
+                    f"character {hit.start()}: not valid Unicode"
+                )
         elif isinstance(item, (dict, list, tuple)):
             if level > MAX_DEPTH:
                 return f"{top} nested more than {MAX_DEPTH} levels deep (gg takes at most that)"
@@ -310,17 +325,25 @@ def jsonable(value: Any, *, max_string: int | None = None, max_nodes: int = 1_00
         if room[0] < 0 or level > MAX_DEPTH:
             return "…"
         if isinstance(item, str):
-            text = item if max_string is None or len(item) <= max_string else (
-                item[:max_string] + f"… [{len(item) - max_string} more characters]")
+            text = (
+                item
+                if max_string is None or len(item) <= max_string
+                else (item[:max_string] + f"… [{len(item) - max_string} more characters]")
+            )
             return scrub(text)
         if item is None or isinstance(item, (bool, float)):
             return item if not isinstance(item, float) or math.isfinite(item) else None
         if isinstance(item, int):
-            return item if -_INT_BOUND < item < _INT_BOUND else (
-                f"<an integer of about {_digits(item)} digits>")
+            return (
+                item
+                if -_INT_BOUND < item < _INT_BOUND
+                else (f"<an integer of about {_digits(item)} digits>")
+            )
         if isinstance(item, dict):
-            return {copy(k if isinstance(k, str) else _text(k), level + 1): copy(v, level + 1)
-                    for k, v in _first(item.items(), room[0])}
+            return {
+                copy(k if isinstance(k, str) else _text(k), level + 1): copy(v, level + 1)
+                for k, v in _first(item.items(), room[0])
+            }
         if isinstance(item, (list, tuple, set, frozenset)):
             return [copy(v, level + 1) for v in _first(item, room[0])]
         return copy(_text(item), level)

@@ -178,7 +178,12 @@ class SessionCeilings:
             self._kinds.append(kind)
 
     def record_gate(
-        self, *, blocked: bool, hook: str = "", reason: str = "", failed: bool = False,
+        self,
+        *,
+        blocked: bool,
+        hook: str = "",
+        reason: str = "",
+        failed: bool = False,
         script_changed: bool = False,
     ) -> None:
         """Count one gate check: blocked (by ``hook``, hook ``failed`` or not; not run at all
@@ -265,7 +270,7 @@ class SessionCeilings:
             message = (
                 f"the agent-stop hook {hook!r} is broken: it failed on each of the last {n} "
                 f"endings ({reason}). The endings were blocked by the hook failing, not by the "
-                "model's work: fix the hook, raise its timeout_s, or set on_error = \"pass\"."
+                'model\'s work: fix the hook, raise its timeout_s, or set on_error = "pass".'
             )
         else:
             message = (

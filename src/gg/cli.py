@@ -69,30 +69,55 @@ Mode = Literal["tool-calling", "code"]
 @app.command()
 def run(
     task: Annotated[str, typer.Argument(help="What the agent should do.")],
-    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Directory the agent "
-                                            "works in (default: current).")] = Path("."),
-    model: Annotated[str | None, typer.Option(help="local | scripted:PATH | openai:MODEL | "
-                                              "anthropic:MODEL | openai-compat:MODEL@URL "
-                                              "(default: [model] spec, 'local').")] = None,
+    workspace: Annotated[
+        Path,
+        typer.Option("--workspace", "-w", help="Directory the agent works in (default: current)."),
+    ] = Path("."),
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="local | scripted:PATH | openai:MODEL | "
+            "anthropic:MODEL | openai-compat:MODEL@URL "
+            "(default: [model] spec, 'local')."
+        ),
+    ] = None,
     mode: Annotated[str | None, typer.Option(help="tool-calling | code")] = None,
     language: Annotated[str | None, typer.Option(help="python | javascript (code mode)")] = None,
-    role: Annotated[str | None, typer.Option(help="standard (ends with finish) | review "
-                                             "(approve / request_changes)")] = None,
-    config: Annotated[Path | None, typer.Option(help="A gg.toml to use instead of the "
-                                                "workspace's.")] = None,
-    json_out: Annotated[bool, typer.Option(
-        "--json", help="Print one JSON result object on stdout at the end (live view goes to "
-        "stderr).")] = False,
-    record: Annotated[Path | None, typer.Option(help="Write the model's replies to FILE in "
-                                                "the scripted format, to replay the run.")] = None,
+    role: Annotated[
+        str | None,
+        typer.Option(help="standard (ends with finish) | review (approve / request_changes)"),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="A gg.toml to use instead of the workspace's.")
+    ] = None,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print one JSON result object on stdout at the end (live view goes to stderr).",
+        ),
+    ] = False,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write the model's replies to FILE in the scripted format, to replay the run."
+        ),
+    ] = None,
     max_turns: Annotated[int | None, typer.Option(help="Override [ceilings] max_turns.")] = None,
-    no_grammar: Annotated[bool, typer.Option("--no-grammar", help="Local model: don't "
-                                             "constrain output to valid calls.")] = False,
-    trust_config: Annotated[bool, typer.Option(
-        "--trust-config", help="Accept a gg.toml that changed since this workspace's last run "
-        "and now asks for settings that weaken the sandbox (commands = \"host\", a trusted "
-        "hook, pass_env, a forced isolation layer, a model server URL, a store path): gg "
-        "refuses such a run otherwise, since an agent could have written the file.")] = False,
+    no_grammar: Annotated[
+        bool,
+        typer.Option("--no-grammar", help="Local model: don't constrain output to valid calls."),
+    ] = False,
+    trust_config: Annotated[
+        bool,
+        typer.Option(
+            "--trust-config",
+            help="Accept a gg.toml that changed since this workspace's last run "
+            'and now asks for settings that weaken the sandbox (commands = "host", a trusted '
+            "hook, pass_env, a forced isolation layer, a model server URL, a store path): gg "
+            "refuses such a run otherwise, since an agent could have written the file.",
+        ),
+    ] = False,
 ) -> None:
     """Run TASK in one session until it ends by an ending call, or a ceiling stops it.
 
@@ -108,9 +133,11 @@ def run(
 
     Example: gg run "Fix the failing test" -w examples/tiny-calc --model local
     """
-    for flag, value, allowed in (("--mode", mode, ("tool-calling", "code")),
-                                 ("--language", language, ("python", "javascript")),
-                                 ("--role", role, ("standard", "review"))):
+    for flag, value, allowed in (
+        ("--mode", mode, ("tool-calling", "code")),
+        ("--language", language, ("python", "javascript")),
+        ("--role", role, ("standard", "review")),
+    ):
         if value is not None and value not in allowed:
             raise _fail(f"{flag}: {value!r} is not one of {', '.join(allowed)}")
     if max_turns is not None and max_turns < 1:
@@ -124,11 +151,18 @@ def run(
     renderer = Renderer(console, spinner=True)
     try:
         agent = Agent(
-            model=model, workspace=workspace, config=config, role=role, mode=mode,
+            model=model,
+            workspace=workspace,
+            config=config,
+            role=role,
+            mode=mode,
             language=language,  # type: ignore[arg-type]
             ceilings={"max_turns": max_turns} if max_turns is not None else None,
-            listeners=[renderer], record=record, constrained=False if no_grammar else None,
-            progress=lambda say: console.print(inert_text(say, "dim")), on_delta=renderer.delta,
+            listeners=[renderer],
+            record=record,
+            constrained=False if no_grammar else None,
+            progress=lambda say: console.print(inert_text(say, "dim")),
+            on_delta=renderer.delta,
             trust_config=trust_config,
         )
         result = agent.run(task)
@@ -159,8 +193,7 @@ def _print_result(console: Console, data: dict[str, object]) -> None:
             console.print(line(call))
     else:
         console.print(line(("stopped:", "bold red"), f" {data['diagnosis']}"))
-    console.print(line((f"stream: {data['stream']}  (replay: gg show {data['run_id']})",
-                        "dim")))
+    console.print(line((f"stream: {data['stream']}  (replay: gg show {data['run_id']})", "dim")))
 
 
 EXIT_ALTERED = 3
@@ -173,7 +206,8 @@ _VERDICT_HELP = (
     "is reported as such, and only the events before the damage are shown. Exit codes: "
     f"0 intact (or still running / did not end, for show); 1 (watch) the run did not end; "
     f"2 not a stream, no such run; {EXIT_ALTERED} altered or truncated; {EXIT_UNVERIFIED} "
-    "cannot be verified (no key for this run in gg's state on this machine).")
+    "cannot be verified (no key for this run in gg's state on this machine)."
+)
 
 
 def _find_stream(ref: str, workspace: Path) -> tuple[Path, Path | None]:
@@ -198,8 +232,9 @@ def _find_stream(ref: str, workspace: Path) -> tuple[Path, Path | None]:
 
 def _say(console: Console, verdict: Verdict) -> None:
     """The verdict as one plain line: red when the stream cannot be trusted."""
-    colour = {"intact": "green", "running": "green", "unended": "yellow"}.get(verdict.kind,
-                                                                               "bold red")
+    colour = {"intact": "green", "running": "green", "unended": "yellow"}.get(
+        verdict.kind, "bold red"
+    )
     console.print(line((verdict.message(), colour)), soft_wrap=True)
 
 
@@ -216,15 +251,19 @@ def _read_checked(path: Path, seal_dir: Path | None) -> tuple[list[Event], Verdi
     with contextlib.suppress(StreamAltered):  # the verdict says where
         events.extend(read_events(path, check=check))
     verdict = check.finish(check.head_at_start)
-    return events[:verdict.trusted], verdict
+    return events[: verdict.trusted], verdict
 
 
-_UNENDED = line(("the stream ends without run_ended: the run is still going, or its "
-                  "process was killed or crashed (nothing after this was recorded)", "yellow"))
+_UNENDED = line(
+    (
+        "the stream ends without run_ended: the run is still going, or its "
+        "process was killed or crashed (nothing after this was recorded)",
+        "yellow",
+    )
+)
 
 
-@app.command(help=f"Replay a run's stream as a report, with a summary per session. "
-                  f"{_VERDICT_HELP}")
+@app.command(help=f"Replay a run's stream as a report, with a summary per session. {_VERDICT_HELP}")
 def show(
     run_ref: Annotated[str, typer.Argument(metavar="RUN_ID|STREAM_PATH")],
     workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
@@ -241,7 +280,8 @@ def show(
     for event in events:
         renderer(event)
     if verdict.kind in ("running", "unended") or (
-            verdict.kind == "unkeyed" and events and events[-1].type != "run_ended"):
+        verdict.kind == "unkeyed" and events and events[-1].type != "run_ended"
+    ):
         console.print(_UNENDED)
     console.print(summary_table(events))
     if verdict.kind not in ("intact", "running", "unended"):
@@ -266,8 +306,9 @@ def watch(
     try:
         for event in read_events(path, follow=True, check=check):
             if last is None and check.unkeyed:
-                console.print(line((f"STREAM UNVERIFIED: {check.unkeyed}", "bold red")),
-                              soft_wrap=True)
+                console.print(
+                    line((f"STREAM UNVERIFIED: {check.unkeyed}", "bold red")), soft_wrap=True
+                )
             renderer(event)
             last = event
         verdict = check.finish()
@@ -299,8 +340,9 @@ def init(
     # never through a link planted at gg.toml: a fresh file renamed over the name
     tmp = workspace / f".{CONFIG_NAME}.{secrets.token_hex(6)}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o644)
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+        )
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(default_toml())
         os.replace(tmp, target)

@@ -296,8 +296,10 @@ def _read_config(path: Path, *, follow: bool) -> str:
         fd = os.open(path, flags)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise ConfigError(f"{path}: is a symbolic link; gg reads the workspace's "
-                              "gg.toml only as a regular file (or pass --config)") from None
+            raise ConfigError(
+                f"{path}: is a symbolic link; gg reads the workspace's "
+                "gg.toml only as a regular file (or pass --config)"
+            ) from None
         raise ConfigError(f"cannot read config {str(path)!r}: {e.strerror}") from None
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):

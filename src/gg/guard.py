@@ -261,11 +261,16 @@ class Snapshot:
             if key not in then or before is None:
                 problems.append(f"{key!r} appeared{where} during this run")
             elif after is None:
-                problems.append(f"{key!r}{where} was removed or replaced by a non-file "
-                                "(or a link) during this run")
+                problems.append(
+                    f"{key!r}{where} was removed or replaced by a non-file "
+                    "(or a link) during this run"
+                )
             elif after != before:
-                problems.append(f"{key!r}{where} differs from the one this run started with"
-                                if where else f"{key!r} changed during this run")
+                problems.append(
+                    f"{key!r}{where} differs from the one this run started with"
+                    if where
+                    else f"{key!r} changed during this run"
+                )
         seen = {key for key, _ in located}
         for key in (k for k in then if k not in seen):  # a start word now keyed otherwise
             if _digest(here, key) != self.digests.get(key):
@@ -347,8 +352,15 @@ def changed_since_last_run(snapshot: Snapshot) -> list[str]:
     return changed
 
 
-_GIT_FILES = (".git", ".git/config", ".git/config.worktree", ".git/info/attributes",
-              ".git/info/exclude", ".git/commondir", ".git/gitdir")
+_GIT_FILES = (
+    ".git",
+    ".git/config",
+    ".git/config.worktree",
+    ".git/info/attributes",
+    ".git/info/exclude",
+    ".git/commondir",
+    ".git/gitdir",
+)
 """What of a workspace's ``.git`` runs or redirects the operator's own git (adversary F22)."""
 
 
@@ -398,13 +410,17 @@ def install_inside(workspace: Path) -> Path | None:
     import sys
 
     ws = workspace.resolve()
-    own = [Path(sys.prefix).resolve(), Path(__file__).resolve().parents[1],
-           Path(sys.executable).resolve().parent]
+    own = [
+        Path(sys.prefix).resolve(),
+        Path(__file__).resolve().parents[1],
+        Path(sys.executable).resolve().parent,
+    ]
     for entry in sys.path:  # ``python -m gg`` puts the current directory first (finding N4)
         with contextlib.suppress(OSError):
             own.append(Path(entry or os.getcwd()).resolve())
-    inside = sorted((p for p in own if p.is_relative_to(ws) and p != ws),
-                    key=lambda p: len(p.parts))
+    inside = sorted(
+        (p for p in own if p.is_relative_to(ws) and p != ws), key=lambda p: len(p.parts)
+    )
     if any(p == ws for p in own):
         return ws
     return inside[0] if inside else None

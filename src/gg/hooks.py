@@ -313,10 +313,15 @@ class CommandHook(_HookBase):
                 async with quiet.exclusive(timeout_s=self.timeout_s):
                     return await self._checked(event, place)
             except TimeoutError:
-                return self._outcome("block", (
-                    f"trusted hook {self._display()!r} was not run: it runs only while none of "
-                    "the run's programs or commands runs (they could change its script as it "
-                    f"starts), and they kept running for {self.timeout_s:g} s"), failed=True)
+                return self._outcome(
+                    "block",
+                    (
+                        f"trusted hook {self._display()!r} was not run: it runs only while none of "
+                        "the run's programs or commands runs (they could change its script as it "
+                        f"starts), and they kept running for {self.timeout_s:g} s"
+                    ),
+                    failed=True,
+                )
         return await self._checked(event, place)
 
     async def _checked(self, event: StopEvent, place: HookPlace | None) -> HookOutcome:
@@ -324,12 +329,17 @@ class CommandHook(_HookBase):
         if place is not None and place.snapshot is not None:
             problems = place.snapshot.tampered(self.command, workspace=event.workspace)
             if problems:
-                return self._outcome("block", (
-                    f"hook {self._display()!r} was not run: its script "
-                    f"{'; '.join(problems)}. gg runs a hook only as it was when the run "
-                    "started; restore the file (a new run names the change, and refuses a "
-                    "changed trusted hook until you confirm it with --trust-config)"
-                ), failed=True, script_changed=True)
+                return self._outcome(
+                    "block",
+                    (
+                        f"hook {self._display()!r} was not run: its script "
+                        f"{'; '.join(problems)}. gg runs a hook only as it was when the run "
+                        "started; restore the file (a new run names the change, and refuses a "
+                        "changed trusted hook until you confirm it with --trust-config)"
+                    ),
+                    failed=True,
+                    script_changed=True,
+                )
         stdin = json.dumps(event.as_json()).encode()
         try:
             if place is not None and place.sandbox is not None and not self.trusted:

@@ -54,8 +54,16 @@ from gg.stream import now_iso
 from gg.tools.registry import Tool, ToolContext, tool
 from gg.tools.safefs import read_beneath
 
-__all__ = ["DB_NAME", "MEMORY_TOOLS", "SCHEMA_VERSION", "Memory", "MemoryStore",
-           "db_path", "recall", "remember"]
+__all__ = [
+    "DB_NAME",
+    "MEMORY_TOOLS",
+    "SCHEMA_VERSION",
+    "Memory",
+    "MemoryStore",
+    "db_path",
+    "recall",
+    "remember",
+]
 
 DB_NAME = "gg.sqlite3"
 SCHEMA_VERSION = 1
@@ -162,11 +170,14 @@ class MemoryStore:
             row = db.execute("SELECT value FROM memory_meta WHERE key = 'schema_version'")
             found = row.fetchone()
             if found is None:
-                db.execute("INSERT INTO memory_meta VALUES ('schema_version', ?)",
-                           (str(SCHEMA_VERSION),))
+                db.execute(
+                    "INSERT INTO memory_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                )
             elif int(found[0]) > SCHEMA_VERSION:
-                raise UserError(f"the memory store {str(self.path)!r} has schema version "
-                                f"{found[0]}, newer than this gg reads ({SCHEMA_VERSION})")
+                raise UserError(
+                    f"the memory store {str(self.path)!r} has schema version "
+                    f"{found[0]}, newer than this gg reads ({SCHEMA_VERSION})"
+                )
             self.fts = self._init_fts(db)
             db.execute("COMMIT")
         except BaseException:
@@ -180,12 +191,20 @@ class MemoryStore:
             db.execute(_FTS)
         except sqlite3.OperationalError:
             return False  # this SQLite has no FTS5: LIKE it is
-        db.execute("INSERT INTO memory_fts(rowid, text, tags) SELECT id, text, tags "
-                   "FROM memory_notes WHERE id > (SELECT coalesce(max(rowid), 0) FROM memory_fts)")
+        db.execute(
+            "INSERT INTO memory_fts(rowid, text, tags) SELECT id, text, tags "
+            "FROM memory_notes WHERE id > (SELECT coalesce(max(rowid), 0) FROM memory_fts)"
+        )
         return True
 
-    def add(self, text: str, tags: Sequence[str] = (), *, run_id: str | None = None,
-            session_id: str | None = None) -> Memory:
+    def add(
+        self,
+        text: str,
+        tags: Sequence[str] = (),
+        *,
+        run_id: str | None = None,
+        session_id: str | None = None,
+    ) -> Memory:
         """Store a note; returns it with its number."""
         note = Memory(id=0, text=text, tags=normalize_tags(tags), created_at=now_iso())
         with self._connect() as db:
@@ -193,11 +212,14 @@ class MemoryStore:
             cur = db.execute(
                 "INSERT INTO memory_notes (text, tags, created_at, run_id, session_id) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (note.text, " ".join(note.tags), note.created_at, run_id, session_id))
+                (note.text, " ".join(note.tags), note.created_at, run_id, session_id),
+            )
             rowid = int(cur.lastrowid or 0)
             if self.fts:
-                db.execute("INSERT INTO memory_fts(rowid, text, tags) VALUES (?, ?, ?)",
-                           (rowid, note.text, " ".join(note.tags)))
+                db.execute(
+                    "INSERT INTO memory_fts(rowid, text, tags) VALUES (?, ?, ?)",
+                    (rowid, note.text, " ".join(note.tags)),
+                )
             db.execute("COMMIT")
         return Memory(id=rowid, text=note.text, tags=note.tags, created_at=note.created_at)
 
@@ -214,12 +236,13 @@ class MemoryStore:
         words = _words(query)
         with self._connect() as db:
             if not words:
-                rows = db.execute("SELECT id, text, tags, created_at FROM memory_notes "
-                                  "ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+                rows = db.execute(
+                    "SELECT id, text, tags, created_at FROM memory_notes ORDER BY id DESC LIMIT ?",
+                    (limit,),
+                ).fetchall()
                 return [_memory(r) for r in rows]
             scored = self._fts(db, words) if self.fts else self._like(db, words)
-        scored.sort(key=lambda pair: (-len(set(words) & set(pair[1].tags)), pair[0],
-                                      -pair[1].id))
+        scored.sort(key=lambda pair: (-len(set(words) & set(pair[1].tags)), pair[0], -pair[1].id))
         return [m for _, m in scored[:limit]]
 
     def _fts(self, db: sqlite3.Connection, words: list[str]) -> list[tuple[float, Memory]]:
@@ -227,15 +250,21 @@ class MemoryStore:
         rows = db.execute(
             "SELECT n.id, n.text, n.tags, n.created_at, bm25(memory_fts) FROM memory_fts "
             "JOIN memory_notes n ON n.id = memory_fts.rowid WHERE memory_fts MATCH ? "
-            "ORDER BY bm25(memory_fts) LIMIT ?", (expr, _CANDIDATES)).fetchall()
+            "ORDER BY bm25(memory_fts) LIMIT ?",
+            (expr, _CANDIDATES),
+        ).fetchall()
         return [(float(r[4]), _memory(r)) for r in rows]
 
     def _like(self, db: sqlite3.Connection, words: list[str]) -> list[tuple[float, Memory]]:
-        where = " OR ".join("lower(text) LIKE ? ESCAPE '\\' OR tags LIKE ? ESCAPE '\\'"
-                            for _ in words)
+        where = " OR ".join(
+            "lower(text) LIKE ? ESCAPE '\\' OR tags LIKE ? ESCAPE '\\'" for _ in words
+        )
         args = [f"%{_escape(w)}%" for w in words for _ in range(2)]
-        rows = db.execute(f"SELECT id, text, tags, created_at FROM memory_notes WHERE {where} "
-                          "ORDER BY id DESC LIMIT ?", (*args, _CANDIDATES * 5)).fetchall()
+        rows = db.execute(
+            f"SELECT id, text, tags, created_at FROM memory_notes WHERE {where} "
+            "ORDER BY id DESC LIMIT ?",
+            (*args, _CANDIDATES * 5),
+        ).fetchall()
         out = []
         for r in rows:
             hay = f"{r[1].lower()} {r[2]}"
@@ -248,8 +277,9 @@ def _escape(word: str) -> str:
 
 
 def _memory(row: Sequence[Any]) -> Memory:
-    return Memory(id=int(row[0]), text=str(row[1]), tags=tuple(str(row[2]).split()),
-                  created_at=str(row[3]))
+    return Memory(
+        id=int(row[0]), text=str(row[1]), tags=tuple(str(row[2]).split()), created_at=str(row[3])
+    )
 
 
 def _store(ctx: ToolContext) -> MemoryStore:
@@ -273,20 +303,23 @@ async def remember(text: str, tags: tuple[str, ...] = (), *, ctx: ToolContext) -
     if not text.strip():
         raise ToolError("the note is empty: give the text to remember")
     if len(text) > TEXT_MAX:
-        raise ToolError(f"a note holds at most {TEXT_MAX:,} characters, got {len(text):,}; "
-                        "remember the gist")
+        raise ToolError(
+            f"a note holds at most {TEXT_MAX:,} characters, got {len(text):,}; remember the gist"
+        )
     clean = normalize_tags(tags)
     store = await asyncio.to_thread(_store, ctx)
     run_id = getattr(ctx.run, "run_id", None)
-    note = await asyncio.to_thread(store.add, text.strip(), clean, run_id=run_id,
-                                   session_id=ctx.session_id)
+    note = await asyncio.to_thread(
+        store.add, text.strip(), clean, run_id=run_id, session_id=ctx.session_id
+    )
     shown = f" with tags {', '.join(note.tags)}" if note.tags else ""
     return f"Remembered note #{note.id}{shown}."
 
 
 @tool
-async def recall(query: str, limit: Annotated[int, Field(ge=1, le=50)] = 5, *,
-                 ctx: ToolContext) -> str:
+async def recall(
+    query: str, limit: Annotated[int, Field(ge=1, le=50)] = 5, *, ctx: ToolContext
+) -> str:
     """Find stored notes matching a query (words of their text or tags); best first.
 
     Args:
@@ -306,11 +339,16 @@ async def recall(query: str, limit: Annotated[int, Field(ge=1, le=50)] = 5, *,
         from gg.skills import run_on_use
 
         source, language = script
-        data = {"query": query, "notes": [{"id": n.id, "text": n.text, "tags": list(n.tags)}
-                                          for n in notes]}
-        text += "\n\n" + await run_on_use(ctx, _with_data(source, language, data),
-                                          language=language,
-                                          label="the memory's on-recall script")
+        data = {
+            "query": query,
+            "notes": [{"id": n.id, "text": n.text, "tags": list(n.tags)} for n in notes],
+        }
+        text += "\n\n" + await run_on_use(
+            ctx,
+            _with_data(source, language, data),
+            language=language,
+            label="the memory's on-recall script",
+        )
     return text
 
 
@@ -326,8 +364,11 @@ def _on_recall(ctx: ToolContext) -> tuple[str, Language] | None:
         return None
     path = Path(run.workspace) / name
     try:  # in the workspace: agent-written, so opened beneath it (issue 9 item 1)
-        data = (path.read_bytes() if Path(name).is_absolute()
-                else read_beneath(Path(run.workspace), name, cap=_SCRIPT_CAP))
+        data = (
+            path.read_bytes()
+            if Path(name).is_absolute()
+            else read_beneath(Path(run.workspace), name, cap=_SCRIPT_CAP)
+        )
         source = data.decode("utf-8")
     except (OSError, UnicodeDecodeError, ToolError) as e:
         raise ToolError(f"[memory] on_recall: cannot read {str(path)!r}: {e}") from e

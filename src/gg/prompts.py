@@ -39,9 +39,7 @@ def ending_rule(role: Role, *, mode: str, language: Language = "python") -> str:
     if mode == "code":
         unit = "program"
         failing = "your program raises an error after declaring"
-        turn = (
-            "Every reply must call submit_program with a program; text in a reply is never run."
-        )
+        turn = "Every reply must call submit_program with a program; text in a reply is never run."
     else:
         unit = "reply"
         failing = "any call in the same reply fails (an error or a tool failure)"

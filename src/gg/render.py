@@ -55,12 +55,16 @@ def _run_warnings(e: Any) -> list[Part]:
     """run_started's warnings (issue 9): commands on the host, protected files changed."""
     out: list[Part] = []
     if getattr(e, "commands", "sandbox") == "host":
-        out += [("\n   run_command runs on the host", "yellow"),
-                ' ([sandbox] commands = "host"): commands run as gg\'s user, outside the sandbox']
+        out += [
+            ("\n   run_command runs on the host", "yellow"),
+            ' ([sandbox] commands = "host"): commands run as gg\'s user, outside the sandbox',
+        ]
     changed = getattr(e, "config_changed", None) or []
     if changed:
-        out += [("\n   changed since the last run:", "yellow"),
-                " " + ", ".join(str(c) for c in changed)]
+        out += [
+            ("\n   changed since the last run:", "yellow"),
+            " " + ", ".join(str(c) for c in changed),
+        ]
     return out
 
 
@@ -106,8 +110,9 @@ class Renderer:
             return
         if event.type in ("session_started", "turn", "gate_blocked", "error_turn"):
             turn = (event.turn or 0) + (0 if event.type == "turn" else 1)
-            self._status.update(line((f"{event.session_id}: waiting for the model (turn "
-                                      f"{turn})…", "dim")))
+            self._status.update(
+                line((f"{event.session_id}: waiting for the model (turn {turn})…", "dim"))
+            )
             self._status.start()
         if event.type == "run_ended":
             self._status.stop()
@@ -116,24 +121,33 @@ class Renderer:
         t = e.type
         sid: Part = (f"{e.session_id} ", "dim") if getattr(e, "session_id", None) else ""
         if t == "run_started":
-            return line((f"gg run {e.run_id}", "bold"), f" · workspace {e.workspace} · model "
-                        f"{_spec(e.settings)} · sandbox {e.isolation}",
-                        *_run_warnings(e))
+            return line(
+                (f"gg run {e.run_id}", "bold"),
+                f" · workspace {e.workspace} · model {_spec(e.settings)} · sandbox {e.isolation}",
+                *_run_warnings(e),
+            )
         if t == "session_started":
             parent = f" · parent {e.parent}" if e.parent else ""
-            return line(sid, ("▶ session", "bold cyan"), f" role {e.role} · mode {e.mode} · "
-                        f"model {e.model}{parent}\n   task: {_one_line(e.task)}")
+            return line(
+                sid,
+                ("▶ session", "bold cyan"),
+                f" role {e.role} · mode {e.mode} · "
+                f"model {e.model}{parent}\n   task: {_one_line(e.task)}",
+            )
         if t == "turn":
             u = e.usage
             calls = ", ".join(e.calls) or "no calls"
             said: Part = (f"\n   “{_one_line(e.text)}”", "dim") if e.text.strip() else ""
-            return line(sid, (f"turn {e.turn}", "bold"), f" · {e.seconds:.2f} s · "
-                        f"{u.input_tokens}→{u.output_tokens} tok · {calls}", said)
+            return line(
+                sid,
+                (f"turn {e.turn}", "bold"),
+                f" · {e.seconds:.2f} s · {u.input_tokens}→{u.output_tokens} tok · {calls}",
+                said,
+            )
         if t == "tool_call":
             return line(f"   → {e.name}({_args(e.arguments)})")
         if t == "tool_result":
-            return line("   ", ("←", "green" if e.ok else "red"), " ",
-                        _one_line(e.excerpt, 140))
+            return line("   ", ("←", "green" if e.ok else "red"), " ", _one_line(e.excerpt, 140))
         return self._line_ending(e, t, sid)
 
     def _line_ending(self, e: Any, t: str, sid: Part) -> Text | None:
@@ -142,22 +156,29 @@ class Renderer:
         if t == "ending_declared":
             return line(sid, (f"◆ {e.call} declared", "magenta"), " ", _args(e.arguments, 200))
         if t == "ending_refused":
-            return line(sid, (f"✗ {e.call} refused ({e.reason})", "red"),
-                        f": {_one_line(e.message)}")
+            return line(
+                sid, (f"✗ {e.call} refused ({e.reason})", "red"), f": {_one_line(e.message)}"
+            )
         if t == "ending_superseded":
             return line(sid, (f"{e.count} earlier declaration(s) superseded", "yellow"))
         if t == "ending_revoked":
             return line(sid, (f"↺ {e.call} revoked", "yellow"), f": {_one_line(e.error)}")
         if t == "gate_passed":
-            return line(sid, ("✓ ending gate passed", "green"),
-                        f" ({e.hooks} agent-stop hook(s))")
+            return line(sid, ("✓ ending gate passed", "green"), f" ({e.hooks} agent-stop hook(s))")
         if t == "gate_blocked":
             broken: Part = (" (the hook itself failed)", "red") if e.failed else ""
-            return line(sid, (f"⛔ ending gate blocked by agent-stop hook {e.hook}", "yellow"),
-                        broken, f": {_one_line(e.reason, 300)}")
+            return line(
+                sid,
+                (f"⛔ ending gate blocked by agent-stop hook {e.hook}", "yellow"),
+                broken,
+                f": {_one_line(e.reason, 300)}",
+            )
         if t == "ceiling_tripped":
-            self.console.print(Panel(inert_text(e.diagnosis), title=line(f"ceiling: {e.ceiling}"),
-                                     border_style="red"))
+            self.console.print(
+                Panel(
+                    inert_text(e.diagnosis), title=line(f"ceiling: {e.ceiling}"), border_style="red"
+                )
+            )
             return None
         return self._line_end(e, t, sid)
 
@@ -166,8 +187,11 @@ class Renderer:
         if t == "session_ended":
             turns = f"{e.turns} turn{'' if e.turns == 1 else 's'}"
             if e.ending:
-                return line(sid, (f"■ session ended by {e.ending.get('call', '?')}", "bold green"),
-                            f" after {turns}")
+                return line(
+                    sid,
+                    (f"■ session ended by {e.ending.get('call', '?')}", "bold green"),
+                    f" after {turns}",
+                )
             return line(sid, ("■ session stopped", "bold red"), f" after {turns}")
         if t == "run_ended":
             colour = "green" if e.status == "ended" else "red"
@@ -201,9 +225,14 @@ def summary_table(events: list[Event]) -> Table:
             blocks[sid] += 1
         elif e.type == "session_ended" and sid in rows:
             rows[sid]["turns"] = e.turns
-            rows[sid]["end"] = (str(e.ending.get("call", "?")) if e.ending
-                                else f"stopped ({e.ceiling or 'model'})")
+            rows[sid]["end"] = (
+                str(e.ending.get("call", "?")) if e.ending else f"stopped ({e.ceiling or 'model'})"
+            )
     for sid, r in rows.items():
-        table.add_row(*(inert_text(str(cell)) for cell in (
-            sid, r["role"], r["turns"], errors[sid], blocks[sid], r["end"])))
+        table.add_row(
+            *(
+                inert_text(str(cell))
+                for cell in (sid, r["role"], r["turns"], errors[sid], blocks[sid], r["end"])
+            )
+        )
     return table

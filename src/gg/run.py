@@ -73,9 +73,12 @@ def arm_from_settings(tools: ToolsSettings) -> ToolsetArm:
         raise UserError(f"tools.arm: no toolset arm named {tools.arm!r} in [tools.arms]")
     spec = tools.arms[tools.arm]
     caps = spec.capabilities if spec.capabilities is not None else tools.capabilities
-    return ToolsetArm(name=tools.arm, capabilities=tuple(caps),
-                      offer=None if spec.offer is None else tuple(spec.offer),
-                      withhold=tuple(spec.withhold))
+    return ToolsetArm(
+        name=tools.arm,
+        capabilities=tuple(caps),
+        offer=None if spec.offer is None else tuple(spec.offer),
+        withhold=tuple(spec.withhold),
+    )
 
 
 class Run:
@@ -130,28 +133,34 @@ class Run:
         self.run_id = run_id or new_run_id()
         self._sandbox: Any = None
         self.sandbox_facts: dict[str, Any] = {}
-        approval = trust.check(self.workspace, settings, configs=self._config_keys(configs),
-                               trust=trust_config)
+        approval = trust.check(
+            self.workspace, settings, configs=self._config_keys(configs), trust=trust_config
+        )
         self.snapshot = self._snapshot(configs)
         """Digests of gg.toml and the hook scripts at run start (issue 9 item 2)."""
         self.config_changed = changed_since_last_run(self.snapshot)
         if self.config_changed:
-            print(f"gg: warning: changed since this workspace's last run: "
-                  f"{inert(', '.join(self.config_changed))} (check them before trusting this run's "
-                  "settings and hooks)", file=sys.stderr)
+            print(
+                f"gg: warning: changed since this workspace's last run: "
+                f"{inert(', '.join(self.config_changed))} (check them before trusting this run's "
+                "settings and hooks)",
+                file=sys.stderr,
+            )
         self._install = install_inside(self.workspace)  # before the probe makes the sandbox
         self.isolation = isolation or self._probe()
         if self._install == self.workspace:
             raise UserError(
                 "the workspace is on gg's import path (python -m gg started inside it, or "
                 "PYTHONPATH): a module an agent writes there would run in the next gg, with "
-                "your keys. Run the gg command, or start Python outside the workspace")
+                "your keys. Run the gg command, or start Python outside the workspace"
+            )
         if self._install is not None and not self.isolation.startswith("bwrap"):
             raise UserError(
                 f"gg's own installation ({self._install}) is inside the workspace, and the "
                 f"sandbox layer in force ({self.isolation}) cannot make it read-only: an agent "
                 "could change gg itself and run code in the next gg, with your keys. Install "
-                "gg outside the workspace (or run where bubblewrap works)")
+                "gg outside the workspace (or run where bubblewrap works)"
+            )
         self._git_before = git_state(self.workspace)
         self._repos_before = nested_repos(self.workspace)
         self.ceilings = Ceilings(**settings.ceilings.model_dump())
@@ -166,16 +175,18 @@ class Run:
         warn_legacy(self.workspace)
         self._sessions = 0
         self._overviews: dict[Path, str] = {}
-        self.stream.emit(RunStarted(
-            run_id=self.run_id,
-            settings=settings.model_dump(mode="json"),
-            isolation=self.isolation,
-            sandbox=self.sandbox_facts,
-            pid=os.getpid(),
-            workspace=str(self.workspace),
-            commands=settings.sandbox.commands,
-            config_changed=list(self.config_changed),
-        ))
+        self.stream.emit(
+            RunStarted(
+                run_id=self.run_id,
+                settings=settings.model_dump(mode="json"),
+                isolation=self.isolation,
+                sandbox=self.sandbox_facts,
+                pid=os.getpid(),
+                workspace=str(self.workspace),
+                commands=settings.sandbox.commands,
+                config_changed=list(self.config_changed),
+            )
+        )
 
     def _config_keys(self, configs: Sequence[Path]) -> list[str]:
         """``gg.toml`` and the ``--config`` files: relative to the workspace when inside it
@@ -183,8 +194,11 @@ class Run:
         keys = {"gg.toml"}
         for path in configs:
             real = Path(path).resolve()
-            keys.add(real.relative_to(self.workspace).as_posix()
-                     if real.is_relative_to(self.workspace) else str(real))
+            keys.add(
+                real.relative_to(self.workspace).as_posix()
+                if real.is_relative_to(self.workspace)
+                else str(real)
+            )
         return sorted(keys)
 
     def _snapshot(self, configs: Sequence[Path]) -> Snapshot:
@@ -218,10 +232,16 @@ class Run:
 
             cfg = self.settings.sandbox
             forced = None if cfg.isolation == "auto" else Isolation(cfg.isolation)
-            limits = Limits(wall_s=cfg.wall_s, cpu_s=cfg.cpu_s, memory_mb=cfg.memory_mb,
-                            processes=cfg.processes, output_bytes=cfg.output_bytes,
-                            write_bytes=cfg.write_bytes, write_files=cfg.write_files,
-                            program_bytes=cfg.program_bytes)
+            limits = Limits(
+                wall_s=cfg.wall_s,
+                cpu_s=cfg.cpu_s,
+                memory_mb=cfg.memory_mb,
+                processes=cfg.processes,
+                output_bytes=cfg.output_bytes,
+                write_bytes=cfg.write_bytes,
+                write_files=cfg.write_files,
+                program_bytes=cfg.program_bytes,
+            )
             self._sandbox = Sandbox(limits=limits, isolation=forced)
             # read-only under bubblewrap: gg.toml, hook scripts, .git (the operator's git
             # runs what is in it), and gg's own installation if it lies in the workspace
@@ -239,20 +259,32 @@ class Run:
         self._sessions += 1
         return f"s{self._sessions}"
 
-    def tool_context(self, workspace: Path | None = None, *, session_id: str | None = None,
-                     depth: int = 0) -> ToolContext:
+    def tool_context(
+        self, workspace: Path | None = None, *, session_id: str | None = None, depth: int = 0
+    ) -> ToolContext:
         """What registry tools of a session get: its workspace, the run, its id and depth."""
-        return ToolContext(workspace=workspace or self.workspace,
-                           output_cap=self.settings.tools.output_cap, run=self,
-                           session_id=session_id, depth=depth)
+        return ToolContext(
+            workspace=workspace or self.workspace,
+            output_cap=self.settings.tools.output_cap,
+            run=self,
+            session_id=session_id,
+            depth=depth,
+        )
 
     def arm(self) -> ToolsetArm:
         """The toolset arm the run uses (``[tools] arm``), a filter over the registry."""
         return arm_from_settings(self.settings.tools)
 
-    def make_mode(self, *, role: Role, mode: str, language: Language,
-                  workspace: Path | None = None, session_id: str | None = None,
-                  depth: int = 0) -> Mode:
+    def make_mode(
+        self,
+        *,
+        role: Role,
+        mode: str,
+        language: Language,
+        workspace: Path | None = None,
+        session_id: str | None = None,
+        depth: int = 0,
+    ) -> Mode:
         """Build the execution mode of a session (SPEC M1, M2)."""
         if self._mode_factory is not None:
             return self._mode_factory(run=self, role=role, mode=mode, language=language)
@@ -262,8 +294,14 @@ class Run:
         if mode == "code":
             from gg.modes.code import CodeMode
 
-            return CodeMode(role=role, language=language, tools=tools, context=context,
-                            sandbox=self.sandbox(), arm=arm.name)
+            return CodeMode(
+                role=role,
+                language=language,
+                tools=tools,
+                context=context,
+                sandbox=self.sandbox(),
+                arm=arm.name,
+            )
         return ToolCallingMode(role=role, tools=tools, context=context, arm=arm.name)
 
     async def session(
@@ -296,12 +334,26 @@ class Run:
         r = Role(role) if role is not None else s.role
         ws = workspace.resolve() if workspace is not None else self.workspace
         sid = resume.session_id if resume is not None else self.new_session_id()
-        m = self.make_mode(role=r, mode=mode or s.mode, language=language or s.language,
-                           workspace=ws, session_id=sid, depth=depth)
+        m = self.make_mode(
+            role=r,
+            mode=mode or s.mode,
+            language=language or s.language,
+            workspace=ws,
+            session_id=sid,
+            depth=depth,
+        )
         extra = "\n\n".join(p for p in (self.workspace_overview(ws), extra_prompt) if p)
-        return await run_session(self, task=task, role=r, mode=m, parent=parent,
-                                 extra_prompt=extra, workspace=ws, resume=resume,
-                                 session_id=sid)
+        return await run_session(
+            self,
+            task=task,
+            role=r,
+            mode=m,
+            parent=parent,
+            extra_prompt=extra,
+            workspace=ws,
+            resume=resume,
+            session_id=sid,
+        )
 
     def workspace_overview(self, workspace: Path, limit: int = 40) -> str:
         """A short listing of ``workspace``'s top level for the system prompt (cached)."""
@@ -310,7 +362,8 @@ class Run:
                 with os.scandir(workspace) as entries:
                     names = sorted(
                         e.name + ("/" if e.is_dir(follow_symlinks=False) else "")
-                        for e in itertools.islice(entries, 10_000) if not e.name.startswith(".")
+                        for e in itertools.islice(entries, 10_000)
+                        if not e.name.startswith(".")
                     )
             except OSError:
                 names = []
@@ -321,20 +374,29 @@ class Run:
             )
         return self._overviews[workspace]
 
-    def end(self, status: Literal["ended", "stopped"], diagnosis: str | None = None, *,
-            exit_code: int | None = None) -> int:
+    def end(
+        self,
+        status: Literal["ended", "stopped"],
+        diagnosis: str | None = None,
+        *,
+        exit_code: int | None = None,
+    ) -> int:
         """Write ``run_ended`` and close the stream. Returns the exit code (SPEC O3):
         0 ended, 1 stopped; ``exit_code`` overrides it (130: interrupted by the operator)."""
         code = exit_code if exit_code is not None else (0 if status == "ended" else 1)
         changed = git_changes(self._git_before, git_state(self.workspace))
         changed += sorted(nested_repos(self.workspace) - self._repos_before)
         if changed and not self.stream.closed:
-            print(f"gg: warning: this run changed or made {inert(', '.join(changed))} (git "
-                  "configuration, hooks or repositories in the workspace): git runs what is "
-                  "configured there (hooks, fsmonitor, filters). Review them before you run "
-                  "git in this workspace", file=sys.stderr)
+            print(
+                f"gg: warning: this run changed or made {inert(', '.join(changed))} (git "
+                "configuration, hooks or repositories in the workspace): git runs what is "
+                "configured there (hooks, fsmonitor, filters). Review them before you run "
+                "git in this workspace",
+                file=sys.stderr,
+            )
         if not self.stream.closed:
-            self.stream.emit(RunEnded(run_id=self.run_id, status=status, exit_code=code,
-                                      diagnosis=diagnosis))
+            self.stream.emit(
+                RunEnded(run_id=self.run_id, status=status, exit_code=code, diagnosis=diagnosis)
+            )
             self.stream.close()
         return code

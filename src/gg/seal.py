@@ -109,8 +109,9 @@ class Sealer:
                 os.close(fd)
             self._head = open_private(directory / HEAD_NAME, os.O_RDWR, create=True)
         except FileExistsError as exc:
-            raise StateError(f"{str(directory)!r} already holds a sealed stream (a run id "
-                             "used twice?)") from exc
+            raise StateError(
+                f"{str(directory)!r} already holds a sealed stream (a run id used twice?)"
+            ) from exc
         fcntl.flock(self._head, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self.write_head(0, _ZERO)
 
@@ -136,7 +137,10 @@ class Sealer:
             return
         self._head_seq = seq
         record = b'{"seq":%d,"chain":"%s","closed":%s}' % (
-            seq, binascii.hexlify(chain), b"true" if closed else b"false")
+            seq,
+            binascii.hexlify(chain),
+            b"true" if closed else b"false",
+        )
         os.pwrite(self._head, record.ljust(_HEAD_SIZE - 1) + b"\n", 0)
 
     def close(self) -> None:
@@ -150,7 +154,7 @@ class Sealer:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 # -- verdicts ------------------------------------------------------------------------------
@@ -205,8 +209,10 @@ class Unended:
 
     def message(self) -> str:
         """One line for the operator."""
-        return (f"stream intact but the run did not end: {self.events} events verified, no "
-                "run_ended (its process was killed or crashed)")
+        return (
+            f"stream intact but the run did not end: {self.events} events verified, no "
+            "run_ended (its process was killed or crashed)"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -226,8 +232,10 @@ class Altered:
 
     def message(self) -> str:
         """One line for the operator."""
-        return (f"STREAM ALTERED at event {self.at}: {self.reason}. Only the {self.at - 1} "
-                "events before it are gg's; nothing from there on is shown")
+        return (
+            f"STREAM ALTERED at event {self.at}: {self.reason}. Only the {self.at - 1} "
+            "events before it are gg's; nothing from there on is shown"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,8 +253,10 @@ class Truncated:
 
     def message(self) -> str:
         """One line for the operator."""
-        return (f"STREAM TRUNCATED after event {self.after} of {self.of}: the last "
-                f"{self.of - self.after} events gg wrote were removed")
+        return (
+            f"STREAM TRUNCATED after event {self.after} of {self.of}: the last "
+            f"{self.of - self.after} events gg wrote were removed"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -267,8 +277,10 @@ class Unkeyed:
     def message(self) -> str:
         """One line for the operator."""
         what = "its numbering is intact" if self.sealed else "it carries no chain (gg 0.1?)"
-        return (f"STREAM UNVERIFIED: {self.why}, so its {self.events} events cannot be "
-                f"checked ({what}); anyone could have written it")
+        return (
+            f"STREAM UNVERIFIED: {self.why}, so its {self.events} events cannot be "
+            f"checked ({what}); anyone could have written it"
+        )
 
 
 Verdict: TypeAlias = Intact | Running | Unended | Altered | Truncated | Unkeyed
@@ -353,8 +365,10 @@ class Checker:
         except ValueError as e:
             raise UserError(f"{self.path}: line 1 is not a gg stream event ({e})") from None
         if obj.get("type") != "run_started":
-            raise UserError(f"{self.path}: not a gg stream (its first event is "
-                            f"{obj.get('type')!r}, not run_started)")
+            raise UserError(
+                f"{self.path}: not a gg stream (its first event is "
+                f"{obj.get('type')!r}, not run_started)"
+            )
         self._locate(obj)
         self._sealed = "chain" in obj
         self.head_at_start = self.read_head()
@@ -372,8 +386,11 @@ class Checker:
             directory = beside  # a stream in gg's own state: its run is where it lies
         if directory is None:
             workspace, run_id = obj.get("workspace"), obj.get("run_id")
-            if not isinstance(workspace, str) or not isinstance(run_id, str) or \
-                    not RUN_ID_PATTERN.fullmatch(run_id):
+            if (
+                not isinstance(workspace, str)
+                or not isinstance(run_id, str)
+                or not RUN_ID_PATTERN.fullmatch(run_id)
+            ):
                 self._why = "its first event names no workspace and run id"
                 return
             try:
@@ -405,12 +422,13 @@ class Checker:
     def _next(self, line: bytes) -> str | None:
         n = self.events + 1
         if not self._sealed:
-            return "a line carries seal fields in an unsealed stream" if b'"chain"' in line \
-                else None
+            return (
+                "a line carries seal fields in an unsealed stream" if b'"chain"' in line else None
+            )
         tail = line[-_SUFFIX:]
         if len(line) <= _SUFFIX or not tail.startswith(_CHAIN_OPEN) or not tail.endswith(b'"}'):
             return "it does not end with a chain value (not a line gg wrote)"
-        data, claimed = line[:-_SUFFIX], tail[len(_CHAIN_OPEN):-2]
+        data, claimed = line[:-_SUFFIX], tail[len(_CHAIN_OPEN) : -2]
         seq = b',"seq":%d' % n
         if not (data.endswith(seq) or (n == 1 and data[:-43].endswith(seq))):
             return f"its sequence number is not {n} (an event was removed, inserted or moved)"
@@ -437,8 +455,12 @@ class Checker:
             except BlockingIOError:
                 live = True
             data = json.loads(os.pread(fd, _HEAD_SIZE, 0))
-            return Head(seq=int(data["seq"]), chain=bytes.fromhex(data["chain"]),
-                        closed=bool(data["closed"]), live=live)
+            return Head(
+                seq=int(data["seq"]),
+                chain=bytes.fromhex(data["chain"]),
+                closed=bool(data["closed"]),
+                live=live,
+            )
         except (ValueError, KeyError, TypeError):
             return Head(live=live)
         finally:

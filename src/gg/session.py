@@ -109,9 +109,19 @@ def _hook_broken(block: Any) -> bool:
 class _Loop:
     """The state of one running session; :func:`run_session` drives it."""
 
-    def __init__(self, run: Run, *, task: str, role: Role, mode: Mode, parent: str | None,
-                 extra_prompt: str, workspace: Path, resume: SessionResult | None,
-                 session_id: str | None) -> None:
+    def __init__(
+        self,
+        run: Run,
+        *,
+        task: str,
+        role: Role,
+        mode: Mode,
+        parent: str | None,
+        extra_prompt: str,
+        workspace: Path,
+        resume: SessionResult | None,
+        session_id: str | None,
+    ) -> None:
         self.run = run
         self.workspace = workspace
         self.role = role
@@ -127,24 +137,42 @@ class _Loop:
         if resume is not None:
             self.messages: list[Message] = [*resume.messages, UserMessage(content=task)]
         else:
-            prompt = system_prompt(role, mode=mode.name, language=mode.language,
-                                   mode_part=mode.prompt_part(), extra=extra_prompt)
+            prompt = system_prompt(
+                role,
+                mode=mode.name,
+                language=mode.language,
+                mode_part=mode.prompt_part(),
+                extra=extra_prompt,
+            )
             self.messages = [SystemMessage(content=prompt), UserMessage(content=task)]
 
     def emit(self, cls: Any, **fields: Any) -> None:
-        self.run.stream.emit(cls(run_id=self.run.run_id, session_id=self.session_id,
-                                 turn=self.turn or None, **fields))
+        self.run.stream.emit(
+            cls(
+                run_id=self.run.run_id, session_id=self.session_id, turn=self.turn or None, **fields
+            )
+        )
 
     async def result(self, ending: Ending | None, diagnosis: Diagnosis | None) -> SessionResult:
         ending_obj = None if ending is None else {"call": ending.call, **ending.arguments()}
-        self.emit(SessionEnded, ending=ending_obj,
-                  ceiling=diagnosis.ceiling if diagnosis else None,
-                  diagnosis=diagnosis.message if diagnosis else None, turns=self.turn)
+        self.emit(
+            SessionEnded,
+            ending=ending_obj,
+            ceiling=diagnosis.ceiling if diagnosis else None,
+            diagnosis=diagnosis.message if diagnosis else None,
+            turns=self.turn,
+        )
         await self.run.stream.sync_turn()
-        return SessionResult(session_id=self.session_id, role=self.role,
-                             status="ended" if ending else "stopped", ending=ending,
-                             diagnosis=diagnosis, turns=self.turn, workspace=self.workspace,
-                             messages=self.messages)
+        return SessionResult(
+            session_id=self.session_id,
+            role=self.role,
+            status="ended" if ending else "stopped",
+            ending=ending,
+            diagnosis=diagnosis,
+            turns=self.turn,
+            workspace=self.workspace,
+            messages=self.messages,
+        )
 
     async def ask(self) -> Reply | Diagnosis:
         tools = self.mode.offered_tools()
@@ -159,11 +187,13 @@ class _Loop:
             return Diagnosis(ceiling=None, message=f"the model ({e.provider}) failed: {e}")
         reply = _with_ids(clean_reply(reply), self.turn)  # the model boundary (issue 9 F4)
         u = reply.usage
-        self.emit(TurnEvent, text=excerpt(reply.text, 500),
-                  calls=[c.name for c in reply.tool_calls],
-                  usage=Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-                              cost=u.cost),
-                  seconds=round(time.perf_counter() - started, 6))
+        self.emit(
+            TurnEvent,
+            text=excerpt(reply.text, 500),
+            calls=[c.name for c in reply.tool_calls],
+            usage=Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost=u.cost),
+            seconds=round(time.perf_counter() - started, 6),
+        )
         self.run.budget.add(tokens=u.input_tokens + u.output_tokens, cost=u.cost)
         self.messages.append(AssistantMessage(content=reply.text, tool_calls=reply.tool_calls))
         if self.cleaned == len(self.messages) - 1:
@@ -171,9 +201,13 @@ class _Loop:
         return reply
 
     async def gate(self, ending: Ending) -> bool:
-        event = StopEvent(role=self.role, ending={"call": ending.call, **ending.arguments()},
-                          session_id=self.session_id, workspace=self.workspace,
-                          blocked_before=self.blocked_total)
+        event = StopEvent(
+            role=self.role,
+            ending={"call": ending.call, **ending.arguments()},
+            session_id=self.session_id,
+            workspace=self.workspace,
+            blocked_before=self.blocked_total,
+        )
         result = await self.run.gate.check(event, place=self.run.hook_place())
         if result.passed:
             self.ceilings.record_gate(blocked=False)
@@ -185,13 +219,23 @@ class _Loop:
             hook, reason, failed = block.hook, block.reason, block.failed
         broken = failed and _hook_broken(block)
         self.blocked_total += 1
-        self.ceilings.record_gate(blocked=True, hook=hook, reason=reason, failed=broken,
-                                  script_changed=block is not None and block.script_changed)
+        self.ceilings.record_gate(
+            blocked=True,
+            hook=hook,
+            reason=reason,
+            failed=broken,
+            script_changed=block is not None and block.script_changed,
+        )
         self.emit(GateBlocked, hook=hook, reason=excerpt(reason, 2000), failed=failed)
-        self.messages.append(UserMessage(content=(
-            f"Your {ending.call} was blocked by the agent-stop hook {hook!r}; the session goes "
-            f"on. The hook's reason:\n{reason}\nFix the problem, then declare again."
-        )))
+        self.messages.append(
+            UserMessage(
+                content=(
+                    f"Your {ending.call} was blocked by the agent-stop hook {hook!r}; "
+                    f"the session goes on. The hook's reason:\n{reason}\n"
+                    "Fix the problem, then declare again."
+                )
+            )
+        )
         return False
 
     def record(self, reply: Reply, outcome: TurnOutcome) -> None:
@@ -202,8 +246,15 @@ class _Loop:
 
 
 async def run_session(
-    run: Run, *, task: str, role: Role, mode: Mode, parent: str | None = None,
-    extra_prompt: str = "", workspace: Path | None = None, resume: SessionResult | None = None,
+    run: Run,
+    *,
+    task: str,
+    role: Role,
+    mode: Mode,
+    parent: str | None = None,
+    extra_prompt: str = "",
+    workspace: Path | None = None,
+    resume: SessionResult | None = None,
     session_id: str | None = None,
 ) -> SessionResult:
     """Drive one session to its ending or to a ceiling (SPEC S1).
@@ -226,19 +277,42 @@ async def run_session(
         The :class:`SessionResult`. Never raises for anything a model sends.
     """
     ws = workspace or run.workspace
-    loop = _Loop(run, task=task, role=role, mode=mode, parent=parent, extra_prompt=extra_prompt,
-                 workspace=ws, resume=resume, session_id=session_id)
-    loop.emit(SessionStarted, role=role.value, mode=mode.name, language=mode.language,
-              arm=str(mode.describe().get("arm", "")), model=run.model.name, parent=parent,
-              task=excerpt(task, 500), resumed=resume is not None)
+    loop = _Loop(
+        run,
+        task=task,
+        role=role,
+        mode=mode,
+        parent=parent,
+        extra_prompt=extra_prompt,
+        workspace=ws,
+        resume=resume,
+        session_id=session_id,
+    )
+    loop.emit(
+        SessionStarted,
+        role=role.value,
+        mode=mode.name,
+        language=mode.language,
+        arm=str(mode.describe().get("arm", "")),
+        model=run.model.name,
+        parent=parent,
+        task=excerpt(task, 500),
+        resumed=resume is not None,
+    )
     while True:
         loop.turn += 1
         reply = await loop.ask()
         if isinstance(reply, Diagnosis):
             loop.turn -= 1  # no reply: the turn never happened
             return await loop.result(None, reply)
-        ctx = TurnContext(run_id=run.run_id, session_id=loop.session_id, turn=loop.turn,
-                          role=role, workspace=ws, emit=loop.emit)
+        ctx = TurnContext(
+            run_id=run.run_id,
+            session_id=loop.session_id,
+            turn=loop.turn,
+            role=role,
+            workspace=ws,
+            emit=loop.emit,
+        )
         outcome = await mode.act(reply, ctx)
         loop.record(reply, outcome)
         if outcome.ending is not None and await loop.gate(outcome.ending):

@@ -124,12 +124,15 @@ def parse_skill_md(text: str, *, path: Path) -> tuple[dict[str, str], str]:
     """
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
-        raise UserError(f"{str(path)!r}: a SKILL.md must start with a '---' line that opens "
-                        "its front matter (name: ..., description: ...)")
+        raise UserError(
+            f"{str(path)!r}: a SKILL.md must start with a '---' line that opens "
+            "its front matter (name: ..., description: ...)"
+        )
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
-        raise UserError(f"{str(path)!r}: the front matter opened on line 1 is never closed "
-                        "by a '---' line")
+        raise UserError(
+            f"{str(path)!r}: the front matter opened on line 1 is never closed by a '---' line"
+        )
     fields: dict[str, str] = {}
     key: str | None = None
     for number, line in enumerate(lines[1:end], start=2):
@@ -141,8 +144,10 @@ def parse_skill_md(text: str, *, path: Path) -> tuple[dict[str, str], str]:
         name, sep, value = line.partition(":")
         name = name.strip()
         if not sep or not name:
-            raise UserError(f"{str(path)!r}, line {number}: expected 'key: value' in the front "
-                            f"matter, got {line.strip()!r}")
+            raise UserError(
+                f"{str(path)!r}, line {number}: expected 'key: value' in the front "
+                f"matter, got {line.strip()!r}"
+            )
         if name in fields:
             raise UserError(f"{str(path)!r}, line {number}: {name!r} is given twice")
         value = value.strip()
@@ -182,8 +187,10 @@ def read_skill_file(path: Path, base: Path | None, *, encoding: str = "utf-8") -
 def _script_of(folder: Path, base: Path | None) -> tuple[Path | None, Language | None]:
     found = [(folder / n, lang) for n, lang in SCRIPTS.items() if _is_file(folder / n, base)]
     if len(found) > 1:
-        raise UserError(f"{str(folder)!r}: a skill has at most one on-use script; found "
-                        f"{' and '.join(p.name for p, _ in found)}")
+        raise UserError(
+            f"{str(folder)!r}: a skill has at most one on-use script; found "
+            f"{' and '.join(p.name for p, _ in found)}"
+        )
     return found[0] if found else (None, None)
 
 
@@ -208,14 +215,25 @@ def load_skill(folder: Path, base: Path | None = None) -> Skill:
     if not name:
         raise UserError(f"{str(path)!r}: the front matter has no 'name'")
     if not _NAME.fullmatch(name):
-        raise UserError(f"{str(path)!r}: name {name!r} must be 1-64 letters, digits, '-', '_' "
-                        "or '.', starting with a letter or digit")
+        raise UserError(
+            f"{str(path)!r}: name {name!r} must be 1-64 letters, digits, '-', '_' "
+            "or '.', starting with a letter or digit"
+        )
     if not description:
-        raise UserError(f"{str(path)!r}: the front matter has no 'description' (say when to "
-                        "use the skill)")
+        raise UserError(
+            f"{str(path)!r}: the front matter has no 'description' (say when to use the skill)"
+        )
     script, language = _script_of(folder, base)
-    return Skill(name=name, description=description, instructions=body, folder=folder,
-                 script=script, language=language, meta=fields, base=base)
+    return Skill(
+        name=name,
+        description=description,
+        instructions=body,
+        folder=folder,
+        script=script,
+        language=language,
+        meta=fields,
+        base=base,
+    )
 
 
 def skill_dirs(workspace: Path) -> list[Path]:
@@ -258,8 +276,10 @@ def discover_skills(workspace: Path) -> dict[str, Skill]:
         for folder in _skill_folders(root, base):
             skill = load_skill(folder, base)
             if skill.name in here:
-                raise UserError(f"two skills are named {skill.name!r} in {str(root)!r}: "
-                                f"{here[skill.name].folder.name!r} and {folder.name!r}")
+                raise UserError(
+                    f"two skills are named {skill.name!r} in {str(root)!r}: "
+                    f"{here[skill.name].folder.name!r} and {folder.name!r}"
+                )
             here[skill.name] = skill
         for name, skill in here.items():
             found.setdefault(name, skill)
@@ -291,9 +311,10 @@ def skills_section(settings: Settings, registry: Registry, workspace: Path) -> s
     lines = [f"- {s.name}: {_one_line(s.description)}" for s in skills[:_SECTION_MAX]]
     if len(skills) > _SECTION_MAX:
         lines.append(f"- ... and {len(skills) - _SECTION_MAX} more")
-    return ("## Skills\nA skill holds instructions for one kind of job. When a job matches "
-            "one, call use_skill with its name first and follow what it returns.\n"
-            + "\n".join(lines))
+    return (
+        "## Skills\nA skill holds instructions for one kind of job. When a job matches "
+        "one, call use_skill with its name first and follow what it returns.\n" + "\n".join(lines)
+    )
 
 
 def _one_line(text: str) -> str:
@@ -347,9 +368,14 @@ async def run_on_use(ctx: ToolContext, source: str, *, language: Language, label
         if problem is not None:
             where = f" (line {problem.line}, column {problem.column})" if problem.line else ""
             raise ToolError(f"{label} does not compile{where}: {problem.message}")
-        result = await run_on_use_script(source, language=language, sandbox=sandbox,
-                                         tools=_script_tools(run), context=ctx,
-                                         emit=_emitter(run, ctx.session_id))
+        result = await run_on_use_script(
+            source,
+            language=language,
+            sandbox=sandbox,
+            tools=_script_tools(run),
+            context=ctx,
+            emit=_emitter(run, ctx.session_id),
+        )
     except ToolError:
         raise
     except GGError as e:
@@ -378,8 +404,11 @@ async def use_skill(name: str, *, ctx: ToolContext) -> str:
             source = read_skill_file(skill.script, skill.base)
         except (OSError, UnicodeDecodeError) as e:
             raise ToolError(f"cannot read {str(skill.script)!r}: {e}") from e
-        parts.append(await run_on_use(ctx, source, language=skill.language,
-                                      label="the skill's on-use script"))
+        parts.append(
+            await run_on_use(
+                ctx, source, language=skill.language, label="the skill's on-use script"
+            )
+        )
     return "\n\n".join(parts)
 
 

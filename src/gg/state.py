@@ -71,8 +71,11 @@ def state_home() -> Path:
     if explicit:
         return Path(explicit).expanduser().absolute()
     xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg).expanduser() if xdg and os.path.isabs(os.path.expanduser(xdg)) else (
-        Path.home() / ".local" / "state")
+    base = (
+        Path(xdg).expanduser()
+        if xdg and os.path.isabs(os.path.expanduser(xdg))
+        else (Path.home() / ".local" / "state")
+    )
     return (base / "gg").absolute()
 
 
@@ -105,14 +108,20 @@ def _check_private(path: Path) -> None:
     except OSError as exc:
         raise StateError(f"cannot use gg's state directory {str(path)!r}: {exc}") from exc
     if not stat.S_ISDIR(st.st_mode):
-        raise StateError(f"gg's state directory {str(path)!r} is not a directory (a symbolic "
-                         "link?); remove it and run again")
+        raise StateError(
+            f"gg's state directory {str(path)!r} is not a directory (a symbolic "
+            "link?); remove it and run again"
+        )
     if st.st_uid != os.geteuid():
-        raise StateError(f"gg's state directory {str(path)!r} belongs to uid {st.st_uid}, not "
-                         f"to gg's user ({os.geteuid()}); gg will not use it")
+        raise StateError(
+            f"gg's state directory {str(path)!r} belongs to uid {st.st_uid}, not "
+            f"to gg's user ({os.geteuid()}); gg will not use it"
+        )
     if st.st_mode & 0o077:
-        raise StateError(f"gg's state directory {str(path)!r} is open to other users (mode "
-                         f"{stat.S_IMODE(st.st_mode):o}); run 'chmod 700' on it")
+        raise StateError(
+            f"gg's state directory {str(path)!r} is open to other users (mode "
+            f"{stat.S_IMODE(st.st_mode):o}); run 'chmod 700' on it"
+        )
 
 
 def state_path(workspace: Path) -> Path:
@@ -149,7 +158,8 @@ def _outside(home: Path, workspace: Path) -> None:
         raise StateError(
             f"gg's state directory {str(home)!r} lies inside the workspace {str(ws)!r}, where "
             "an agent could change it (its stream keys, approved config): set GG_STATE_HOME "
-            "to a directory outside the workspace")
+            "to a directory outside the workspace"
+        )
 
 
 def existing_state(workspace: Path) -> Path | None:
@@ -173,8 +183,10 @@ def check_run_id(run_id: str) -> str:
         UserError: it is empty, too long, or holds a ``/``, a leading dot or other characters.
     """
     if not RUN_ID_PATTERN.fullmatch(run_id):
-        raise UserError(f"bad run id {run_id!r}: letters, digits, '.', '_' and '-' only "
-                        "(at most 80, not starting with '.' or '-')")
+        raise UserError(
+            f"bad run id {run_id!r}: letters, digits, '.', '_' and '-' only "
+            "(at most 80, not starting with '.' or '-')"
+        )
     return run_id
 
 
@@ -187,7 +199,6 @@ def run_dir(workspace: Path, run_id: str) -> Path:
     """
     runs = private_dir(workspace_state(workspace) / "runs")
     return private_dir(runs / check_run_id(run_id))
-
 
 
 def open_private(path: Path, flags: int, *, create: bool = False) -> int:
@@ -206,12 +217,12 @@ def open_private(path: Path, flags: int, *, create: bool = False) -> int:
     """
     extra = os.O_CREAT | os.O_EXCL if create else 0
     try:
-        fd = os.open(path, flags | extra | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
-                     0o600)
+        fd = os.open(path, flags | extra | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # the last component is a symbolic link
-            raise StateError(f"gg's state file {str(path)!r} is a symbolic link; gg will "
-                             "not follow it") from None
+            raise StateError(
+                f"gg's state file {str(path)!r} is a symbolic link; gg will not follow it"
+            ) from None
         raise
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
@@ -251,7 +262,9 @@ def warn_legacy(workspace: Path) -> list[Path]:
             found.append(path)
     if found:
         names = ", ".join(str(p) for p in found)
-        sys.stderr.write(f"gg: warning: ignored {names}: written by gg 0.1 inside the "
-                         "workspace, where agents could edit it; gg's state now lives in "
-                         f"{state_path(workspace)}\n")
+        sys.stderr.write(
+            f"gg: warning: ignored {names}: written by gg 0.1 inside the "
+            "workspace, where agents could edit it; gg's state now lives in "
+            f"{state_path(workspace)}\n"
+        )
     return found

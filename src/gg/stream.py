@@ -533,8 +533,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def read_events(path: Path, *, follow: bool = False, poll_s: float = 0.2,
-                check: Checker | None = None) -> Iterator[Event]:
+def read_events(
+    path: Path, *, follow: bool = False, poll_s: float = 0.2, check: Checker | None = None
+) -> Iterator[Event]:
     """Yield the events of a stream file in order.
 
     Args:
@@ -571,8 +572,10 @@ def read_events(path: Path, *, follow: bool = False, poll_s: float = 0.2,
                     continue
                 event = _parse_line(line, path, number)
                 if number == 1 and event.type != "run_started":
-                    raise UserError(f"{path}: not a gg stream (its first event is "
-                                    f"{event.type!r}, not run_started)")
+                    raise UserError(
+                        f"{path}: not a gg stream (its first event is "
+                        f"{event.type!r}, not run_started)"
+                    )
                 if event.type == "run_started":
                     writer = event.pid
                 yield event

@@ -46,10 +46,24 @@ from rich.text import Text
 __all__ = ["inert", "inert_json", "inert_text", "line"]
 
 _CANDIDATES = (
-    (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
-    (0x0890, 0x0891), (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x2028, 0x202E),
-    (0x2060, 0x206F), (0xFEFF, 0xFEFF), (0xFFF0, 0xFFFB), (0x110BD, 0x110BD),
-    (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0x00AD, 0x00AD),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x2028, 0x202E),
+    (0x2060, 0x206F),
+    (0xFEFF, 0xFEFF),
+    (0xFFF0, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
     (0xE0000, 0xE0FFF),
 )
 """Where Unicode puts its format characters and separators (Cf, Zl, Zp)."""
@@ -57,8 +71,12 @@ _CANDIDATES = (
 
 def _format_class() -> str:
     """The format characters and separators of this Python's Unicode version, as a class."""
-    codes = [c for lo, hi in _CANDIDATES for c in range(lo, hi + 1)
-             if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp")]
+    codes = [
+        c
+        for lo, hi in _CANDIDATES
+        for c in range(lo, hi + 1)
+        if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp")
+    ]
     ranges: list[list[int]] = []
     for c in codes:
         if ranges and ranges[-1][1] == c - 1:

@@ -75,9 +75,14 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
         out.append(f"[sandbox] isolation = {box.isolation!r}")
     for hook in settings.hooks.agent_stop:
         if hook.trusted:
-            scripts = "" if snapshot is None else "".join(
-                f" [{key} {snapshot.digests.get(key)}]"
-                for key in snapshot.hooks.get(hook.command, ()))
+            scripts = (
+                ""
+                if snapshot is None
+                else "".join(
+                    f" [{key} {snapshot.digests.get(key)}]"
+                    for key in snapshot.hooks.get(hook.command, ())
+                )
+            )
             out.append(f"[[hooks.agent_stop]] trusted = true: {hook.command}{scripts}")
         if hook.pass_env:
             out.append(f"[[hooks.agent_stop]] pass_env = {sorted(hook.pass_env)}: {hook.command}")
@@ -92,8 +97,11 @@ def gate(settings: Settings) -> list[str]:
     """The run's agent-stop hooks as lines (command, roles, ``on_error``): one the last
     approved config had and this one lacks is a weakened gate (removed, made to pass on
     failure, or bound to fewer roles)."""
-    return sorted(f"[[hooks.agent_stop]] {h.command} (roles {sorted(r.value for r in h.roles)}, "
-                  f"on_error {h.on_error})" for h in settings.hooks.agent_stop)
+    return sorted(
+        f"[[hooks.agent_stop]] {h.command} (roles {sorted(r.value for r in h.roles)}, "
+        f"on_error {h.on_error})"
+        for h in settings.hooks.agent_stop
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,8 +125,14 @@ class Approval:
             tmp = folder / f".{_NAME}.{os.getpid()}"
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
             with os.fdopen(os.open(tmp, flags, 0o600), "w", encoding="utf-8") as f:
-                json.dump({"digest": self.digest, "settings": list(self.settings),
-                           "hooks": list(self.hooks)}, f)
+                json.dump(
+                    {
+                        "digest": self.digest,
+                        "settings": list(self.settings),
+                        "hooks": list(self.hooks),
+                    },
+                    f,
+                )
             os.replace(tmp, folder / _NAME)
 
 
@@ -154,8 +168,11 @@ def _read(path: Path) -> _Record | None:
         return frozenset(str(i) for i in items) if isinstance(items, list) else frozenset()
 
     digest = data.get("digest")
-    return _Record(digest=digest if isinstance(digest, str) else None,
-                   settings=strings("settings"), hooks=strings("hooks"))
+    return _Record(
+        digest=digest if isinstance(digest, str) else None,
+        settings=strings("settings"),
+        hooks=strings("hooks"),
+    )
 
 
 def _last(workspace: Path) -> _Record | None:
@@ -170,8 +187,13 @@ def _last(workspace: Path) -> _Record | None:
     return None
 
 
-def check(workspace: Path, settings: Settings, *, configs: Sequence[str] = ("gg.toml",),
-          trust: bool = False) -> Approval:
+def check(
+    workspace: Path,
+    settings: Settings,
+    *,
+    configs: Sequence[str] = ("gg.toml",),
+    trust: bool = False,
+) -> Approval:
     """Refuse a changed config that newly weakens the boundary or the gate (the module's rule).
 
     Args:
@@ -190,13 +212,15 @@ def check(workspace: Path, settings: Settings, *, configs: Sequence[str] = ("gg.
             the hooks gone, and says how to confirm them (exit 2, nothing written).
     """
     keys = sorted({"gg.toml", *(k for k in configs if not os.path.isabs(k))})
-    snapshot = Snapshot.take(workspace, configs=keys,
-                             commands=[h.command for h in settings.hooks.agent_stop])
-    digest = "sha256:" + hashlib.sha256(
-        json.dumps(sorted(snapshot.digests.items())).encode()).hexdigest()
+    snapshot = Snapshot.take(
+        workspace, configs=keys, commands=[h.command for h in settings.hooks.agent_stop]
+    )
+    digest = (
+        "sha256:"
+        + hashlib.sha256(json.dumps(sorted(snapshot.digests.items())).encode()).hexdigest()
+    )
     now, hooks = weakening(settings, snapshot), gate(settings)
-    approval = Approval(workspace=workspace, digest=digest, settings=tuple(now),
-                        hooks=tuple(hooks))
+    approval = Approval(workspace=workspace, digest=digest, settings=tuple(now), hooks=tuple(hooks))
     last = _last(workspace)
     if trust or last is None or last.digest == digest:
         return approval
@@ -206,8 +230,10 @@ def check(workspace: Path, settings: Settings, *, configs: Sequence[str] = ("gg.
         raise ConfigError(
             f"{', '.join(keys)} or a hook's script changed since this workspace's last run "
             "(or this workspace lies inside one that had runs), and the settings now weaken "
-            "the sandbox, the ending gate, or send data elsewhere: " + "; ".join(new + lost)
+            "the sandbox, the ending gate, or send data elsewhere: "
+            + "; ".join(new + lost)
             + ". An agent of an earlier run could have written them: review them, then run "
             "again with --trust-config (Python: trust_config=True) to accept them",
-            key="gg.toml")
+            key="gg.toml",
+        )
     return approval

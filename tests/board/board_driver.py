@@ -25,18 +25,25 @@ SLOW = os.environ.get("GG_TEST_SLOW_REVIEW", "")
 
 
 def implementer(n: int, messages: list[Any]) -> gg.Reply:
-    asked = [i for i, m in enumerate(messages)
-             if m.role == "user" and "requested changes" in m.content]
-    since = messages[asked[-1]:] if asked else messages
+    asked = [
+        i for i, m in enumerate(messages) if m.role == "user" and "requested changes" in m.content
+    ]
+    since = messages[asked[-1] :] if asked else messages
     k = sum(1 for m in since if m.role == "assistant")
     if asked:
-        return [call("write_file", path="greet.py", content=GREET_DOC),
-                call("finish", summary="Added the docstring.")][min(k, 1)]
+        return [
+            call("write_file", path="greet.py", content=GREET_DOC),
+            call("finish", summary="Added the docstring."),
+        ][min(k, 1)]
     if n == 1:
-        return [call("write_file", path="greet.py", content=GREET_FIXED),
-                call("finish", summary="Fixed greet.")][min(k, 1)]
-    return [call("write_file", path="farewell.py", content=FAREWELL),
-            call("finish", summary="Added farewell.")][min(k, 1)]
+        return [
+            call("write_file", path="greet.py", content=GREET_FIXED),
+            call("finish", summary="Fixed greet."),
+        ][min(k, 1)]
+    return [
+        call("write_file", path="farewell.py", content=FAREWELL),
+        call("finish", summary="Added farewell."),
+    ][min(k, 1)]
 
 
 async def answer(messages: list[Any], tools: list[gg.ToolSpec]) -> gg.Reply:
@@ -55,8 +62,13 @@ async def answer(messages: list[Any], tools: list[gg.ToolSpec]) -> gg.Reply:
 
 
 def main() -> int:
-    board = Board(Path(sys.argv[1]), model=FunctionModel(answer), reviewers=1, max_rounds=2,
-                  concurrency=int(os.environ.get("GG_TEST_CONCURRENCY", "1")))
+    board = Board(
+        Path(sys.argv[1]),
+        model=FunctionModel(answer),
+        reviewers=1,
+        max_rounds=2,
+        concurrency=int(os.environ.get("GG_TEST_CONCURRENCY", "1")),
+    )
     if not board.list():
         board.add("Greet politely", body="greet('Ann') must return 'Hello, Ann!'.")
         board.add("Say farewell")

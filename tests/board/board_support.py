@@ -12,26 +12,28 @@ from typing import Any
 
 from gg.board.git import GIT_IDENTITY
 
-HOOK = ("out=$(python3 -m unittest -q 2>&1) || "
-        "{ printf '%s\\n' \"$out\" | tail -n 20 >&2; exit 2; }")
+HOOK = "out=$(python3 -m unittest -q 2>&1) || { printf '%s\\n' \"$out\" | tail -n 20 >&2; exit 2; }"
 
 GREET_BUGGY = 'def greet(name):\n    return "hello " + name\n'
 GREET_FIXED = 'def greet(name):\n    return f"Hello, {name}!"\n'
-GREET_DOC = ('def greet(name):\n    """Greet ``name`` politely."""\n'
-             '    return f"Hello, {name}!"\n')
-TEST_GREET = ("import unittest\n\nfrom greet import greet\n\n\n"
-              "class GreetTest(unittest.TestCase):\n"
-              "    def test_greet(self):\n"
-              "        self.assertEqual(greet('Ann'), 'Hello, Ann!')\n")
-TEST_GREET_MORE = TEST_GREET + ("\n    def test_empty(self):\n"
-                                "        self.assertEqual(greet(''), 'Hello, !')\n")
+GREET_DOC = 'def greet(name):\n    """Greet ``name`` politely."""\n    return f"Hello, {name}!"\n'
+TEST_GREET = (
+    "import unittest\n\nfrom greet import greet\n\n\n"
+    "class GreetTest(unittest.TestCase):\n"
+    "    def test_greet(self):\n"
+    "        self.assertEqual(greet('Ann'), 'Hello, Ann!')\n"
+)
+TEST_GREET_MORE = TEST_GREET + (
+    "\n    def test_empty(self):\n        self.assertEqual(greet(''), 'Hello, !')\n"
+)
 
 
 def git(repo: Path, *args: str) -> str:
     """Run git in ``repo`` with gg's identity; its stdout (stripped)."""
     env = {**os.environ, **GIT_IDENTITY}
-    out = subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True,
-                         text=True)
+    out = subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    )
     return out.stdout.strip()
 
 
@@ -39,20 +41,30 @@ def gg_toml(*, hook: bool = True, extra: str = "") -> str:
     """A gg.toml for tests: the unittest hook for Standard sessions."""
     text = "[ceilings]\nmax_turns = 12\n"
     if hook:
-        text += (f"\n[[hooks.agent_stop]]\ncommand = {json.dumps(HOOK)}\ntimeout_s = 60\n"
-                 'roles = ["standard"]\n')
+        text += (
+            f"\n[[hooks.agent_stop]]\ncommand = {json.dumps(HOOK)}\ntimeout_s = 60\n"
+            'roles = ["standard"]\n'
+        )
     return text + extra
 
 
-def make_repo(path: Path, *, files: dict[str, str] | None = None, toml: str | None = None,
-              ) -> Path:
+def make_repo(
+    path: Path,
+    *,
+    files: dict[str, str] | None = None,
+    toml: str | None = None,
+) -> Path:
     """Create a repository on ``main`` with ``files`` committed (default: greet + its test)."""
     path.mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")
-    contents = files if files is not None else {"greet.py": GREET_BUGGY,
-                                                 "test_greet.py": TEST_GREET}
-    for name, text in {**contents, ".gitignore": "__pycache__/\n",
-                       "gg.toml": toml if toml is not None else gg_toml()}.items():
+    contents = (
+        files if files is not None else {"greet.py": GREET_BUGGY, "test_greet.py": TEST_GREET}
+    )
+    for name, text in {
+        **contents,
+        ".gitignore": "__pycache__/\n",
+        "gg.toml": toml if toml is not None else gg_toml(),
+    }.items():
         (path / name).write_text(text)
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "initial")

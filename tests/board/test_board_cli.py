@@ -30,11 +30,11 @@ def gg(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
 def test_add_list_show_run(repo: Path, tmp_path: Path) -> None:
     body = tmp_path / "body.md"
     body.write_text("greet('Ann') must return 'Hello, Ann!'.\n")
-    code, out, _ = gg("board", "add", "Greet politely", "--body-file", str(body),
-                      "-w", str(repo))
+    code, out, _ = gg("board", "add", "Greet politely", "--body-file", str(body), "-w", str(repo))
     assert code == 0 and out.strip() == "added #1: Greet politely"
-    code, out, _ = gg("board", "add", "Second", "--body-file", "-", "-w", str(repo), "--json",
-                      stdin="from stdin")
+    code, out, _ = gg(
+        "board", "add", "Second", "--body-file", "-", "-w", str(repo), "--json", stdin="from stdin"
+    )
     assert code == 0 and json.loads(out)["number"] == 2
 
     code, out, _ = gg("board", "list", "-w", str(repo), "--json")
@@ -43,17 +43,37 @@ def test_add_list_show_run(repo: Path, tmp_path: Path) -> None:
     code, out, _ = gg("board", "list", "-w", str(repo))
     assert "Greet politely" in out and "open" in out
 
-    script = write_script(tmp_path / "replies.json", [
-        {"tool_calls": [{"name": "write_file",
-                         "arguments": {"path": "greet.py", "content": GREET_FIXED}}]},
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": "Fixed greet."}}]},
-        {"tool_calls": [{"name": "approve", "arguments": {}}]},
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": "Merged."}}]},
-        # issue 2: the implementer only talks; the session stops on a ceiling
-        {"text": "I will do it."}, {"text": "Done."}, {"text": "Really done."},
-    ])
-    code, out, err = gg("board", "run", "-w", str(repo), "--model", f"scripted:{script}",
-                        "--concurrency", "1", "--json")
+    script = write_script(
+        tmp_path / "replies.json",
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {"path": "greet.py", "content": GREET_FIXED},
+                    }
+                ]
+            },
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": "Fixed greet."}}]},
+            {"tool_calls": [{"name": "approve", "arguments": {}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": "Merged."}}]},
+            # issue 2: the implementer only talks; the session stops on a ceiling
+            {"text": "I will do it."},
+            {"text": "Done."},
+            {"text": "Really done."},
+        ],
+    )
+    code, out, err = gg(
+        "board",
+        "run",
+        "-w",
+        str(repo),
+        "--model",
+        f"scripted:{script}",
+        "--concurrency",
+        "1",
+        "--json",
+    )
     assert code == 1, err
     result = json.loads(out)
     assert result["status"] == "stopped"
@@ -70,8 +90,16 @@ def test_add_list_show_run(repo: Path, tmp_path: Path) -> None:
     assert detail["state"] == "done" and detail["merge_sha"]
     assert detail["body"].startswith("greet('Ann')")
     assert [s["kind"] for s in detail["sessions"]] == ["implementer", "reviewer", "merge"]
-    assert detail["verdicts"] == [{"round": 1, "reviewer": 1, "call": "approve", "items": [],
-                                   "session": 2, "at": detail["verdicts"][0]["at"]}]
+    assert detail["verdicts"] == [
+        {
+            "round": 1,
+            "reviewer": 1,
+            "call": "approve",
+            "items": [],
+            "session": 2,
+            "at": detail["verdicts"][0]["at"],
+        }
+    ]
     assert detail["history"][-1]["to_state"] == "done"
     code, out, _ = gg("board", "show", "2", "-w", str(repo))
     assert code == 0 and "stuck" in out and "history" in out
@@ -84,12 +112,15 @@ def test_run_again_with_nothing_left_is_quick_and_ok(repo: Path, tmp_path: Path)
     assert "all 0 issue(s) done" in out
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["board", "show", "7"], "no issue #7"),
-    (["board", "add", "   "], "needs a title"),
-    (["board", "add", "x", "--body-file", "/nonexistent/body"], "--body-file"),
-    (["board", "run", "--concurrency", "0"], "--concurrency"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["board", "show", "7"], "no issue #7"),
+        (["board", "add", "   "], "needs a title"),
+        (["board", "add", "x", "--body-file", "/nonexistent/body"], "--body-file"),
+        (["board", "run", "--concurrency", "0"], "--concurrency"),
+    ],
+)
 def test_bad_usage_exit_2(repo: Path, args: list[str], needle: str) -> None:
     code, _, err = gg(*args, "-w", str(repo))
     assert code == 2 and needle in err

@@ -41,9 +41,11 @@ def conflict_model() -> tuple[FunctionModel, list[str]]:
         if "conflicts in these files" not in task:
             return call("finish", summary="clean merge")
         # conflicted: first try to finish with the markers still there (the guard blocks)
-        return [call("finish", summary="merged"),
-                call("write_file", path="colors.txt", content=RESOLVED),
-                call("finish", summary="kept both colours")][k]
+        return [
+            call("finish", summary="merged"),
+            call("write_file", path="colors.txt", content=RESOLVED),
+            call("finish", summary="kept both colours"),
+        ][k]
 
     return FunctionModel(answer), merge_tasks
 

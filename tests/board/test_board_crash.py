@@ -21,8 +21,12 @@ DRIVER = Path(__file__).with_name("board_driver.py")
 
 def drive(repo: Path, *, slow: str = "") -> subprocess.Popen[bytes]:
     env = {**os.environ, "GG_TEST_SLOW_REVIEW": slow}
-    return subprocess.Popen([sys.executable, str(DRIVER), str(repo)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, str(DRIVER), str(repo)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def running_review(repo: Path, number: int, round: int) -> bool:
@@ -36,7 +40,8 @@ def running_review(repo: Path, number: int, round: int) -> bool:
                 "SELECT COUNT(*) FROM sessions s JOIN issues i ON s.issue_id = i.id "
                 "WHERE i.number = ? AND s.kind = 'reviewer' AND s.round = ? "
                 "AND s.status = 'running' AND s.session_id IS NOT NULL",
-                (number, round)).fetchone()
+                (number, round),
+            ).fetchone()
         finally:
             con.close()
     except sqlite3.OperationalError:
@@ -47,8 +52,11 @@ def running_review(repo: Path, number: int, round: int) -> bool:
 def final_state(repo: Path) -> dict[str, object]:
     with Board(repo) as board:
         issues = board.list()
-        verdicts = [(i.number, v.round, v.call, v.items)
-                    for i in issues for v in board.show(i.number).verdicts]
+        verdicts = [
+            (i.number, v.round, v.call, v.items)
+            for i in issues
+            for v in board.show(i.number).verdicts
+        ]
     return {
         "tree": git(repo, "rev-parse", "main^{tree}"),
         "states": [(i.number, i.state, i.round) for i in issues],
@@ -70,8 +78,9 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]
 
 
 @pytest.mark.parametrize("round", [1, 2])
-def test_sigkill_during_review_then_resume(tmp_path: Path, uninterrupted: dict[str, object],
-                                           round: int) -> None:
+def test_sigkill_during_review_then_resume(
+    tmp_path: Path, uninterrupted: dict[str, object], round: int
+) -> None:
     repo = make_repo(tmp_path / "repo")
     proc = drive(repo, slow=f"1:{round}")
     deadline = time.monotonic() + 30

@@ -20,8 +20,11 @@ def test_lines_when_not_a_terminal() -> None:
     with display:
         display(Progress(issue=issue(IssueState.IMPLEMENTING), activity="started", event="state"))
         display(Progress(issue=issue(IssueState.IMPLEMENTING), activity="turn 1", event="turn"))
-        display(Progress(issue=issue(IssueState.DONE, merge_sha="abc123"), activity="merged",
-                         event="state"))
+        display(
+            Progress(
+                issue=issue(IssueState.DONE, merge_sha="abc123"), activity="merged", event="state"
+            )
+        )
     lines = out.getvalue().splitlines()
     assert lines == ["#3 implementing (round 1) · started", "#3 done (round 1) · merged"]
 
@@ -31,10 +34,20 @@ def test_live_table_on_a_terminal() -> None:
     console = Console(file=out, width=120, force_terminal=True)
     display = BoardDisplay(console)
     with display:
-        display(Progress(issue=issue(IssueState.REVIEWING),
-                         activity="reviewer 1/2 s4 · turn 2 · read_file", event="turn"))
-        display(Progress(issue=issue(IssueState.STUCK, diagnosis="the implementer was stopped"),
-                         activity="stuck", event="state"))
+        display(
+            Progress(
+                issue=issue(IssueState.REVIEWING),
+                activity="reviewer 1/2 s4 · turn 2 · read_file",
+                event="turn",
+            )
+        )
+        display(
+            Progress(
+                issue=issue(IssueState.STUCK, diagnosis="the implementer was stopped"),
+                activity="stuck",
+                event="state",
+            )
+        )
     text = out.getvalue()
     assert "gg board" in text and "Greet politely" in text
     assert "the implementer was stopped" in text

@@ -30,11 +30,14 @@ def test_board_smoke_on_tiny_calc_with_the_local_model(tmp_path: Path) -> None:
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "tiny-calc")
-    Board(repo).add("Make divide return None when b is zero",
-                    body="test_divide_by_zero_is_none fails: fix divide in calc.py.")
+    Board(repo).add(
+        "Make divide return None when b is zero",
+        body="test_divide_by_zero_is_none fails: fix divide in calc.py.",
+    )
 
-    result = CliRunner().invoke(board_app, ["run", "-w", str(repo), "--model", "local",
-                                            "--max-turns", "4", "--json"])
+    result = CliRunner().invoke(
+        board_app, ["run", "-w", str(repo), "--model", "local", "--max-turns", "4", "--json"]
+    )
 
     assert result.exit_code in (0, 1), result.stderr
     out = json.loads(result.stdout)

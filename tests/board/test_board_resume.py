@@ -20,8 +20,9 @@ S = IssueState
 
 
 def test_a_model_failure_pauses_the_issue_and_the_next_run_goes_on(repo: Path) -> None:
-    board = Board(repo, model=ScriptedModel([
-        call("write_file", path="greet.py", content=GREET_FIXED)]))
+    board = Board(
+        repo, model=ScriptedModel([call("write_file", path="greet.py", content=GREET_FIXED)])
+    )
     board.add("Greet politely")
     first = board.run()
     issue = board.show(1).issue
@@ -29,9 +30,14 @@ def test_a_model_failure_pauses_the_issue_and_the_next_run_goes_on(repo: Path) -
     assert "no more replies" in (issue.diagnosis or "")
     assert "#1 implementing" in (first.diagnosis or "")
 
-    model = ScriptedModel([call("write_file", path="greet.py", content=GREET_FIXED),
-                           call("finish", summary="Fixed."), call("approve"),
-                           call("finish", summary="Merged.")])
+    model = ScriptedModel(
+        [
+            call("write_file", path="greet.py", content=GREET_FIXED),
+            call("finish", summary="Fixed."),
+            call("approve"),
+            call("finish", summary="Merged."),
+        ]
+    )
     second = Board(repo, model=model).run()
     model.assert_complete()
     assert second.exit_code == 0 and board.show(1).issue.state is S.DONE
@@ -40,9 +46,17 @@ def test_a_model_failure_pauses_the_issue_and_the_next_run_goes_on(repo: Path) -
 
 
 def test_a_recorded_merge_is_never_merged_twice(repo: Path) -> None:
-    board = Board(repo, model=ScriptedModel([
-        call("write_file", path="greet.py", content=GREET_FIXED),
-        call("finish", summary="Fixed."), call("approve"), call("finish", summary="Merged.")]))
+    board = Board(
+        repo,
+        model=ScriptedModel(
+            [
+                call("write_file", path="greet.py", content=GREET_FIXED),
+                call("finish", summary="Fixed."),
+                call("approve"),
+                call("finish", summary="Merged."),
+            ]
+        ),
+    )
     board.add("Greet politely")
     assert board.run().exit_code == 0
     sha = board.show(1).issue.merge_sha
@@ -85,9 +99,14 @@ def test_a_second_run_on_the_same_board_is_refused(repo: Path) -> None:
 
 
 def test_a_reviewer_stopped_by_a_ceiling_makes_the_issue_stuck(repo: Path) -> None:
-    model = ScriptedModel([call("write_file", path="greet.py", content=GREET_FIXED),
-                           call("finish", summary="Fixed."),
-                           call("list_dir"), call("list_dir")])
+    model = ScriptedModel(
+        [
+            call("write_file", path="greet.py", content=GREET_FIXED),
+            call("finish", summary="Fixed."),
+            call("list_dir"),
+            call("list_dir"),
+        ]
+    )
     board = Board(repo, model=model, ceilings={"max_turns": 2})
     board.add("Greet politely")
     result = board.run()
@@ -98,8 +117,9 @@ def test_a_reviewer_stopped_by_a_ceiling_makes_the_issue_stuck(repo: Path) -> No
 
 
 def test_issues_run_concurrently_up_to_the_bound(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo", files={f"f{i}.txt": "x\n" for i in range(1, 5)},
-                     toml=gg_toml(hook=False))
+    repo = make_repo(
+        tmp_path / "repo", files={f"f{i}.txt": "x\n" for i in range(1, 5)}, toml=gg_toml(hook=False)
+    )
     active: set[int] = set()
     peak: list[int] = []
 
@@ -124,19 +144,26 @@ def test_issues_run_concurrently_up_to_the_bound(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.diagnosis
     assert max(peak) == 2
     assert [show(repo, "main", f"f{i}.txt") for i in range(1, 5)] == [
-        f"issue {i}" for i in range(1, 5)]
+        f"issue {i}" for i in range(1, 5)
+    ]
 
 
 def test_a_stale_git_lock_of_a_killed_run_is_cleared(repo: Path) -> None:
-    board = Board(repo, model=ScriptedModel([call("write_file", path="greet.py",
-                                                  content=GREET_FIXED)]))
+    board = Board(
+        repo, model=ScriptedModel([call("write_file", path="greet.py", content=GREET_FIXED)])
+    )
     board.add("Greet politely")
     board.run()  # paused in implementing: its worktree exists
     lock = repo / ".git" / "worktrees" / "issue-1" / "index.lock"
     lock.write_text("")  # as a git killed with SIGKILL leaves it
-    model = ScriptedModel([call("write_file", path="greet.py", content=GREET_FIXED),
-                           call("finish", summary="Fixed."), call("approve"),
-                           call("finish", summary="Merged.")])
+    model = ScriptedModel(
+        [
+            call("write_file", path="greet.py", content=GREET_FIXED),
+            call("finish", summary="Fixed."),
+            call("approve"),
+            call("finish", summary="Merged."),
+        ]
+    )
     result = Board(repo, model=model).run()
     assert result.exit_code == 0, result.diagnosis
     assert not lock.exists()
@@ -157,18 +184,25 @@ def test_a_foreign_branch_with_the_issue_name_is_not_built_on(repo: Path) -> Non
 
 
 def test_after_a_restart_the_implementer_resumes_its_stored_conversation(repo: Path) -> None:
-    first = ScriptedModel([
-        call("write_file", path="greet.py", content=GREET_FIXED),
-        call("finish", summary="Fixed greet."),
-        call("request_changes", items=["Add a docstring"]),
-    ])  # then the script runs out as the implementer starts round 2
+    first = ScriptedModel(
+        [
+            call("write_file", path="greet.py", content=GREET_FIXED),
+            call("finish", summary="Fixed greet."),
+            call("request_changes", items=["Add a docstring"]),
+        ]
+    )  # then the script runs out as the implementer starts round 2
     board = Board(repo, model=first, max_rounds=2)
     board.add("Greet politely")
     board.run()
     assert board.show(1).issue.state is S.IMPLEMENTING and board.show(1).issue.round == 2
 
-    second = ScriptedModel([call("finish", summary="Added the docstring."), call("approve"),
-                            call("finish", summary="Merged.")])
+    second = ScriptedModel(
+        [
+            call("finish", summary="Added the docstring."),
+            call("approve"),
+            call("finish", summary="Merged."),
+        ]
+    )
     result = Board(repo, model=second, max_rounds=2).run()  # a new run: nothing in memory
     second.assert_complete()
     assert result.exit_code == 0, result.diagnosis

@@ -54,8 +54,9 @@ def test_transitions_append_history_and_check_the_state(tmp_path: Path) -> None:
     first = store.add_issue("one", "body")
     second = store.add_issue("two")
     assert (first.number, second.number) == (1, 2) and first.state is S.OPEN
-    issue = store.transition(1, event="started", to=S.IMPLEMENTING, expect={S.OPEN},
-                             round=1, branch="gg/issue-1")
+    issue = store.transition(
+        1, event="started", to=S.IMPLEMENTING, expect={S.OPEN}, round=1, branch="gg/issue-1"
+    )
     assert issue.state is S.IMPLEMENTING and issue.round == 1 and issue.branch == "gg/issue-1"
     with pytest.raises(BoardError, match="is 'implementing', expected one of"):
         store.transition(1, event="started", to=S.IMPLEMENTING, expect={S.OPEN}, round=9)
@@ -66,7 +67,9 @@ def test_transitions_append_history_and_check_the_state(tmp_path: Path) -> None:
         store.issue(5)
     history = store.detail(1).history
     assert [(h.event, h.from_state, h.to_state) for h in history] == [
-        ("added", None, S.OPEN), ("started", S.OPEN, S.IMPLEMENTING)]
+        ("added", None, S.OPEN),
+        ("started", S.OPEN, S.IMPLEMENTING),
+    ]
     assert history[1].detail == {"round": 1, "branch": "gg/issue-1"}
 
 
@@ -76,17 +79,24 @@ def test_sessions_verdicts_and_abandoned_sessions(tmp_path: Path) -> None:
     rec = store.start_session(1, kind="reviewer", round=1, reviewer=1, run_id="r1")
     store.session_started(rec, "s4")
     verdict = Verdict(round=1, reviewer=1, call="request_changes", items=("a", "b"))
-    store.end_session(rec, status="ended", ending={"call": "request_changes",
-                                                   "items": ["a", "b"]}, verdict=verdict)
+    store.end_session(
+        rec,
+        status="ended",
+        ending={"call": "request_changes", "items": ["a", "b"]},
+        verdict=verdict,
+    )
     store.end_session(rec, status="ended", verdict=verdict)  # recorded once only
     assert [(v.call, v.items, v.session) for v in store.verdicts(1)] == [
-        ("request_changes", ("a", "b"), rec)]
+        ("request_changes", ("a", "b"), rec)
+    ]
     assert store.verdicts(1, round=2) == []
     hanging = store.start_session(1, kind="implementer", round=2, reviewer=None, run_id="r1")
     assert store.abandon_running() == 1 and store.abandon_running() == 0
     detail = store.detail(1)
     assert [(s.id, s.status, s.session_id) for s in detail.sessions] == [
-        (rec, "ended", "s4"), (hanging, "abandoned", None)]
+        (rec, "ended", "s4"),
+        (hanging, "abandoned", None),
+    ]
     assert [h.event for h in detail.history].count("verdict") == 1
     assert detail.history[-1].event == "session_abandoned"
 
@@ -94,11 +104,17 @@ def test_sessions_verdicts_and_abandoned_sessions(tmp_path: Path) -> None:
 def test_an_implementer_conversation_round_trips(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "b.sqlite3")
     store.add_issue("one")
-    messages = [SystemMessage(content="sys"), UserMessage(content="Implement issue #1."),
-                AssistantMessage(content="", tool_calls=(
-                    gg.ToolCall(name="write_file", arguments={"path": "a", "content": "b"},
-                                id="c1"),)),
-                ToolMessage(call_id="c1", name="write_file", content="wrote a")]
+    messages = [
+        SystemMessage(content="sys"),
+        UserMessage(content="Implement issue #1."),
+        AssistantMessage(
+            content="",
+            tool_calls=(
+                gg.ToolCall(name="write_file", arguments={"path": "a", "content": "b"}, id="c1"),
+            ),
+        ),
+        ToolMessage(call_id="c1", name="write_file", content="wrote a"),
+    ]
     rec = store.start_session(1, kind="implementer", round=1, reviewer=None, run_id="r")
     assert store.conversation(1) is None
     store.end_session(rec, status="ended", messages=dump_messages(messages))

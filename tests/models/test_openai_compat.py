@@ -584,8 +584,7 @@ def test_tool_prompt_example_is_a_call_the_parser_reads() -> None:
 
 
 @pytest.mark.slow
-def test_gg_run_from_the_cli_against_the_loopback_server(llama_server: str,
-                                                         tmp_path: Path) -> None:
+def test_gg_run_from_the_cli_against_the_loopback_server(llama_server: str, tmp_path: Path) -> None:
     """Issue 4: ``gg run --model openai-compat:MODEL@URL`` works from the CLI, as the README
     shows: a whole session runs through the server and ends by an ending or a ceiling."""
     import json
@@ -597,10 +596,23 @@ def test_gg_run_from_the_cli_against_the_loopback_server(llama_server: str,
     (ws / "README.md").write_text("# hello\n")
     (ws / "gg.toml").write_text("[model]\nmax_output_tokens = 64\n")
     p = subprocess.run(
-        [sys.executable, "-m", "gg", "run", "Call finish with the summary 'hello'.",
-         "--workspace", str(ws), "--model", f"openai-compat:gemma@{llama_server}",
-         "--max-turns", "2", "--json"],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "gg",
+            "run",
+            "Call finish with the summary 'hello'.",
+            "--workspace",
+            str(ws),
+            "--model",
+            f"openai-compat:gemma@{llama_server}",
+            "--max-turns",
+            "2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert p.returncode in (0, 1), p.stderr[-2000:]
     out = json.loads(p.stdout)

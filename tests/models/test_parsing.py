@@ -33,7 +33,8 @@ CONTEXT_ONLY = {
     "peer",  # which parser asserted the case
     "peer_status",  # the peer's xfail: gg must pass anyway
     "peer_streaming_chunks",  # checked to join to the input; gg parses whole replies
-    "thinking", "peer_has_thinking",  # DeepSeek reasoning: gg leaves it in content
+    "thinking",
+    "peer_has_thinking",  # DeepSeek reasoning: gg leaves it in content
 }
 
 
@@ -112,13 +113,15 @@ BROKEN: list[tuple[str, str]] = [
     ('{"name": "finish", "arguments": {"summary": "do', "cut off"),
     ("[TOOL_CALLS] sorry, no", "[TOOL_CALLS] must be followed"),
     ("[TOOL_CALLS]finish", "has no arguments"),
-    ('[TOOL_CALLS][{"name": "a", "arguments": {}}][TOOL_CALLS][{"name": "b", "arguments": {}}]',
-     "appears 2 times"),
+    (
+        '[TOOL_CALLS][{"name": "a", "arguments": {}}][TOOL_CALLS][{"name": "b", "arguments": {}}]',
+        "appears 2 times",
+    ),
     ("[finish(summary='unclosed)]", "not valid Python"),
     ("<|tool_call|> no json here", "holds no call"),
     ("<|python_tag|>x = 1", "not a tool call"),
     ("<|python_tag|><|eom_id|>", "hold no call"),
-    ("<｜tool▁call▁begin｜>finish{}<｜tool▁call▁end｜>", "separator"),  # noqa: RUF001
+    ("<｜tool▁call▁begin｜>finish{}<｜tool▁call▁end｜>", "separator"),
 ]
 
 
@@ -130,16 +133,22 @@ def test_a_broken_call_is_an_error_that_says_what_was_wrong(text: str, says: str
     assert parsed.error is not None and says in parsed.error
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ('[TOOL_CALLS]finish{"summary": "cut', "cut off"),
-    ('<tool_call>{"name": "finish", "arguments": [1, 2]}</tool_call>', "must be a JSON object"),
-    ('<tool_call>{"name": "finish", "arguments": "not json"}</tool_call>', "must be a JSON object"),
-    ("[finish(summary=open('x'))]", "not literal"),
-    ("[finish('positional')]", "name=value"),
-    ("<function=finish>\n<parameter=summary>\nhalf a sen", "cut off"),
-    ('<|tool_call>call:finish{summary:<|"|>half', "cut off"),
-    ("<｜tool▁call▁begin｜>finish<｜tool▁sep｜>{\"summary\"", "cut off"),  # noqa: RUF001
-])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('[TOOL_CALLS]finish{"summary": "cut', "cut off"),
+        ('<tool_call>{"name": "finish", "arguments": [1, 2]}</tool_call>', "must be a JSON object"),
+        (
+            '<tool_call>{"name": "finish", "arguments": "not json"}</tool_call>',
+            "must be a JSON object",
+        ),
+        ("[finish(summary=open('x'))]", "not literal"),
+        ("[finish('positional')]", "name=value"),
+        ("<function=finish>\n<parameter=summary>\nhalf a sen", "cut off"),
+        ('<|tool_call>call:finish{summary:<|"|>half', "cut off"),
+        ('<｜tool▁call▁begin｜>finish<｜tool▁sep｜>{"summary"', "cut off"),
+    ],
+)
 def test_a_named_call_with_unreadable_arguments_keeps_them_raw(text: str, says: str) -> None:
     parsed = parse_tool_calls(text)
     _check_invariants(parsed)
@@ -154,7 +163,8 @@ def test_tags_inside_json_strings_do_not_end_the_call() -> None:
     call = json.dumps({"name": "write_file", "arguments": {"content": content}})
     parsed = parse_tool_calls(f"Writing.<tool_call>{call}</tool_call>")
     assert [(c.name, c.arguments) for c in parsed.tool_calls] == [
-        ("write_file", {"content": content})]
+        ("write_file", {"content": content})
+    ]
     assert parsed.content == "Writing."
     mistral = parse_tool_calls('[TOOL_CALLS]write_file{"content": "<s>old</s>"}</s>')
     assert mistral.tool_calls[0].arguments == {"content": "<s>old</s>"}
@@ -228,16 +238,66 @@ def test_ids_are_made_up_in_order_unless_the_format_has_them() -> None:
 # --- properties ------------------------------------------------------------------------------
 
 FRAGMENTS = [
-    "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "[ARGS]", "[/TOOL_CALLS]", "<|tool_call|>",
-    "<|python_tag|>", "<|python_start|>", "<|eom_id|>", "<function=f>", "<parameter=a>",
-    "</parameter>", "</function>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
-    "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>",  # noqa: RUF001
-    "<｜tool▁call▁end｜>", "<|tool▁output▁begin|>", "<|tool_call_begin|>",  # noqa: RUF001
-    "<|tool_call_argument_begin|>", "<|tool_call_end|>", "call:f{", "<escape>", '<|"|>',
-    "<start_function_call>", '<invoke name="f">', '<parameter name="a">', "<longcat_arg_key>",
-    "<think>", "</think>", "```json", "```", '{"name": "f", ', '"arguments": ', '"parameters": ',
-    "{", "}", "[", "]", "(", ")", "f(", "a=1", ",", ";", ":", '"', "'", "\\", "\n", " ",
-    "true", "null", "12", "-", "[f(a=1)]",
+    "<tool_call>",
+    "</tool_call>",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[/TOOL_CALLS]",
+    "<|tool_call|>",
+    "<|python_tag|>",
+    "<|python_start|>",
+    "<|eom_id|>",
+    "<function=f>",
+    "<parameter=a>",
+    "</parameter>",
+    "</function>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁sep｜>",
+    "<｜tool▁call▁end｜>",
+    "<|tool▁output▁begin|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+    "call:f{",
+    "<escape>",
+    '<|"|>',
+    "<start_function_call>",
+    '<invoke name="f">',
+    '<parameter name="a">',
+    "<longcat_arg_key>",
+    "<think>",
+    "</think>",
+    "```json",
+    "```",
+    '{"name": "f", ',
+    '"arguments": ',
+    '"parameters": ',
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    "f(",
+    "a=1",
+    ",",
+    ";",
+    ":",
+    '"',
+    "'",
+    "\\",
+    "\n",
+    " ",
+    "true",
+    "null",
+    "12",
+    "-",
+    "[f(a=1)]",
 ]
 ANY_FORMAT = st.sampled_from(FORMATS)
 NAMES = st.one_of(st.none(), st.lists(st.sampled_from(["f", "g", "finish", "a"]), max_size=3))
@@ -251,10 +311,14 @@ def test_any_text_never_raises(text: str, fmt: TextFormat, names: list[str] | No
 
 
 @settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
-@given(parts=st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=5)), max_size=30),
-       fmt=ANY_FORMAT, names=NAMES)
-def test_call_like_noise_never_raises(parts: list[str], fmt: TextFormat,
-                                      names: list[str] | None) -> None:
+@given(
+    parts=st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=5)), max_size=30),
+    fmt=ANY_FORMAT,
+    names=NAMES,
+)
+def test_call_like_noise_never_raises(
+    parts: list[str], fmt: TextFormat, names: list[str] | None
+) -> None:
     _check_invariants(parse_tool_calls("".join(parts), format=fmt, tool_names=names))
 
 
@@ -272,12 +336,16 @@ def _not_json(text: str) -> bool:
 
 
 WORDS = st.from_regex(r"[A-Za-z][A-Za-z0-9 _.,:;!?'-]{0,12}[A-Za-z0-9]", fullmatch=True)
-VALUES = st.one_of(st.integers(-10**12, 10**12), st.booleans(), WORDS.filter(_not_json),
-                   st.lists(st.integers(-99, 99), max_size=3))
+VALUES = st.one_of(
+    st.integers(-(10**12), 10**12),
+    st.booleans(),
+    WORDS.filter(_not_json),
+    st.lists(st.integers(-99, 99), max_size=3),
+)
 KEYS = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(
-    lambda k: not keyword.iskeyword(k))
-CALLS = st.lists(st.tuples(KEYS, st.dictionaries(KEYS, VALUES, max_size=4)), min_size=1,
-                 max_size=3)
+    lambda k: not keyword.iskeyword(k)
+)
+CALLS = st.lists(st.tuples(KEYS, st.dictionaries(KEYS, VALUES, max_size=4)), min_size=1, max_size=3)
 Calls = list[tuple[str, dict[str, Any]]]
 
 
@@ -306,37 +374,71 @@ RENDER: dict[str, Callable[[Calls], str]] = {
     "qwen": lambda cs: "".join(
         f"<tool_call>\n<function={n}>\n"
         + "".join(f"<parameter={k}>\n{_text(v)}\n</parameter>\n" for k, v in a.items())
-        + "</function>\n</tool_call>" for n, a in cs),
+        + "</function>\n</tool_call>"
+        for n, a in cs
+    ),
     "glm": lambda cs: "".join(
-        f"<tool_call>{n}" + "".join(f"<arg_key>{k}</arg_key><arg_value>{_text(v)}</arg_value>"
-                                    for k, v in a.items()) + "</tool_call>" for n, a in cs),
+        f"<tool_call>{n}"
+        + "".join(f"<arg_key>{k}</arg_key><arg_value>{_text(v)}</arg_value>" for k, v in a.items())
+        + "</tool_call>"
+        for n, a in cs
+    ),
     "mistral": lambda cs: "[TOOL_CALLS]" + _list(cs),
     "mistral_v11": lambda cs: "".join(f"[TOOL_CALLS]{n}{json.dumps(a)}" for n, a in cs),
     "granite": lambda cs: "<|tool_call|>" + _list(cs),
     "llama3_json": lambda cs: "; ".join(_obj(n, a, "parameters") for n, a in cs),
     "json": _list,
-    "llama3_python_tag": lambda cs: "<|python_tag|>" + "; ".join(_obj(n, a) for n, a in cs)
-    + "<|eom_id|>",
-    "pythonic": lambda cs: "[" + ", ".join(
-        f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")" for n, a in cs) + "]",
-    "deepseek": lambda cs: "<｜tool▁calls▁begin｜>" + "".join(  # noqa: RUF001
-        f"<｜tool▁call▁begin｜>{n}<｜tool▁sep｜>{json.dumps(a)}<｜tool▁call▁end｜>"  # noqa: RUF001
-        for n, a in cs) + "<｜tool▁calls▁end｜>",  # noqa: RUF001
-    "kimi_k2": lambda cs: "<|tool_calls_section_begin|>" + "".join(
-        f"<|tool_call_begin|>functions.{n}:{i}<|tool_call_argument_begin|>{json.dumps(a)}"
-        "<|tool_call_end|>" for i, (n, a) in enumerate(cs)) + "<|tool_calls_section_end|>",
+    "llama3_python_tag": lambda cs: (
+        "<|python_tag|>" + "; ".join(_obj(n, a) for n, a in cs) + "<|eom_id|>"
+    ),
+    "pythonic": lambda cs: (
+        "["
+        + ", ".join(f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")" for n, a in cs)
+        + "]"
+    ),
+    "deepseek": lambda cs: (
+        "<｜tool▁calls▁begin｜>"
+        + "".join(
+            f"<｜tool▁call▁begin｜>{n}<｜tool▁sep｜>{json.dumps(a)}<｜tool▁call▁end｜>"
+            for n, a in cs
+        )
+        + "<｜tool▁calls▁end｜>"
+    ),
+    "kimi_k2": lambda cs: (
+        "<|tool_calls_section_begin|>"
+        + "".join(
+            f"<|tool_call_begin|>functions.{n}:{i}<|tool_call_argument_begin|>{json.dumps(a)}"
+            "<|tool_call_end|>"
+            for i, (n, a) in enumerate(cs)
+        )
+        + "<|tool_calls_section_end|>"
+    ),
     "gemma": lambda cs: "".join(
-        f"<start_function_call>call:{n}{{" + ",".join(f"{k}:{_gemma(v)}" for k, v in a.items())
-        + "}<end_function_call>" for n, a in cs),
-    "minimax": lambda cs: "<minimax:tool_call>\n" + "".join(
-        f'<invoke name="{n}">\n' + "".join(f'<parameter name="{k}">{_text(v)}</parameter>\n'
-                                           for k, v in a.items()) + "</invoke>\n" for n, a in cs)
-    + "</minimax:tool_call>",
+        f"<start_function_call>call:{n}{{"
+        + ",".join(f"{k}:{_gemma(v)}" for k, v in a.items())
+        + "}<end_function_call>"
+        for n, a in cs
+    ),
+    "minimax": lambda cs: (
+        "<minimax:tool_call>\n"
+        + "".join(
+            f'<invoke name="{n}">\n'
+            + "".join(f'<parameter name="{k}">{_text(v)}</parameter>\n' for k, v in a.items())
+            + "</invoke>\n"
+            for n, a in cs
+        )
+        + "</minimax:tool_call>"
+    ),
     "longcat": lambda cs: "".join(
-        f"<longcat_tool_call>{n}\n" + "".join(
+        f"<longcat_tool_call>{n}\n"
+        + "".join(
             f"<longcat_arg_key>{k}</longcat_arg_key>\n<longcat_arg_value>{_text(v)}"
-            "</longcat_arg_value>\n" for k, v in a.items())
-        + "</longcat_tool_call>" for n, a in cs),
+            "</longcat_arg_value>\n"
+            for k, v in a.items()
+        )
+        + "</longcat_tool_call>"
+        for n, a in cs
+    ),
 }
 
 

@@ -18,8 +18,7 @@ from support import RunScripted, events_of
 
 
 def program(source: str) -> gg.Reply:
-    return gg.Reply(tool_calls=(gg.ToolCall(name="submit_program",
-                                            arguments={"program": source}),))
+    return gg.Reply(tool_calls=(gg.ToolCall(name="submit_program", arguments={"program": source}),))
 
 
 # The same programs in each language arm.
@@ -28,37 +27,36 @@ P: dict[str, dict[str, str]] = {
         "finish_ok": "gg.session.finish('ok')",
         "write_marker": "gg.tools.write_file(path='marker.txt', content='ran')",
         "syntax": "x = (1,\nprint('hi'",
-        "finish_then_raise": "gg.session.finish('done')\n"
-                             "raise ValueError('boom after declaring')",
+        "finish_then_raise": "gg.session.finish('done')\nraise ValueError('boom after declaring')",
         "three": "for i in range(3):\n    gg.session.finish(f'v{i}')\nprint('ran on')",
         "finish": "gg.session.finish('lgtm')",
         "approve": "gg.session.approve()",
         "rc_empty": "try:\n    gg.session.request_changes([])\n"
-                    "except Exception as e:\n    print(e)",
+        "except Exception as e:\n    print(e)",
         "rc_padded": "gg.session.request_changes(['  ', ' fix x '])",
         "read_then_finish": "print(gg.tools.read_file(path='README.md'))\n"
-                            "gg.session.finish('read it')",
+        "gg.session.finish('read it')",
         "on_use_finish": "try:\n    gg.session.finish('from script')\nexcept Exception as e:\n"
-                         "    print('refused:', e)\nprint('script went on')",
+        "    print('refused:', e)\nprint('script went on')",
     },
     "javascript": {
         "finish_ok": "await gg.session.finish('ok');",
         "write_marker": "await gg.tools.writeFile({path: 'marker.txt', content: 'ran'});",
         "syntax": "let x = (1,;\nconsole.log('hi'",
         "finish_then_raise": "await gg.session.finish('done');\n"
-                             "throw new Error('boom after declaring');",
+        "throw new Error('boom after declaring');",
         "three": "for (let i = 0; i < 3; i++) { await gg.session.finish(`v${i}`); }\n"
-                 "console.log('ran on');",
+        "console.log('ran on');",
         "finish": "await gg.session.finish('lgtm');",
         "approve": "await gg.session.approve();",
         "rc_empty": "try { await gg.session.requestChanges([]); } "
-                    "catch (e) { console.log(String(e.message)); }",
+        "catch (e) { console.log(String(e.message)); }",
         "rc_padded": "await gg.session.requestChanges(['  ', ' fix x ']);",
         "read_then_finish": "console.log(await gg.tools.readFile({path: 'README.md'}));\n"
-                            "await gg.session.finish('read it');",
+        "await gg.session.finish('read it');",
         "on_use_finish": "try { await gg.session.finish('from script'); } "
-                         "catch (e) { console.log('refused: ' + e.message); }\n"
-                         "console.log('script went on');",
+        "catch (e) { console.log('refused: ' + e.message); }\n"
+        "console.log('script went on');",
     },
 }
 
@@ -70,13 +68,15 @@ def lang(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def code_run(run_scripted: RunScripted, lang: str, replies: list[gg.Reply],
-             **kw: Any) -> tuple[gg.RunResult, Any]:
+def code_run(
+    run_scripted: RunScripted, lang: str, replies: list[gg.Reply], **kw: Any
+) -> tuple[gg.RunResult, Any]:
     return run_scripted(replies, mode="code", language=lang, **kw)
 
 
-def test_text_with_a_code_block_is_never_run(run_scripted: RunScripted, lang: str,
-                                             workspace: Path) -> None:
+def test_text_with_a_code_block_is_never_run(
+    run_scripted: RunScripted, lang: str, workspace: Path
+) -> None:
     block = f"```{lang}\n{P[lang]['write_marker']}\n{P[lang]['finish_ok']}\n```"
     result, _ = code_run(run_scripted, lang, [text(block), program(P[lang]["finish_ok"])])
     assert result.ending == gg.Finish(summary="ok")
@@ -87,8 +87,9 @@ def test_text_with_a_code_block_is_never_run(run_scripted: RunScripted, lang: st
 
 
 def test_compile_error_has_line_and_column(run_scripted: RunScripted, lang: str) -> None:
-    result, model = code_run(run_scripted, lang,
-                             [program(P[lang]["syntax"]), program(P[lang]["finish_ok"])])
+    result, model = code_run(
+        run_scripted, lang, [program(P[lang]["syntax"]), program(P[lang]["finish_ok"])]
+    )
     assert result.status == "ended"
     errors = [e for e in events_of(result) if e.type == "error_turn"]
     assert [e.kind for e in errors] == ["compile_error"]
@@ -97,8 +98,9 @@ def test_compile_error_has_line_and_column(run_scripted: RunScripted, lang: str)
 
 
 def test_finish_then_raise_is_revoked(run_scripted: RunScripted, lang: str) -> None:
-    result, model = code_run(run_scripted, lang, [program(P[lang]["finish_then_raise"]),
-                                                  program(P[lang]["finish_ok"])])
+    result, model = code_run(
+        run_scripted, lang, [program(P[lang]["finish_then_raise"]), program(P[lang]["finish_ok"])]
+    )
     assert result.ending == gg.Finish(summary="ok")  # the session continued
     evs = events_of(result)
     revoked = [e for e in evs if e.type == "ending_revoked"]
@@ -119,8 +121,9 @@ def test_last_of_three_declarations_is_read(run_scripted: RunScripted, lang: str
 
 
 def test_reviewer_finish_is_refused_as_unavailable(run_scripted: RunScripted, lang: str) -> None:
-    result, _ = code_run(run_scripted, lang,
-                         [program(P[lang]["finish"]), program(P[lang]["approve"])], role="review")
+    result, _ = code_run(
+        run_scripted, lang, [program(P[lang]["finish"]), program(P[lang]["approve"])], role="review"
+    )
     assert result.ending == gg.Approve()
     refused = next(e for e in events_of(result) if e.type == "ending_refused")
     assert refused.reason == "unavailable"
@@ -130,10 +133,10 @@ def test_reviewer_finish_is_refused_as_unavailable(run_scripted: RunScripted, la
     assert kinds == ["ending_refused"]
 
 
-def test_implementer_request_changes_is_not_its_call(run_scripted: RunScripted,
-                                                     lang: str) -> None:
-    result, model = code_run(run_scripted, lang,
-                             [program(P[lang]["rc_empty"]), program(P[lang]["finish_ok"])])
+def test_implementer_request_changes_is_not_its_call(run_scripted: RunScripted, lang: str) -> None:
+    result, model = code_run(
+        run_scripted, lang, [program(P[lang]["rc_empty"]), program(P[lang]["finish_ok"])]
+    )
     assert result.ending == gg.Finish(summary="ok")
     refused = next(e for e in events_of(result) if e.type == "ending_refused")
     assert refused.reason == "unavailable"
@@ -153,8 +156,9 @@ def test_gate_blocks_then_passes(run_scripted: RunScripted, lang: str) -> None:
         seen.append(event.blocked_before)
         return "run the tests first" if event.blocked_before == 0 else None
 
-    result, model = code_run(run_scripted, lang, [program(P[lang]["read_then_finish"])] * 2,
-                             hooks=[second_time])
+    result, model = code_run(
+        run_scripted, lang, [program(P[lang]["read_then_finish"])] * 2, hooks=[second_time]
+    )
     assert result.ending == gg.Finish(summary="read it") and seen == [0, 1]
     assert any("run the tests first" in m.content for m in model.calls[1][0])
 
@@ -170,8 +174,13 @@ def test_on_use_script_cannot_end_a_session(workspace: Path, lang: str) -> None:
     async def go() -> Any:
         try:
             return await run_on_use_script(
-                P[lang]["on_use_finish"], language=lang, sandbox=run.sandbox(),  # type: ignore[arg-type]
-                tools=[], context=run.tool_context(), emit=emit)
+                P[lang]["on_use_finish"],
+                language=lang,
+                sandbox=run.sandbox(),  # type: ignore[arg-type]
+                tools=[],
+                context=run.tool_context(),
+                emit=emit,
+            )
         finally:
             await run.aclose()
             run.end("ended")

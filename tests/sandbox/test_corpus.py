@@ -27,8 +27,7 @@ TOOLS = [ToolSpec(name="read_file", description="Read.", parameters={"type": "ob
 def _cases(name: str, language: str) -> list[Any]:
     path = SHARED / "corpora" / name
     if not path.is_file():
-        return [pytest.param(language, {"id": "missing", "path": str(path)},
-                             id=f"{name}-missing")]
+        return [pytest.param(language, {"id": "missing", "path": str(path)}, id=f"{name}-missing")]
     cases = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [pytest.param(language, c, id=c["id"]) for c in cases]
 

@@ -50,10 +50,10 @@ Calls = list[gg.Reply]
 
 def plain_git(repo: Path, *args: str) -> str:
     """git for the test itself (a clean environment, gg's identity)."""
-    env = {"PATH": os.defpath, "HOME": str(repo.parent), "GIT_CONFIG_NOSYSTEM": "1",
-           **GIT_IDENTITY}
-    done = subprocess.run([REAL_GIT, *args], cwd=repo, env=env, check=True, text=True,
-                          capture_output=True)
+    env = {"PATH": os.defpath, "HOME": str(repo.parent), "GIT_CONFIG_NOSYSTEM": "1", **GIT_IDENTITY}
+    done = subprocess.run(
+        [REAL_GIT, *args], cwd=repo, env=env, check=True, text=True, capture_output=True
+    )
     return done.stdout.strip()
 
 
@@ -112,58 +112,82 @@ class Traps:
 
 def evil_gitdir(at: str, config: str) -> Calls:
     """write_file calls that make a git directory at ``at`` (root-owned: gg's file tools)."""
-    return [call("write_file", path=f"{at}/HEAD", content="ref: refs/heads/main\n"),
-            call("write_file", path=f"{at}/objects/info/keep", content=""),
-            call("write_file", path=f"{at}/refs/heads/keep", content=""),
-            call("write_file", path=f"{at}/config", content=config)]
+    return [
+        call("write_file", path=f"{at}/HEAD", content="ref: refs/heads/main\n"),
+        call("write_file", path=f"{at}/objects/info/keep", content=""),
+        call("write_file", path=f"{at}/refs/heads/keep", content=""),
+        call("write_file", path=f"{at}/config", content=config),
+    ]
 
 
 def fsmonitor_config(traps: Traps, name: str) -> str:
     return f'[core]\n\tfsmonitor = "{traps.command(name)}"\n'
 
 
-HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout",
-         "post-merge", "post-index-change", "reference-transaction", "pre-auto-gc")
+HOOKS = (
+    "pre-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "post-checkout",
+    "post-merge",
+    "post-index-change",
+    "reference-transaction",
+    "pre-auto-gc",
+)
 
 
 def attack_fsmonitor(traps: Traps) -> Calls:
-    return [*evil_gitdir("evil", fsmonitor_config(traps, "fsmonitor")),
-            call("write_file", path=".git", content="gitdir: evil\n")]
+    return [
+        *evil_gitdir("evil", fsmonitor_config(traps, "fsmonitor")),
+        call("write_file", path=".git", content="gitdir: evil\n"),
+    ]
 
 
 def attack_hooks(traps: Traps) -> Calls:
     script = f"#!/bin/sh\\n{traps.command('hook')}\\ncat >/dev/null\\nexit 0\\n"
-    make = "; ".join(f"printf '{script}' > evil/hooks/{h}; chmod 755 evil/hooks/{h}"
-                     for h in HOOKS)
-    return [*evil_gitdir("evil", "[core]\n\tbare = false\n"),
-            call("write_file", path="evil/hooks/.keep", content=""),
-            call("run_command", command=make),
-            call("write_file", path=".git", content="gitdir: evil\n")]
+    make = "; ".join(f"printf '{script}' > evil/hooks/{h}; chmod 755 evil/hooks/{h}" for h in HOOKS)
+    return [
+        *evil_gitdir("evil", "[core]\n\tbare = false\n"),
+        call("write_file", path="evil/hooks/.keep", content=""),
+        call("run_command", command=make),
+        call("write_file", path=".git", content="gitdir: evil\n"),
+    ]
 
 
 def attack_filter(traps: Traps) -> Calls:
-    config = (f'[filter "evil"]\n\tclean = "{traps.command("filter-clean")}; cat"\n'
-              f'\tsmudge = "{traps.command("filter-smudge")}; cat"\n\trequired = true\n')
-    return [*evil_gitdir("evil", config),
-            call("write_file", path=".gitattributes", content="* filter=evil\n"),
-            call("write_file", path=".git", content="gitdir: evil\n")]
+    config = (
+        f'[filter "evil"]\n\tclean = "{traps.command("filter-clean")}; cat"\n'
+        f'\tsmudge = "{traps.command("filter-smudge")}; cat"\n\trequired = true\n'
+    )
+    return [
+        *evil_gitdir("evil", config),
+        call("write_file", path=".gitattributes", content="* filter=evil\n"),
+        call("write_file", path=".git", content="gitdir: evil\n"),
+    ]
 
 
 def attack_symlink(traps: Traps) -> Calls:
-    return [*evil_gitdir("evil", fsmonitor_config(traps, "symlink")),
-            call("run_command", command="rm -f .git && ln -s evil .git && ls -l .git")]
+    return [
+        *evil_gitdir("evil", fsmonitor_config(traps, "symlink")),
+        call("run_command", command="rm -f .git && ln -s evil .git && ls -l .git"),
+    ]
 
 
 def attack_directory(traps: Traps) -> Calls:
-    return [*evil_gitdir("evil", fsmonitor_config(traps, "directory")),
-            call("run_command", command="rm -f .git && mv evil .git && ls -ld .git")]
+    return [
+        *evil_gitdir("evil", fsmonitor_config(traps, "directory")),
+        call("run_command", command="rm -f .git && mv evil .git && ls -ld .git"),
+    ]
 
 
 def attack_absolute(traps: Traps) -> Calls:
     """An absolute ``gitdir:`` to a git directory elsewhere in the worktree, hooks config."""
     config = fsmonitor_config(traps, "absolute") + "\thooksPath = /dev/null/x\n"
-    return [*evil_gitdir("sub/dir/g", config),
-            call("run_command", command='printf "gitdir: %s/sub/dir/g\\n" "$PWD" > .git')]
+    return [
+        *evil_gitdir("sub/dir/g", config),
+        call("run_command", command='printf "gitdir: %s/sub/dir/g\\n" "$PWD" > .git'),
+    ]
 
 
 ATTACKS: dict[str, tuple[Callable[[Traps], Calls], str]] = {
@@ -204,8 +228,9 @@ def run_board(repo: Path, model: FunctionModel, *, reviewers: int = 1) -> Any:
 def assert_first_stuck_second_merged(repo: Path, board: Board, result: Any, why: str) -> None:
     one, two = result.issues
     assert one.state is IssueState.STUCK, one
-    assert "was tampered with" in (one.diagnosis or "") and why in (one.diagnosis or ""), \
+    assert "was tampered with" in (one.diagnosis or "") and why in (one.diagnosis or ""), (
         one.diagnosis
+    )
     assert two.state is IssueState.DONE and two.merge_sha, two
     assert plain_git(repo, "rev-parse", "main") == two.merge_sha
     assert plain_git(repo, "show", "main:farewell.py") == FAREWELL.strip()
@@ -218,7 +243,8 @@ def assert_first_stuck_second_merged(repo: Path, board: Board, result: Any, why:
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_implementer_changing_git_is_refused_and_nothing_it_planted_runs(
-        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     traps = Traps(tmp_path, monkeypatch)
     # under rlimit the agent's own commands can rewrite .git (under bwrap it is read-only:
     # see the next test), so gg's check of the .git file is what stops the issue
@@ -232,7 +258,8 @@ def test_implementer_changing_git_is_refused_and_nothing_it_planted_runs(
 
 @pytest.mark.parametrize("name", ["absolute", "directory", "symlink"])
 def test_under_bwrap_the_worktrees_git_is_read_only_to_the_agents_commands(
-        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if _missing(Isolation.BWRAP):
         pytest.skip("bwrap is not available here")
     traps = Traps(tmp_path, monkeypatch)
@@ -246,7 +273,8 @@ def test_under_bwrap_the_worktrees_git_is_read_only_to_the_agents_commands(
 
 
 def test_a_reviewer_changing_the_views_git_stops_the_issue(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     traps = Traps(tmp_path, monkeypatch)
     repo = make_repo(tmp_path / "repo")
     model = board_model(attack_fsmonitor(traps), job="review")
@@ -257,7 +285,8 @@ def test_a_reviewer_changing_the_views_git_stops_the_issue(
 
 
 def test_a_merge_agent_changing_the_merge_worktree_stops_only_its_issue(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     traps = Traps(tmp_path, monkeypatch)
     repo = make_repo(tmp_path / "repo")
     board, result = run_board(repo, board_model(attack_fsmonitor(traps), job="merge"))
@@ -269,7 +298,8 @@ def test_a_merge_agent_changing_the_merge_worktree_stops_only_its_issue(
 
 
 def test_drivers_the_repository_defines_never_run_from_agent_attributes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The repository's own config names a relative filter command; the agent writes the
     script and a .gitattributes that applies it. gg's git turns the driver off: files are
     committed as written, the issue merges, the script never runs."""
@@ -278,13 +308,13 @@ def test_drivers_the_repository_defines_never_run_from_agent_attributes(
     plain_git(repo, "config", "filter.fmt.clean", "sh ./tools/clean.sh")
     plain_git(repo, "config", "filter.fmt.smudge", "sh ./tools/clean.sh")
     plain_git(repo, "config", "filter.fmt.required", "true")
-    attack = [call("write_file", path="tools/clean.sh",
-                   content=f"{traps.command('repo-filter')}\ncat\n"),
-              call("write_file", path=".gitattributes", content="*.py filter=fmt\n")]
+    attack = [
+        call("write_file", path="tools/clean.sh", content=f"{traps.command('repo-filter')}\ncat\n"),
+        call("write_file", path=".gitattributes", content="*.py filter=fmt\n"),
+    ]
     board, result = run_board(repo, board_model(attack))
     traps.check()
-    assert [i.state for i in result.issues] == [IssueState.DONE, IssueState.DONE], \
-        result.diagnosis
+    assert [i.state for i in result.issues] == [IssueState.DONE, IssueState.DONE], result.diagnosis
     assert plain_git(repo, "show", "main:tools/clean.sh").startswith("touch ")
 
 
@@ -292,7 +322,8 @@ def test_drivers_the_repository_defines_never_run_from_agent_attributes(
 
 
 def test_git_env_has_no_secret_and_no_inherited_git_variable(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     traps = Traps(tmp_path, monkeypatch)
     monkeypatch.setenv("MY_SERVICE_PASSWORD", "hunter2")
     monkeypatch.setenv("GIT_WORK_TREE", "/")
@@ -303,8 +334,9 @@ def test_git_env_has_no_secret_and_no_inherited_git_variable(
     allowed = {"PATH", "HOME", "XDG_CONFIG_HOME", "LC_ALL", "LANG", "TZ", "PAGER"}
     assert set(env) - allowed == {k for k in env if k.startswith("GIT_")}
     assert not any(v in env.values() for v in [*SECRETS.values(), "hunter2"])
-    assert {"GIT_DIR", "GIT_WORK_TREE", "GIT_EXEC_PATH", "GIT_CONFIG_PARAMETERS"} & set(env) \
-        == set()
+    assert {"GIT_DIR", "GIT_WORK_TREE", "GIT_EXEC_PATH", "GIT_CONFIG_PARAMETERS"} & set(
+        env
+    ) == set()
     assert env["GIT_CONFIG_GLOBAL"] == os.devnull and env["GIT_CONFIG_NOSYSTEM"] == "1"
     assert env["GIT_TERMINAL_PROMPT"] == "0" and env["GIT_OPTIONAL_LOCKS"] == "0"
     assert env["GIT_CONFIG_COUNT"] == "1" and env["GIT_CONFIG_KEY_0"] == "filter.x.clean"
@@ -323,16 +355,22 @@ def test_git_env_has_no_secret_and_no_inherited_git_variable(
     traps.check()
 
 
-def test_every_git_command_gets_the_overrides(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_git_command_gets_the_overrides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = make_repo(tmp_path / "repo")
     plain_git(repo, "config", "core.fsmonitor", "touch canary-from-repo-config")
     plain_git(repo, "config", "core.hooksPath", ".hooks")
     plain_git(repo, "config", "core.pager", "touch canary-pager")
     git = Git(repo)
-    for key, want in [("core.fsmonitor", "false"), ("core.hooksPath", "/dev/null"),
-                      ("core.pager", "cat"), ("protocol.file.allow", "never"),
-                      ("credential.helper", ""), ("gpg.program", "false")]:
+    for key, want in [
+        ("core.fsmonitor", "false"),
+        ("core.hooksPath", "/dev/null"),
+        ("core.pager", "cat"),
+        ("protocol.file.allow", "never"),
+        ("credential.helper", ""),
+        ("gpg.program", "false"),
+    ]:
         got = asyncio.run(git.run("config", "--get-all", key, check=False)).out.splitlines()
         assert got[-1:] == [want] or (want == "" and got[-1:] == [""]), (key, got)
     assert not list(repo.glob("canary*"))
@@ -368,20 +406,27 @@ def _worktree(tmp_path: Path) -> tuple[Path, Path, Git]:
 
 CHANGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "removed": (lambda p: (p / ".git").unlink(), "its .git file was removed"),
-    "symlink": (lambda p: ((p / ".git").unlink(), (p / ".git").symlink_to("/etc")),
-                "symbolic link (to '/etc')"),
-    "directory": (lambda p: ((p / ".git").unlink(), (p / ".git").mkdir()),
-                  "replaced by a directory"),
+    "symlink": (
+        lambda p: ((p / ".git").unlink(), (p / ".git").symlink_to("/etc")),
+        "symbolic link (to '/etc')",
+    ),
+    "directory": (
+        lambda p: ((p / ".git").unlink(), (p / ".git").mkdir()),
+        "replaced by a directory",
+    ),
     "fifo": (lambda p: ((p / ".git").unlink(), os.mkfifo(p / ".git")), "replaced by a FIFO"),
-    "rewritten": (lambda p: (p / ".git").write_text("gitdir: ../../../.git\n"),
-                  "it reads 'gitdir: ../../../.git'"),
+    "rewritten": (
+        lambda p: (p / ".git").write_text("gitdir: ../../../.git\n"),
+        "it reads 'gitdir: ../../../.git'",
+    ),
     "huge": (lambda p: (p / ".git").write_text("gitdir: x\n" * 10_000), "was rewritten"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CHANGES))
 def test_a_changed_git_file_is_refused_before_git_runs(
-        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     traps = Traps(tmp_path, monkeypatch)
     repo, path, git = _worktree(tmp_path)
     change, why = CHANGES[name]
@@ -429,8 +474,9 @@ def test_gg_dirs_in_the_repository_are_not_followed_through_links(tmp_path: Path
         write_gg_ignore(repo)
     git = Git(repo)
     with pytest.raises(gg.UserError, match="symbolic link"):
-        asyncio.run(git.branch_worktree(repo / ".gg" / "worktrees" / "issue-1",
-                                        "gg/issue-1", "main"))
+        asyncio.run(
+            git.branch_worktree(repo / ".gg" / "worktrees" / "issue-1", "gg/issue-1", "main")
+        )
     assert list(elsewhere.iterdir()) == []
     (repo / ".gg").unlink()
     (repo / ".gg").mkdir()
@@ -442,21 +488,27 @@ def test_gg_dirs_in_the_repository_are_not_followed_through_links(tmp_path: Path
 
 @pytest.mark.parametrize("committed", [False, True])
 def test_a_nested_repository_in_the_worktree_runs_nothing(
-        committed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    committed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The worktree's .git is left alone; a repository made inside it carries fsmonitor,
     hooks and a filter of its own. gg's git never runs git in it with that config."""
     traps = Traps(tmp_path, monkeypatch)
     repo = make_repo(tmp_path / "repo")
-    config = (fsmonitor_config(traps, "nested-fsmonitor")
-              + f'[filter "evil"]\n\tclean = "{traps.command("nested-filter")}; cat"\n'
-              + f'[core]\n\thooksPath = {traps.dir}/../hooks\n')
-    init = ("cd sub && git init -q . && git -c user.name=a -c user.email=a@b commit -q "
-            "--allow-empty -m x && git log --oneline")
-    attack = [call("write_file", path="sub/a.txt", content="a\n"),
-              *([call("run_command", command=init)] if committed else
-                evil_gitdir("sub/.git", "")),
-              call("write_file", path="sub/.git/config", content=config),
-              call("write_file", path="sub/.gitattributes", content="* filter=evil\n")]
+    config = (
+        fsmonitor_config(traps, "nested-fsmonitor")
+        + f'[filter "evil"]\n\tclean = "{traps.command("nested-filter")}; cat"\n'
+        + f"[core]\n\thooksPath = {traps.dir}/../hooks\n"
+    )
+    init = (
+        "cd sub && git init -q . && git -c user.name=a -c user.email=a@b commit -q "
+        "--allow-empty -m x && git log --oneline"
+    )
+    attack = [
+        call("write_file", path="sub/a.txt", content="a\n"),
+        *([call("run_command", command=init)] if committed else evil_gitdir("sub/.git", "")),
+        call("write_file", path="sub/.git/config", content=config),
+        call("write_file", path="sub/.gitattributes", content="* filter=evil\n"),
+    ]
     board, result = run_board(repo, board_model(attack))
     traps.check()
     one, two = result.issues

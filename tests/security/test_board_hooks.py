@@ -45,15 +45,16 @@ HOOK = "sh ./scripts/check.sh"
 
 def plain_git(repo: Path, *args: str) -> str:
     """git for the test itself (a clean environment, gg's identity)."""
-    env = {"PATH": os.defpath, "HOME": str(repo.parent), "GIT_CONFIG_NOSYSTEM": "1",
-           **GIT_IDENTITY}
-    done = subprocess.run(["git", *args], cwd=repo, env=env, check=True, text=True,
-                          capture_output=True)
+    env = {"PATH": os.defpath, "HOME": str(repo.parent), "GIT_CONFIG_NOSYSTEM": "1", **GIT_IDENTITY}
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, text=True, capture_output=True
+    )
     return done.stdout.strip()
 
 
-def make_repo(path: Path, *, trusted: bool, layer: str = "bwrap",
-              roles: str = '["standard"]') -> Path:
+def make_repo(
+    path: Path, *, trusted: bool, layer: str = "bwrap", roles: str = '["standard"]'
+) -> Path:
     """A repository on ``main``: buggy greet.py, scripts/check.sh (blocks until it is fixed)
     bound as an agent-stop hook."""
     (path / "scripts").mkdir(parents=True)
@@ -64,7 +65,8 @@ def make_repo(path: Path, *, trusted: bool, layer: str = "bwrap",
     (path / "gg.toml").write_text(
         f'[sandbox]\nisolation = "{layer}"\n[ceilings]\nmax_turns = 12\ngate_blocks = 2\n'
         f"[[hooks.agent_stop]]\ncommand = {json.dumps(HOOK)}\ntimeout_s = 60\n"
-        f'on_error = "pass"\nroles = {roles}\n' + ("trusted = true\n" if trusted else ""))
+        f'on_error = "pass"\nroles = {roles}\n' + ("trusted = true\n" if trusted else "")
+    )
     plain_git(path, "add", "-A")
     plain_git(path, "commit", "-q", "-m", "initial")
     return path
@@ -89,17 +91,31 @@ def attack_calls(kind: str, canary: Path) -> list[gg.Reply]:
     quoted = evil.replace("\n", "\\n")
     if kind == "rewritten":  # write_file refuses the hook's script; under unshare the shell's
         # write lands (no read-only bind there), and gg's check refuses the changed script
-        return [call("write_file", path="scripts/check.sh", content=evil),
-                call("run_command", command=f"printf '{quoted}' > scripts/check.sh; echo rc=$?")]
+        return [
+            call("write_file", path="scripts/check.sh", content=evil),
+            call("run_command", command=f"printf '{quoted}' > scripts/check.sh; echo rc=$?"),
+        ]
     if kind == "deleted":  # rm is refused (a mount point); moving its directory is not
         return [call("run_command", command="rm -f scripts/check.sh; mv scripts gone; ls")]
     if kind == "symlink":
-        return [call("run_command", command=(
-            f"mv scripts gone && mkdir scripts && printf '{quoted}' > evil.sh && "
-            "chmod +x evil.sh && ln -s ../evil.sh scripts/check.sh && ls -l scripts"))]
+        return [
+            call(
+                "run_command",
+                command=(
+                    f"mv scripts gone && mkdir scripts && printf '{quoted}' > evil.sh && "
+                    "chmod +x evil.sh && ln -s ../evil.sh scripts/check.sh && ls -l scripts"
+                ),
+            )
+        ]
     assert kind == "renamed"
-    return [call("run_command", command=(
-        f"mv scripts gone && mkdir scripts && printf '{quoted}' > scripts/check.sh; echo ok"))]
+    return [
+        call(
+            "run_command",
+            command=(
+                f"mv scripts gone && mkdir scripts && printf '{quoted}' > scripts/check.sh; echo ok"
+            ),
+        )
+    ]
 
 
 def job_of(messages: list[Any]) -> tuple[str, int]:
@@ -110,8 +126,9 @@ def job_of(messages: list[Any]) -> tuple[str, int]:
     return match[1].lower(), int(match[2])
 
 
-def board_model(implementer: dict[int, list[gg.Reply]],
-                merger: list[gg.Reply] | None = None) -> FunctionModel:
+def board_model(
+    implementer: dict[int, list[gg.Reply]], merger: list[gg.Reply] | None = None
+) -> FunctionModel:
     """Implementers play their issue's calls then finish; reviewers approve; the merge
     agent plays ``merger`` then finishes."""
 
@@ -160,8 +177,9 @@ def assert_bypass_refused(repo: Path, result: Any, canary: Path, *, blocked: int
 @pytest.mark.skipif(not ROOT, reason="bubblewrap's dedicated uid and a host hook as root")
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "sandboxed"])
 @pytest.mark.parametrize("kind", ["rewritten", "deleted", "symlink", "renamed"])
-def test_implementer_cannot_swap_the_hook_script(tmp_path: Path, canary: Path, kind: str,
-                                                 trusted: bool) -> None:
+def test_implementer_cannot_swap_the_hook_script(
+    tmp_path: Path, canary: Path, kind: str, trusted: bool
+) -> None:
     # under unshare the agent's shell can move and rewrite (no read-only binds there), so
     # gg's own check of the scripts is what stops it; bwrap stops the moves themselves
     repo = make_repo(tmp_path / "repo", trusted=trusted, layer="unshare")
@@ -183,11 +201,17 @@ def test_implementer_cannot_swap_the_hook_script(tmp_path: Path, canary: Path, k
 
 @pytest.mark.skipif(not ROOT, reason="bubblewrap's dedicated uid and a host hook as root")
 @pytest.mark.parametrize("kind", ["deleted", "symlink", "renamed"])
-def test_under_bwrap_the_scripts_directory_cannot_be_moved(tmp_path: Path, canary: Path,
-                                                          kind: str) -> None:
+def test_under_bwrap_the_scripts_directory_cannot_be_moved(
+    tmp_path: Path, canary: Path, kind: str
+) -> None:
     repo = make_repo(tmp_path / "repo", trusted=True)
-    board = Board(repo, model=board_model({1: attack_calls(kind, canary)}), reviewers=1,
-                  max_rounds=1, concurrency=1)
+    board = Board(
+        repo,
+        model=board_model({1: attack_calls(kind, canary)}),
+        reviewers=1,
+        max_rounds=1,
+        concurrency=1,
+    )
     board.add("Greet politely")
     result = board.run()
     first = next(e for e in stream_events(result) if e["type"] == "tool_result")
@@ -216,8 +240,7 @@ def test_reviewer_hook_runs_only_the_hashed_script(tmp_path: Path, canary: Path)
     # reviewers' worktree (the branch's tip) holds it
     repo = make_repo(tmp_path / "repo", trusted=True, roles='["review"]', layer="unshare")
     evil = rewrite(canary)
-    board = Board(repo, model=board_model({1: [evil]}), reviewers=1, max_rounds=1,
-                  concurrency=1)
+    board = Board(repo, model=board_model({1: [evil]}), reviewers=1, max_rounds=1, concurrency=1)
     board.add("Greet politely")
     result = board.run()
     assert plain_git(repo, "show", "gg/issue-1:scripts/check.sh") + "\n" == payload(canary)
@@ -230,8 +253,13 @@ def test_merge_agent_cannot_swap_the_hook_script(tmp_path: Path, canary: Path) -
     repo = make_repo(tmp_path / "repo", trusted=True, layer="unshare")
     before = plain_git(repo, "rev-parse", "main")
     evil = rewrite(canary)
-    board = Board(repo, model=board_model({1: honest()}, merger=[evil]), reviewers=1,
-                  max_rounds=1, concurrency=1)
+    board = Board(
+        repo,
+        model=board_model({1: honest()}, merger=[evil]),
+        reviewers=1,
+        max_rounds=1,
+        concurrency=1,
+    )
     board.add("Greet politely")
     result = board.run()
     issue = result.issues[0]
@@ -255,8 +283,8 @@ def test_tampered_compares_a_worktree_with_the_run_start_digests(tmp_path: Path)
     (tree / "scripts" / "check.sh").write_text("exit 0\n")
     assert snap.tampered(command) == []  # the repository's own copy is unchanged
     assert snap.tampered(command, workspace=tree) == [
-        "'scripts/check.sh' in this session's workspace differs from the one this run "
-        "started with"]
+        "'scripts/check.sh' in this session's workspace differs from the one this run started with"
+    ]
     (tree / "scripts" / "check.sh").unlink()
     (tree / "scripts" / "check.sh").symlink_to(repo / "scripts" / "check.sh")  # same bytes
     assert "removed or replaced" in snap.tampered(command, workspace=tree)[0]
@@ -271,9 +299,11 @@ def test_tampered_compares_a_worktree_with_the_run_start_digests(tmp_path: Path)
 
 # ---------------------------------------------------------------- F1: host-mode run_command
 
-PEEK = ("grep CapBnd /proc/self/status; id -u; tr '\\0' ' ' < /proc/$PPID/cmdline; echo; "
-        f"if tr '\\0' '\\n' < /proc/$PPID/environ 2>/dev/null | grep -q {KEY[:8]}; "
-        "then echo LEAKED; else echo SAFE; fi")
+PEEK = (
+    "grep CapBnd /proc/self/status; id -u; tr '\\0' ' ' < /proc/$PPID/cmdline; echo; "
+    f"if tr '\\0' '\\n' < /proc/$PPID/environ 2>/dev/null | grep -q {KEY[:8]}; "
+    "then echo LEAKED; else echo SAFE; fi"
+)
 
 
 def _host_workspace() -> Path:
@@ -294,9 +324,12 @@ def _peek(as_nobody: bool) -> tuple[str, dict[str, Any]]:
             state.mkdir(mode=0o700)
             for path in (ws, state, *ws.iterdir()):
                 os.chown(path, 65534, 65534)
-        result, _, events = _run_gg(ws, _replies(("run_command", {"command": PEEK}),
-                                                 ("finish", {"summary": "done"})),
-                                    as_nobody=as_nobody, state=state)
+        result, _, events = _run_gg(
+            ws,
+            _replies(("run_command", {"command": PEEK}), ("finish", {"summary": "done"})),
+            as_nobody=as_nobody,
+            state=state,
+        )
         out = next(e for e in events if e["type"] == "tool_result")["excerpt"]
         assert next(e for e in events if e["type"] == "run_started")["commands"] == "host"
         return out, result
@@ -318,8 +351,10 @@ def test_host_run_command_as_root_cannot_read_gg_environ() -> None:
     assert "SAFE" in lines and "LEAKED" not in out and KEY not in out, out
 
 
-@pytest.mark.skipif(not ROOT or not shutil.which("setpriv") or not shutil.which("unshare"),
-                    reason="needs root to become uid 65534 in a private mount namespace")
+@pytest.mark.skipif(
+    not ROOT or not shutil.which("setpriv") or not shutil.which("unshare"),
+    reason="needs root to become uid 65534 in a private mount namespace",
+)
 def test_host_run_command_as_non_root_cannot_read_gg_environ() -> None:
     out, _ = _peek(as_nobody=True)
     assert "65534" in out.splitlines() and "-m gg run" in out, out

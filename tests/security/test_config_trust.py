@@ -71,9 +71,10 @@ def test_an_agent_written_gg_toml_that_weakens_is_refused(
     workspace: Path, _state_home: Path, weak: str
 ) -> None:
     command = f"printf %s {shlex.quote(WEAK[weak])} > gg.toml"  # no gg.toml yet: any layer
-    first = gg.Agent(model=ScriptedModel([call("run_command", command=command),
-                                          call("finish", summary="ok")]),
-                     workspace=workspace).run("t")
+    first = gg.Agent(
+        model=ScriptedModel([call("run_command", command=command), call("finish", summary="ok")]),
+        workspace=workspace,
+    ).run("t")
     assert first.status == "ended"
     assert (workspace / "gg.toml").read_text() == WEAK[weak]  # the agent could create it
     before = _streams(_state_home)
@@ -113,11 +114,22 @@ def test_an_operator_weakening_kept_unchanged_is_not_asked_again(workspace: Path
 def test_the_cli_refuses_with_exit_2_and_accepts_with_trust_config(
     workspace: Path, tmp_path: Path
 ) -> None:
-    script = write_script(tmp_path / "s.json", [
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": "ok"}}]}])
+    script = write_script(
+        tmp_path / "s.json", [{"tool_calls": [{"name": "finish", "arguments": {"summary": "ok"}}]}]
+    )
     _agent_writes(workspace, WEAK["trusted-hook"])
-    gg_run = [sys.executable, "-m", "gg", "run", "t", "-w", str(workspace),
-              "--model", f"scripted:{script}", "--json"]
+    gg_run = [
+        sys.executable,
+        "-m",
+        "gg",
+        "run",
+        "t",
+        "-w",
+        str(workspace),
+        "--model",
+        f"scripted:{script}",
+        "--json",
+    ]
     refused = subprocess.run(gg_run, capture_output=True, text=True, env=os.environ.copy())
     assert refused.returncode == 2, refused.stderr
     assert "trusted = true" in refused.stderr and "--trust-config" in refused.stderr
@@ -130,12 +142,14 @@ def test_the_cli_refuses_with_exit_2_and_accepts_with_trust_config(
 def test_weakening_names_each_setting() -> None:
     none = settings_from_dict({})
     assert weakening(none) == []
-    every = settings_from_dict({
-        "sandbox": {"commands": "host", "isolation": "rlimit"},
-        "hooks": {"agent_stop": [{"command": "./c.sh", "trusted": True, "pass_env": ["X"]}]},
-        "model": {"spec": "openai-compat:m@http://h/v1"},
-        "board": {"store": "sqlite:x.db"},
-    })
+    every = settings_from_dict(
+        {
+            "sandbox": {"commands": "host", "isolation": "rlimit"},
+            "hooks": {"agent_stop": [{"command": "./c.sh", "trusted": True, "pass_env": ["X"]}]},
+            "model": {"spec": "openai-compat:m@http://h/v1"},
+            "board": {"store": "sqlite:x.db"},
+        }
+    )
     lines = weakening(every)
     assert len(lines) == 6 and any("./c.sh" in x for x in lines)
 
@@ -151,8 +165,9 @@ def test_a_board_merge_that_weakens_gg_toml_is_refused_on_the_next_run(
 
     def git(*args: str) -> str:
         env = {**os.environ, **GIT_IDENTITY}
-        return subprocess.run(["git", *args], cwd=repo, env=env, check=True,
-                              capture_output=True, text=True).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -162,9 +177,14 @@ def test_a_board_merge_that_weakens_gg_toml_is_refused_on_the_next_run(
     git("add", "-A")
     git("commit", "-q", "-m", "initial")
     evil = "[ceilings]\nmax_turns = 12\n" + WEAK["host-commands"]
-    attack = [call("run_command", command=f"printf %s {shlex.quote(evil)} > gg.toml"),
-              call("write_file", path="greet.py",
-                   content='def greet(name):\n    return f"Hello, {name}!"\n')]
+    attack = [
+        call("run_command", command=f"printf %s {shlex.quote(evil)} > gg.toml"),
+        call(
+            "write_file",
+            path="greet.py",
+            content='def greet(name):\n    return f"Hello, {name}!"\n',
+        ),
+    ]
 
     def answer(messages: list[object], tools: list[object]) -> object:
         first = next(m.content for m in messages if m.role == "user")  # type: ignore[attr-defined]
@@ -189,19 +209,25 @@ def test_a_board_merge_that_weakens_gg_toml_is_refused_on_the_next_run(
 def test_a_config_file_inside_the_workspace_counts_like_gg_toml(workspace: Path) -> None:
     (workspace / "ci.toml").write_text("[ceilings]\nmax_turns = 9\n")
     model = ScriptedModel([call("finish", summary="ok")])
-    assert gg.Agent(model=model, workspace=workspace,
-                    config=workspace / "ci.toml").run("t").status == "ended"
+    assert (
+        gg.Agent(model=model, workspace=workspace, config=workspace / "ci.toml").run("t").status
+        == "ended"
+    )
     (workspace / "ci.toml").write_text("[ceilings]\nmax_turns = 9\n" + WEAK["host-commands"])
     with pytest.raises(ConfigError, match='commands = "host"'):
-        gg.Agent(model=ScriptedModel([call("finish", summary="ok")]), workspace=workspace,
-                 config=workspace / "ci.toml").run("t")
+        gg.Agent(
+            model=ScriptedModel([call("finish", summary="ok")]),
+            workspace=workspace,
+            config=workspace / "ci.toml",
+        ).run("t")
 
 
 def test_a_rewritten_trusted_hook_script_needs_confirmation(workspace: Path) -> None:
     (workspace / "scripts").mkdir()
     (workspace / "scripts" / "check.sh").write_text("exit 0\n")
     (workspace / "gg.toml").write_text(
-        '[[hooks.agent_stop]]\ncommand = "sh ./scripts/check.sh"\ntrusted = true\n')
+        '[[hooks.agent_stop]]\ncommand = "sh ./scripts/check.sh"\ntrusted = true\n'
+    )
     assert _runs(workspace).status == "ended"
     (workspace / "scripts" / "check.sh").write_text("id > /tmp/gg-pwned; exit 0\n")  # agent
     with pytest.raises(ConfigError, match="scripts/check.sh"):
@@ -214,9 +240,11 @@ def test_a_weakened_gate_needs_confirmation(workspace: Path, change: str) -> Non
     hook = '[[hooks.agent_stop]]\ncommand = "true"\nroles = ["standard", "review"]\n'
     (workspace / "gg.toml").write_text(hook)
     assert _runs(workspace).status == "ended"
-    weaker = {"removed": "[ceilings]\nmax_turns = 9\n",
-              "on-error-pass": hook + 'on_error = "pass"\n',
-              "fewer-roles": hook.replace('"standard", "review"', '"review"')}[change]
+    weaker = {
+        "removed": "[ceilings]\nmax_turns = 9\n",
+        "on-error-pass": hook + 'on_error = "pass"\n',
+        "fewer-roles": hook.replace('"standard", "review"', '"review"'),
+    }[change]
     (workspace / "gg.toml").write_text(weaker)
     with pytest.raises(ConfigError, match="is gone"):
         _runs(workspace)

@@ -76,8 +76,7 @@ def arena(tmp_path: Path) -> Iterator[dict[str, Any]]:
 @contextlib.contextmanager
 def swapping(a: Path, b: Path) -> Iterator[None]:
     """An attacker process exchanging ``a`` and ``b`` as fast as it can."""
-    proc = subprocess.Popen([sys.executable, "-c", SWAPPER, str(a), str(b)],
-                            stdout=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", SWAPPER, str(a), str(b)], stdout=subprocess.PIPE)
     assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
     try:
         yield
@@ -141,7 +140,8 @@ def test_the_race_harness_beats_a_check_then_open(arena: dict[str, Any]) -> None
 
 
 async def test_read_file_never_reads_the_canary_through_a_swapped_dir(
-        arena: dict[str, Any], engine: str) -> None:
+    arena: dict[str, Any], engine: str
+) -> None:
     ws, secret, ctx = arena["ws"], arena["secret"], arena["ctx"]
     with swapping(ws / "d", ws / "s"):
         texts, errors = await outcomes("read_file", ctx, ITERATIONS, path="d/canary.txt")
@@ -150,7 +150,8 @@ async def test_read_file_never_reads_the_canary_through_a_swapped_dir(
 
 
 async def test_read_file_never_follows_a_swapped_final_symlink(
-        arena: dict[str, Any], engine: str) -> None:
+    arena: dict[str, Any], engine: str
+) -> None:
     ws, secret, ctx = arena["ws"], arena["secret"], arena["ctx"]
     with swapping(ws / "f", ws / "l"):
         texts, _ = await outcomes("read_file", ctx, ITERATIONS, path="f")
@@ -171,11 +172,13 @@ async def test_search_text_never_finds_the_canary(arena: dict[str, Any], engine:
     ws, secret, ctx = arena["ws"], arena["secret"], arena["ctx"]
     with swapping(ws / "d", ws / "s"):
         texts, _ = await outcomes("search_text", ctx, ITERATIONS // 2, pattern="CANARY|inside")
-        texts += (await outcomes("search_text", ctx, ITERATIONS // 2, pattern="CANARY|inside",
-                                 path="d"))[0]
+        texts += (
+            await outcomes("search_text", ctx, ITERATIONS // 2, pattern="CANARY|inside", path="d")
+        )[0]
     with swapping(ws / "f", ws / "l"):
-        texts += (await outcomes("search_text", ctx, ITERATIONS // 2, pattern="CANARY|inside",
-                                 path="f"))[0]
+        texts += (
+            await outcomes("search_text", ctx, ITERATIONS // 2, pattern="CANARY|inside", path="f")
+        )[0]
     assert not any(secret in t for t in texts)
     assert any("d/canary.txt:1: inside" in t for t in texts)
 
@@ -226,7 +229,8 @@ async def test_symlinks_inside_the_workspace_still_work(tmp_path: Path, engine: 
     assert await call("read_file", ctx, path="chain") == "A"
     assert await call("list_dir", ctx, path="abs/sub") == "a.txt"
     assert await call("write_file", ctx, path="abs/new/b.txt", content="B") == (
-        "wrote 1 characters to real/new/b.txt")
+        "wrote 1 characters to real/new/b.txt"
+    )
     with pytest.raises(ToolError, match="too many symbolic links"):
         await call("read_file", ctx, path="loop")
 
@@ -263,17 +267,22 @@ def specials(ws: Path) -> dict[str, str]:
     (ws / "up").symlink_to("../../../../../../../../dev")
     with open(ws / "huge", "wb") as fh:
         fh.truncate(20 << 30)  # 20 GiB, sparse
-    cases = {"fifo": "FIFO", "sock": "socket", "zero": "outside the workspace",
-             "up/zero": "outside the workspace", "../../../../../../../dev/zero": "leaves",
-             "huge": "too large", "/dev/zero": "absolute"}
+    cases = {
+        "fifo": "FIFO",
+        "sock": "socket",
+        "zero": "outside the workspace",
+        "up/zero": "outside the workspace",
+        "../../../../../../../dev/zero": "leaves",
+        "huge": "too large",
+        "/dev/zero": "absolute",
+    }
     with contextlib.suppress(PermissionError):
         os.mknod(ws / "cdev", stat.S_IFCHR | 0o666, os.makedev(1, 5))  # /dev/zero's numbers
         cases["cdev"] = "device|Permission|cannot"
     return cases
 
 
-async def test_special_files_are_quick_tool_errors_and_gg_stays_responsive(
-        tmp_path: Path) -> None:
+async def test_special_files_are_quick_tool_errors_and_gg_stays_responsive(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "ok.txt").write_text("fine")
@@ -299,13 +308,23 @@ async def test_special_files_are_quick_tool_errors_and_gg_stays_responsive(
 
 # ---------------------------------------------------------------- ReDoS
 
-REDOS = [r"^(a+)+$", r"(a|aa)+$", r"^(a|a)*$", r"(x+x+)+y", r"^(\w+\s?)*$",
-         r"(.*a){12}b", r"^(([a-z])+.)+[A-Z]([a-z])+$", r"(a*)*b", r"(?:a?){25}a{25}"]
+REDOS = [
+    r"^(a+)+$",
+    r"(a|aa)+$",
+    r"^(a|a)*$",
+    r"(x+x+)+y",
+    r"^(\w+\s?)*$",
+    r"(.*a){12}b",
+    r"^(([a-z])+.)+[A-Z]([a-z])+$",
+    r"(a*)*b",
+    r"(?:a?){25}a{25}",
+]
 
 
 @pytest.mark.parametrize("pattern", REDOS)
-async def test_catastrophic_patterns_finish_within_the_deadline(tmp_path: Path,
-                                                              pattern: str) -> None:
+async def test_catastrophic_patterns_finish_within_the_deadline(
+    tmp_path: Path, pattern: str
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "evil.txt").write_text(("a" * 5_000 + "!\n") * 50 + "hello world " * 20 + "!\n")
@@ -322,8 +341,10 @@ async def test_catastrophic_patterns_finish_within_the_deadline(tmp_path: Path,
     assert (await call("search_text", ctx, pattern="hello")).startswith("evil.txt:51:")
 
 
-@pytest.mark.parametrize("pattern", [r"(a*)*\1b", r"(?=a)+a", r"(?<!x)(a+)+$",
-                                     r"(?:x{65535}){65535}", r"((a{999}){999}){999}"])
+@pytest.mark.parametrize(
+    "pattern",
+    [r"(a*)*\1b", r"(?=a)+a", r"(?<!x)(a+)+$", r"(?:x{65535}){65535}", r"((a{999}){999}){999}"],
+)
 async def test_patterns_re2_cannot_bound_are_tool_errors(tmp_path: Path, pattern: str) -> None:
     ctx = ToolContext(workspace=tmp_path)
     start = time.monotonic()
@@ -373,15 +394,15 @@ gg.session.finish(f"leaks={{leaks}} reads={{reads}}")
 """
 
 
-def test_a_code_mode_program_racing_its_own_tool_calls_never_escapes(
-        arena: dict[str, Any]) -> None:
+def test_a_code_mode_program_racing_its_own_tool_calls_never_escapes(arena: dict[str, Any]) -> None:
     ws, out, secret = arena["ws"], arena["out"], arena["secret"]
     for p in ("d/canary.txt", "f", "l", "s"):
         (ws / p).unlink()
     (ws / "d").rmdir()
     source = PROGRAM.format(out=str(out), n=300, secret=secret)
-    reply = gg.Reply(tool_calls=(gg.ToolCall(name="submit_program",
-                                             arguments={"program": source}),))
+    reply = gg.Reply(
+        tool_calls=(gg.ToolCall(name="submit_program", arguments={"program": source}),)
+    )
     model = ScriptedModel([reply])
     result = gg.Agent(model=model, workspace=ws, mode="code", language="python").run("race")
     assert isinstance(result.ending, gg.Finish), result

@@ -82,22 +82,31 @@ PAYLOAD = textwrap.dedent(f'''
 ''')
 
 BROKEN_TEST = "def test_it():\n    assert 1 + 1 == 3\n"
-BROKEN_UNITTEST = ("import unittest\n\nclass T(unittest.TestCase):\n"
-                   "    def test_it(self):\n        self.assertEqual(1 + 1, 3)\n")
+BROKEN_UNITTEST = (
+    "import unittest\n\nclass T(unittest.TestCase):\n"
+    "    def test_it(self):\n        self.assertEqual(1 + 1, 3)\n"
+)
 
 
 def _toml(layer: str, hook: str, *, extra: str = "", gate_blocks: int = 2) -> str:
-    return (f'[sandbox]\nisolation = "{layer}"\n[ceilings]\ngate_blocks = {gate_blocks}\n'
-            f"{extra}[[hooks.agent_stop]]\ncommand = {json.dumps(hook)}\ntimeout_s = 90\n")
+    return (
+        f'[sandbox]\nisolation = "{layer}"\n[ceilings]\ngate_blocks = {gate_blocks}\n'
+        f"{extra}[[hooks.agent_stop]]\ncommand = {json.dumps(hook)}\ntimeout_s = 90\n"
+    )
 
 
 def _replies(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
     return {"replies": [{"tool_calls": [{"name": n, "arguments": a}]} for n, a in calls]}
 
 
-def _run_gg(ws: Path, replies: dict[str, Any], *, as_nobody: bool = False,
-            state: Path | None = None, args: tuple[str, ...] = (),
-            ) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
+def _run_gg(
+    ws: Path,
+    replies: dict[str, Any],
+    *,
+    as_nobody: bool = False,
+    state: Path | None = None,
+    args: tuple[str, ...] = (),
+) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
     """``python -m gg run --json`` with the fake key in its initial environment."""
     script = ws.parent / f"replies-{len(list(ws.parent.iterdir()))}.json"
     script.write_text(json.dumps(replies))
@@ -105,13 +114,23 @@ def _run_gg(ws: Path, replies: dict[str, Any], *, as_nobody: bool = False,
     env |= {"OPENAI_API_KEY": KEY, "PYTHONPATH": str(SRC)}
     if state is not None:
         env["GG_STATE_HOME"] = str(state)
-    argv = [sys.executable, "-m", "gg", "run", "do the task", "-w", str(ws),
-            "--model", f"scripted:{script}", "--json", *args]
+    argv = [
+        sys.executable,
+        "-m",
+        "gg",
+        "run",
+        "do the task",
+        "-w",
+        str(ws),
+        "--model",
+        f"scripted:{script}",
+        "--json",
+        *args,
+    ]
     if as_nobody:
         os.chown(script, 65534, 65534)
         argv = nobody_argv(argv)
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,
-                          cwd="/")
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, cwd="/")
     assert done.stdout.strip(), done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     events = [json.loads(line) for line in Path(result["stream"]).read_text().splitlines()]
@@ -151,15 +170,18 @@ def _attack_workspace(ws: Path, layer: str, runner: str) -> tuple[str, dict[str,
         (ws / "test_it.py").write_text(BROKEN_UNITTEST)
         hook, payload = "python3 -m unittest -q", "test_zz_probe.py"
     (ws / "gg.toml").write_text(_toml(layer, hook))
-    replies = _replies(("write_file", {"path": payload, "content": PAYLOAD}),
-                       ("finish", {"summary": "tests pass"}),
-                       ("list_dir", {}),
-                       ("finish", {"summary": "tests pass now"}))
+    replies = _replies(
+        ("write_file", {"path": payload, "content": PAYLOAD}),
+        ("finish", {"summary": "tests pass"}),
+        ("list_dir", {}),
+        ("finish", {"summary": "tests pass now"}),
+    )
     return payload, replies
 
 
-def _assert_attack_failed(ws: Path, result: dict[str, Any], events: list[dict[str, Any]],
-                          *, pid_visible: bool) -> dict[str, Any]:
+def _assert_attack_failed(
+    ws: Path, result: dict[str, Any], events: list[dict[str, Any]], *, pid_visible: bool
+) -> dict[str, Any]:
     report = _probe(events)
     pid = _gg_pid(events)
     assert report["found"] == [], report
@@ -176,10 +198,13 @@ def _assert_attack_failed(ws: Path, result: dict[str, Any], events: list[dict[st
 
 
 @pytest.mark.skipif(not ROOT, reason="the root layers (dedicated uid) need root")
-@pytest.mark.parametrize(("layer", "runner"), [
-    ("bwrap", "pytest"), ("unshare", "unittest"), ("rlimit", "unittest")])
+@pytest.mark.parametrize(
+    ("layer", "runner"), [("bwrap", "pytest"), ("unshare", "unittest"), ("rlimit", "unittest")]
+)
 def test_planted_test_code_cannot_read_the_keys_as_root(
-    open_ws: Path, layer: str, runner: str,
+    open_ws: Path,
+    layer: str,
+    runner: str,
 ) -> None:
     _, replies = _attack_workspace(open_ws, layer, runner)
     result, _, events = _run_gg(open_ws, replies)
@@ -187,8 +212,10 @@ def test_planted_test_code_cannot_read_the_keys_as_root(
     assert report["uid"] != 0  # the sandbox uid, not root
 
 
-@pytest.mark.skipif(not ROOT or not shutil.which("setpriv") or not shutil.which("unshare"),
-                    reason="needs root to become uid 65534 in a private mount namespace")
+@pytest.mark.skipif(
+    not ROOT or not shutil.which("setpriv") or not shutil.which("unshare"),
+    reason="needs root to become uid 65534 in a private mount namespace",
+)
 @pytest.mark.parametrize("layer", ["bwrap", "rlimit"])
 def test_planted_conftest_cannot_read_the_keys_as_non_root(open_ws: Path, layer: str) -> None:
     _, replies = _attack_workspace(open_ws, layer, "pytest")
@@ -204,19 +231,23 @@ def test_planted_conftest_cannot_read_the_keys_as_non_root(open_ws: Path, layer:
 @pytest.mark.skipif(not ROOT, reason="uses the dedicated sandbox uid")
 @pytest.mark.parametrize("layer", ["bwrap", "rlimit"])
 def test_rewritten_gg_toml_has_no_effect_and_the_next_run_warns(
-    open_ws: Path, layer: str,
+    open_ws: Path,
+    layer: str,
 ) -> None:
     hook = 'test "$(id -u)" != 0'  # passes in the sandbox; a planted hook would block
     original = _toml(layer, hook)
     (open_ws / "gg.toml").write_text(original)
-    planted = ('[sandbox]\ncommands = "host"\n[[hooks.agent_stop]]\n'
-               'command = "echo planted >&2; exit 2"\ntrusted = true\n')
+    planted = (
+        '[sandbox]\ncommands = "host"\n[[hooks.agent_stop]]\n'
+        'command = "echo planted >&2; exit 2"\ntrusted = true\n'
+    )
     replies = _replies(
         ("run_command", {"command": f"printf %b {json.dumps(planted)} > gg.toml; echo rc=$?"}),
         ("write_file", {"path": "gg.toml", "content": planted}),  # host-side: refused
         ("write_file", {"path": "./sub/../gg.toml", "content": planted}),  # an alias: refused
         ("run_command", {"command": "id -u"}),
-        ("finish", {"summary": "done"}))
+        ("finish", {"summary": "done"}),
+    )
     result, stderr, events = _run_gg(open_ws, replies)
     results = [e for e in events if e["type"] == "tool_result"]
     assert not results[1]["ok"] and "gg's own configuration" in results[1]["excerpt"]
@@ -238,8 +269,9 @@ def test_rewritten_gg_toml_has_no_effect_and_the_next_run_warns(
     with pytest.raises(gg.ConfigError, match='commands = "host"'):
         gg.Agent(workspace=open_ws, model=ScriptedModel([call("finish", summary="x")])).run("t")
     # ... and, confirmed, warns naming the file and says plainly commands run on the host
-    result2, stderr2, events2 = _run_gg(open_ws, _replies(("finish", {"summary": "ok"})),
-                                        args=("--trust-config",))
+    result2, stderr2, events2 = _run_gg(
+        open_ws, _replies(("finish", {"summary": "ok"})), args=("--trust-config",)
+    )
     assert "gg.toml" in stderr2 and "changed since" in stderr2
     started2 = next(e for e in events2 if e["type"] == "run_started")
     assert started2["config_changed"] == ["gg.toml"] and started2["commands"] == "host"
@@ -257,12 +289,18 @@ def test_hook_script_rewritten_mid_run_is_not_run(open_ws: Path, layer: str) -> 
     evil = "exit 0\n"
     replies = _replies(
         ("run_command", {"command": f"echo '{evil.strip()}' > scripts/check.sh; echo rc=$?"}),
-        ("run_command", {"command": "mv scripts s2 && mkdir scripts && "
-                                    f"echo '{evil.strip()}' > scripts/check.sh; echo rc=$?"}),
+        (
+            "run_command",
+            {
+                "command": "mv scripts s2 && mkdir scripts && "
+                f"echo '{evil.strip()}' > scripts/check.sh; echo rc=$?"
+            },
+        ),
         ("write_file", {"path": "scripts/check.sh", "content": evil}),
         ("finish", {"summary": "done"}),
         ("list_dir", {}),
-        ("finish", {"summary": "done"}))
+        ("finish", {"summary": "done"}),
+    )
     result, _, events = _run_gg(open_ws, replies)
     results = [e for e in events if e["type"] == "tool_result"]
     assert not results[2]["ok"] and "gg's own configuration" in results[2]["excerpt"]
@@ -286,11 +324,15 @@ def test_hook_script_rewritten_mid_run_is_not_run(open_ws: Path, layer: str) -> 
 def test_trusted_hook_runs_on_the_host_still_without_keys(open_ws: Path) -> None:
     out = Path(tempfile.mkdtemp(prefix="gg-outside-"))  # 0700, root's, outside the workspace
     try:
-        probe = (f"env > {out}/env-$GG_WHO; cat /proc/$PPID/environ > {out}/environ-$GG_WHO "
-                 f"2>/dev/null; touch {out}/touched-$GG_WHO; true")
+        probe = (
+            f"env > {out}/env-$GG_WHO; cat /proc/$PPID/environ > {out}/environ-$GG_WHO "
+            f"2>/dev/null; touch {out}/touched-$GG_WHO; true"
+        )
         toml = _toml("bwrap", f"GG_WHO=sandboxed; {probe}")
-        toml += (f"[[hooks.agent_stop]]\ncommand = {json.dumps(f'GG_WHO=trusted; {probe}')}\n"
-                 "trusted = true\n")
+        toml += (
+            f"[[hooks.agent_stop]]\ncommand = {json.dumps(f'GG_WHO=trusted; {probe}')}\n"
+            "trusted = true\n"
+        )
         (open_ws / "gg.toml").write_text(toml)
         result, _, events = _run_gg(open_ws, _replies(("finish", {"summary": "done"})))
         assert result["status"] == "ended", result
@@ -307,11 +349,18 @@ def test_trusted_hook_runs_on_the_host_still_without_keys(open_ws: Path) -> None
 def test_tiny_calc_example_hook_blocks_then_passes_in_the_sandbox(tmp_path: Path) -> None:
     ws = tmp_path / "tiny-calc"
     shutil.copytree(EXAMPLE, ws)
-    fixed = (ws / "calc.py").read_text().replace(
-        "    return a / b", "    return None if b == 0 else a / b")
-    model = ScriptedModel([call("finish", summary="done"),
-                           call("write_file", path="calc.py", content=fixed),
-                           call("finish", summary="fixed divide")])
+    fixed = (
+        (ws / "calc.py")
+        .read_text()
+        .replace("    return a / b", "    return None if b == 0 else a / b")
+    )
+    model = ScriptedModel(
+        [
+            call("finish", summary="done"),
+            call("write_file", path="calc.py", content=fixed),
+            call("finish", summary="fixed divide"),
+        ]
+    )
     agent = gg.Agent(model=model, workspace=ws)
     result = agent.run("fix the tests")
     events = [json.loads(line) for line in result.stream.read_text().splitlines()]
@@ -331,7 +380,9 @@ def test_hook_scripts_are_the_files_the_command_names(tmp_path: Path) -> None:
     ws = tmp_path.resolve()
     assert hook_scripts("./scripts/check.sh --fast", ws) == ("scripts/check.sh",)
     assert hook_scripts("python3 hooks/gate.py && sh -c './scripts/check.sh x'", ws) == (
-        "hooks/gate.py", "scripts/check.sh")
+        "hooks/gate.py",
+        "scripts/check.sh",
+    )
     assert hook_scripts("python -m pytest -q", ws) == ()
     assert hook_scripts("python3 hooks/link.py --out=../x", ws) == ()  # a symlink: not a file
     snap = Snapshot.take(ws, configs=["gg.toml"], commands=["sh ./scripts/check.sh"])
@@ -346,23 +397,29 @@ def test_hook_scripts_are_the_files_the_command_names(tmp_path: Path) -> None:
     assert late.tampered("sh ./late.sh") == ["'late.sh' appeared during this run"]
 
 
-@pytest.mark.skipif(not ROOT or not shutil.which("setpriv") or not shutil.which("unshare"),
-                    reason="needs root to become uid 65534 in a private mount namespace")
+@pytest.mark.skipif(
+    not ROOT or not shutil.which("setpriv") or not shutil.which("unshare"),
+    reason="needs root to become uid 65534 in a private mount namespace",
+)
 def test_non_root_trusted_hook_cannot_read_gg_environ(open_ws: Path) -> None:
     # Same uid as gg, on the host, no Landlock, no namespace: only gg being non-dumpable
     # keeps /proc/<gg pid>/environ closed. $PPID is gg (the control: its cmdline says so).
-    hook = (f"tr '\\0' ' ' < /proc/$PPID/cmdline >&2; echo >&2; "
-            f"if tr '\\0' '\\n' < /proc/$PPID/environ | grep -q {KEY}; then echo LEAKED >&2; "
-            "else echo SAFE >&2; fi; exit 2")
+    hook = (
+        f"tr '\\0' ' ' < /proc/$PPID/cmdline >&2; echo >&2; "
+        f"if tr '\\0' '\\n' < /proc/$PPID/environ | grep -q {KEY}; then echo LEAKED >&2; "
+        "else echo SAFE >&2; fi; exit 2"
+    )
     (open_ws / "gg.toml").write_text(
         f"[ceilings]\ngate_blocks = 1\n[[hooks.agent_stop]]\ncommand = {json.dumps(hook)}\n"
-        "trusted = true\n")
+        "trusted = true\n"
+    )
     state = open_ws.parent / "state"
     state.mkdir(mode=0o700)
     for path in (open_ws, state, *open_ws.iterdir()):
         os.chown(path, 65534, 65534)
-    _, _, events = _run_gg(open_ws, _replies(("finish", {"summary": "done"})),
-                           as_nobody=True, state=state)
+    _, _, events = _run_gg(
+        open_ws, _replies(("finish", {"summary": "done"})), as_nobody=True, state=state
+    )
     reason = next(e for e in events if e["type"] == "gate_blocked")["reason"]
     assert "-m gg run" in reason, reason  # the hook looked at gg itself
     assert "SAFE" in reason and "LEAKED" not in reason and KEY not in reason, reason

@@ -99,8 +99,11 @@ def test_record_into_a_workspace_dir_an_agent_made_a_link_is_refused(tmp_path: P
     inside = ws / "real"
     inside.mkdir()
     os.symlink("real", ws / "alias")  # a link that stays inside is fine
-    result = gg.Agent(model=ScriptedModel([call("finish", summary="done")]), workspace=ws,
-                      record=ws / "alias" / "rec.json").run("finish")
+    result = gg.Agent(
+        model=ScriptedModel([call("finish", summary="done")]),
+        workspace=ws,
+        record=ws / "alias" / "rec.json",
+    ).run("finish")
     assert result.status == "ended" and (inside / "rec.json").is_file()
 
 

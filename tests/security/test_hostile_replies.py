@@ -122,72 +122,107 @@ Case = Callable[[], Reply]
 CASES: dict[str, tuple[Case, str]] = {
     "high surrogate in a value": (lambda: call("read_file", {"path": "a\ud800"}), "bad_arguments"),
     "low surrogate in a written file": (
-        lambda: call("write_file", {"path": "x.txt", "content": "ok \udcff"}), "bad_arguments"),
+        lambda: call("write_file", {"path": "x.txt", "content": "ok \udcff"}),
+        "bad_arguments",
+    ),
     "surrogate in a key": (lambda: call("read_file", {"pa\udbffth": "x"}), "bad_arguments"),
     "surrogate deep in a value": (
         lambda: call("read_file", {"path": "x", "o": {"a": [1, {"b": "\ud834"}]}}),
-        "bad_arguments"),
-    "surrogate in an ending": (
-        lambda: call("finish", {"summary": "done \ud800"}), "bad_arguments"),
+        "bad_arguments",
+    ),
+    "surrogate in an ending": (lambda: call("finish", {"summary": "done \ud800"}), "bad_arguments"),
     "surrogate in a tool name": (lambda: call("read_file\ud800", {"path": "x"}), "unknown_tool"),
     "surrogate in a call id": (lambda: call("read_file", missing(), cid="c\udfff"), "tool_error"),
     "surrogate in the text": (
-        lambda: call("read_file", missing(), text="hi \ud800 there \udc00"), "tool_error"),
+        lambda: call("read_file", missing(), text="hi \ud800 there \udc00"),
+        "tool_error",
+    ),
     "1,000-deep dict": (lambda: call("read_file", {"path": nested(1_000)}), "bad_arguments"),
     "100,000-deep dict": (lambda: call("read_file", {"path": nested(100_000)}), "bad_arguments"),
     "100,000-deep list": (
-        lambda: call("read_file", {"path": nested(100_000, kind="list")}), "bad_arguments"),
+        lambda: call("read_file", {"path": nested(100_000, kind="list")}),
+        "bad_arguments",
+    ),
     "just past the depth bound": (
-        lambda: call("read_file", {"path": nested(MAX_DEPTH)}), "bad_arguments"),
+        lambda: call("read_file", {"path": nested(MAX_DEPTH)}),
+        "bad_arguments",
+    ),
     "a dict holding itself": (lambda: call("read_file", cyclic()), "bad_arguments"),
     "5,000-digit integer": (lambda: call("read_file", {"path": 10**5000}), "bad_arguments"),
     "1,000,000-digit integer": (
-        lambda: call("read_file", {"path": -(10**1_000_000)}), "bad_arguments"),
+        lambda: call("read_file", {"path": -(10**1_000_000)}),
+        "bad_arguments",
+    ),
     "NaN": (lambda: call("read_file", {"path": "x", "n": float("nan")}), "bad_arguments"),
     "infinity in a list": (
-        lambda: call("read_file", {"path": "x", "n": [1.0, float("-inf")]}), "bad_arguments"),
-    "70 MB string": (lambda: call("write_file", {"path": "x", "content": "a" * 70_000_000}),
-                     "bad_arguments"),
+        lambda: call("read_file", {"path": "x", "n": [1.0, float("-inf")]}),
+        "bad_arguments",
+    ),
+    "70 MB string": (
+        lambda: call("write_file", {"path": "x", "content": "a" * 70_000_000}),
+        "bad_arguments",
+    ),
     "70 MB in small strings": (
         lambda: call("write_file", {"path": "x", "content": "", "l": ["ab" * 50] * 700_000}),
-        "bad_arguments"),
+        "bad_arguments",
+    ),
     "a set": (lambda: call("read_file", {"path": "x", "s": {1, 2}}), "bad_arguments"),
     "bytes": (lambda: call("read_file", {"path": b"\xff"}), "bad_arguments"),
     "an integer key": (lambda: call("read_file", {"path": "x", 7: "y"}), "bad_arguments"),
     "an object": (lambda: call("read_file", {"path": object()}), "bad_arguments"),
     "3 MB text with surrogates": (
-        lambda: call("read_file", missing(), text="\ud800" * 3_000_000), "tool_error"),
+        lambda: call("read_file", missing(), text="\ud800" * 3_000_000),
+        "tool_error",
+    ),
     "1 MB tool name": (lambda: call("x" * 1_000_000, {}), "unknown_tool"),
     "1,500 calls in one reply": (
-        lambda: Reply(tool_calls=tuple(ToolCall(name="read_file", arguments=missing())
-                                       for _ in range(1_500))), "bad_arguments"),
+        lambda: Reply(
+            tool_calls=tuple(ToolCall(name="read_file", arguments=missing()) for _ in range(1_500))
+        ),
+        "bad_arguments",
+    ),
 }
 
 
 UNICODE, DEEP, DIGITS = "not valid Unicode", "levels deep", "digits"
 NOT_JSON, FINITE = "not JSON data", "must be finite"
 SAYS: dict[str, str] = {  # what the feedback names: the model boundary's reason, not a schema's
-    "high surrogate in a value": UNICODE, "low surrogate in a written file": UNICODE,
-    "surrogate in a key": "in a key of arguments", "surrogate deep in a value": UNICODE,
-    "surrogate in an ending": UNICODE, "surrogate in a tool name": "There is no tool",
-    "1,000-deep dict": DEEP, "100,000-deep dict": DEEP, "100,000-deep list": DEEP,
-    "just past the depth bound": DEEP, "a dict holding itself": DEEP,
-    "5,000-digit integer": DIGITS, "1,000,000-digit integer": DIGITS, "NaN": FINITE,
-    "infinity in a list": FINITE, "70 MB string": "characters in all",
-    "70 MB in small strings": "characters in all", "a set": NOT_JSON, "bytes": NOT_JSON,
-    "an integer key": "keys are strings", "an object": NOT_JSON,
-    "1 MB tool name": "There is no tool", "1,500 calls in one reply": "at most 1000",
+    "high surrogate in a value": UNICODE,
+    "low surrogate in a written file": UNICODE,
+    "surrogate in a key": "in a key of arguments",
+    "surrogate deep in a value": UNICODE,
+    "surrogate in an ending": UNICODE,
+    "surrogate in a tool name": "There is no tool",
+    "1,000-deep dict": DEEP,
+    "100,000-deep dict": DEEP,
+    "100,000-deep list": DEEP,
+    "just past the depth bound": DEEP,
+    "a dict holding itself": DEEP,
+    "5,000-digit integer": DIGITS,
+    "1,000,000-digit integer": DIGITS,
+    "NaN": FINITE,
+    "infinity in a list": FINITE,
+    "70 MB string": "characters in all",
+    "70 MB in small strings": "characters in all",
+    "a set": NOT_JSON,
+    "bytes": NOT_JSON,
+    "an integer key": "keys are strings",
+    "an object": NOT_JSON,
+    "1 MB tool name": "There is no tool",
+    "1,500 calls in one reply": "at most 1000",
 }
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_hostile_reply_is_an_error_turn_and_the_next_turn_ends(name: str,
-                                                                 workspace: Path) -> None:
+def test_a_hostile_reply_is_an_error_turn_and_the_next_turn_ends(
+    name: str, workspace: Path
+) -> None:
     build, expect = CASES[name]
     model = ScriptedModel([build(), FINISH])
     seen: list[Any] = []
-    result = gg.Agent(model=model, workspace=workspace, mode="tool-calling",
-                      listeners=[seen.append]).run("do the task")
+    result = gg.Agent(
+        model=model, workspace=workspace, mode="tool-calling", listeners=[seen.append]
+    ).run("do the task")
     events = check_run(result, expect)
     if name in SAYS:
         error = next(e for e in events if e.type == "error_turn")
@@ -238,20 +273,25 @@ def test_decode_arguments_never_raises(name: str) -> None:
 
 TEXT_CASES: dict[str, str] = {
     "hermes, 100,000 deep": '<tool_call>{"name": "read_file", "arguments": '
-                            + deep_json(100_000) + "}</tool_call>",
+    + deep_json(100_000)
+    + "}</tool_call>",
     "hermes, 500 deep": '<tool_call>{"name": "read_file", "arguments": '
-                        + deep_json(500) + "}</tool_call>",
+    + deep_json(500)
+    + "}</tool_call>",
     "hermes, escaped surrogate": '<tool_call>{"name": "read_file", "arguments": '
-                                 '{"path": "a\\udfff"}}</tool_call>',
+    '{"path": "a\\udfff"}}</tool_call>',
     "llama3 json, 5,000 digits": '{"name": "read_file", "parameters": {"path": '
-                                 + "7" * 5_000 + "}}",
+    + "7" * 5_000
+    + "}}",
     "pythonic, 100,000 deep": "[read_file(path=" + "[" * 100_000 + "]" * 100_000 + ")]",
     "pythonic, 200,000 minus signs": "[read_file(path=" + "-" * 200_000 + "1)]",
     "pythonic, 150 deep": "[read_file(path=" + "[" * 150 + "]" * 150 + ")]",
     "pythonic, 300 KB": "[read_file(path=[" + "1," * 150_000 + "])]",
     "gemma, 100,000 deep": "call:read_file{path:" + "[" * 100_000 + "]" * 100_000 + "}",
     "qwen, deep parameter": "<tool_call><function=read_file><parameter=path>"
-                            + "[" * 100_000 + "]" * 100_000 + "</parameter></function></tool_call>",
+    + "[" * 100_000
+    + "]" * 100_000
+    + "</parameter></function></tool_call>",
 }
 
 
@@ -271,8 +311,9 @@ def text_model(text: str) -> FunctionModel:
 
 @pytest.mark.parametrize("name", list(TEXT_CASES))
 def test_a_hostile_call_in_text_is_an_error_turn(name: str, workspace: Path) -> None:
-    result = gg.Agent(model=text_model(TEXT_CASES[name]), workspace=workspace,
-                      mode="tool-calling").run("t")
+    result = gg.Agent(
+        model=text_model(TEXT_CASES[name]), workspace=workspace, mode="tool-calling"
+    ).run("t")
     # an untyped (XML-like) value that does not parse is text: a 200,000-character path
     check_run(result, "tool_error" if name.startswith("qwen") else "bad_arguments")
 
@@ -299,40 +340,73 @@ def completion(content: str | None, calls: list[tuple[str, str]] = ()) -> dict[s
     if calls:
         message["tool_calls"] = [
             {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
-            for i, (n, a) in enumerate(calls)]
-    return {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}
+            for i, (n, a) in enumerate(calls)
+        ]
+    return {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
 
 
 FINISH_BODY = completion(None, [("finish", '{"summary": "second ok"}')])
 HTTP_CASES: dict[str, tuple[dict[str, Any], str, bool]] = {
     # json.dumps writes "\ud800" escapes: the SDK's json.loads makes lone surrogates of them
     "escaped surrogate in arguments": (
-        completion("hi", [("read_file", '{"path": "a\\ud800"}')]), "bad_arguments", False),
+        completion("hi", [("read_file", '{"path": "a\\ud800"}')]),
+        "bad_arguments",
+        False,
+    ),
     "100,000-deep arguments": (
-        completion(None, [("read_file", deep_json(100_000))]), "bad_arguments", False),
+        completion(None, [("read_file", deep_json(100_000))]),
+        "bad_arguments",
+        False,
+    ),
     "5,000-digit arguments": (
-        completion(None, [("read_file", '{"path": ' + "1" * 5_000 + "}")]), "bad_arguments",
-        False),
+        completion(None, [("read_file", '{"path": ' + "1" * 5_000 + "}")]),
+        "bad_arguments",
+        False,
+    ),
     "surrogates in the text and name": (
-        completion("hi \ud800", [("read_file\udcff", "{}")]), "unknown_tool", False),
+        completion("hi \ud800", [("read_file\udcff", "{}")]),
+        "unknown_tool",
+        False,
+    ),
     "a deep call written in text": (
-        completion('<tool_call>{"name": "read_file", "arguments": ' + deep_json(100_000)
-                   + "}</tool_call>"), "bad_arguments", True),
+        completion(
+            '<tool_call>{"name": "read_file", "arguments": ' + deep_json(100_000) + "}</tool_call>"
+        ),
+        "bad_arguments",
+        True,
+    ),
 }
 
 
 @pytest.mark.parametrize("name", list(HTTP_CASES))
-def test_a_hostile_server_reply_is_an_error_turn(name: str, workspace: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hostile_server_reply_is_an_error_turn(
+    name: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     body, expect, text_tools = HTTP_CASES[name]
     monkeypatch.setenv("OPENAI_COMPAT_API_KEY", "sk-test-0123456789abcdef")
-    second = completion('<tool_call>{"name": "finish", "arguments": {"summary": "second ok"}}'
-                        "</tool_call>") if text_tools else FINISH_BODY
+    second = (
+        completion(
+            '<tool_call>{"name": "finish", "arguments": {"summary": "second ok"}}</tool_call>'
+        )
+        if text_tools
+        else FINISH_BODY
+    )
     with serve([Json(body=body), Json(body=second)]) as server:
-        model = OpenAICompatModel("m", provider="openai-compat", base_url=f"{server.url}/v1",
-                                  retry=FAST, stream=False, text_tools=text_tools)
+        model = OpenAICompatModel(
+            "m",
+            provider="openai-compat",
+            base_url=f"{server.url}/v1",
+            retry=FAST,
+            stream=False,
+            text_tools=text_tools,
+        )
         result = gg.Agent(model=model, workspace=workspace, mode="tool-calling").run("t")
     check_run(result, expect)
     assert len(server.requests) == 2
@@ -342,11 +416,16 @@ def test_a_hostile_server_reply_is_an_error_turn(name: str, workspace: Path,
 
 
 def test_an_unreadable_server_answer_stops_the_run_with_a_diagnosis(
-        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import _servers
 
-    deep = ('{"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": '
-            + "[" * 100_000 + "]" * 100_000 + "}").encode()
+    deep = (
+        '{"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": '
+        + "[" * 100_000
+        + "]" * 100_000
+        + "}"
+    ).encode()
 
     def answer(self: Any, action: Any) -> None:
         self.send_response(200)
@@ -357,8 +436,9 @@ def test_an_unreadable_server_answer_stops_the_run_with_a_diagnosis(
 
     monkeypatch.setattr(_servers._Handler, "_json", answer)
     with serve([Json(body={})]) as server:
-        model = OpenAICompatModel("m", provider="openai-compat", base_url=f"{server.url}/v1",
-                                  retry=FAST, stream=False)
+        model = OpenAICompatModel(
+            "m", provider="openai-compat", base_url=f"{server.url}/v1", retry=FAST, stream=False
+        )
         result = gg.Agent(model=model, workspace=workspace, mode="tool-calling").run("t")
     assert result.status == "stopped" and "not readable" in (result.diagnosis or "")
     assert isinstance(verify(result.stream), Intact)
@@ -393,8 +473,11 @@ def test_the_stream_writer_never_fails_on_an_odd_event(tmp_path: Path) -> None:
     path = tmp_path / "run" / "stream.jsonl"
     writer = StreamWriter(path, listeners=[seen.append])
     writer.emit(RunStarted(run_id="r", settings={}, isolation="none", workspace="/w"))
-    writer.emit(SessionStarted(run_id="r", role="standard", mode="m", language="python",
-                               arm="all", model="x"))
+    writer.emit(
+        SessionStarted(
+            run_id="r", role="standard", mode="m", language="python", arm="all", model="x"
+        )
+    )
     normal = path.read_bytes().splitlines()[1]
     for build in ODD_EVENTS.values():
         writer.emit(build())
@@ -402,48 +485,82 @@ def test_the_stream_writer_never_fails_on_an_odd_event(tmp_path: Path) -> None:
     writer.close()
     lines = path.read_bytes().decode("utf-8").splitlines()  # strict UTF-8
     assert len(lines) == 3 + len(ODD_EVENTS) == len(seen)
-    assert normal.startswith(SessionStarted(run_id="r", role="standard", mode="m",
-                                            language="python", arm="all", model="x",
-                                            at=json.loads(normal)["at"])
-                             .model_dump_json()[:-1].encode())  # the normal path: pydantic's
+    assert normal.startswith(
+        SessionStarted(
+            run_id="r",
+            role="standard",
+            mode="m",
+            language="python",
+            arm="all",
+            model="x",
+            at=json.loads(normal)["at"],
+        )
+        .model_dump_json()[:-1]
+        .encode()
+    )  # the normal path: pydantic's
     first = json.loads(lines[2])
     assert first["name"] == "n\ufffd" and first["arguments"] == {"k\ufffd": "\ufffd"}
     assert seen[2].name == "n\ufffd"  # the live view sees what was written
     assert isinstance(verify(path, seal_dir=path.parent), Intact)
-    assert [e.type for e in read_events(path)][2:] == [
-        "tool_call"] * (len(ODD_EVENTS) - 1) + ["error_turn", "run_ended"]
+    assert [e.type for e in read_events(path)][2:] == ["tool_call"] * (len(ODD_EVENTS) - 1) + [
+        "error_turn",
+        "run_ended",
+    ]
 
 
-def test_recording_a_hostile_reply_writes_a_file_that_replays(workspace: Path,
-                                                              tmp_path: Path) -> None:
+def test_recording_a_hostile_reply_writes_a_file_that_replays(
+    workspace: Path, tmp_path: Path
+) -> None:
     record = tmp_path / "rec.json"
-    model = ScriptedModel([call("read_file", {"path": nested(100_000)}, text="a \ud800"),
-                           FINISH])
-    result = gg.Agent(model=model, workspace=workspace, mode="tool-calling",
-                      record=record).run("t")
+    model = ScriptedModel([call("read_file", {"path": nested(100_000)}, text="a \ud800"), FINISH])
+    result = gg.Agent(model=model, workspace=workspace, mode="tool-calling", record=record).run("t")
     check_run(result, "bad_arguments")
-    replay = gg.Agent(model=f"scripted:{record}", workspace=workspace,
-                      mode="tool-calling").run("t")
+    replay = gg.Agent(model=f"scripted:{record}", workspace=workspace, mode="tool-calling").run("t")
     check_run(replay, "bad_arguments")
 
 
 def test_gg_run_and_show_take_a_hostile_script(workspace: Path, tmp_path: Path) -> None:
     script = tmp_path / "hostile.json"
-    script.write_text(json.dumps({"replies": [
-        {"text": "first", "tool_calls": [
-            {"name": "read_file", "arguments": '{"path": "a\\ud800"}'},
-            {"name": "list_dir", "arguments": deep_json(50_000)}]},
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": "second ok"}}]},
-    ]}))
+    script.write_text(
+        json.dumps(
+            {
+                "replies": [
+                    {
+                        "text": "first",
+                        "tool_calls": [
+                            {"name": "read_file", "arguments": '{"path": "a\\ud800"}'},
+                            {"name": "list_dir", "arguments": deep_json(50_000)},
+                        ],
+                    },
+                    {"tool_calls": [{"name": "finish", "arguments": {"summary": "second ok"}}]},
+                ]
+            }
+        )
+    )
     env = dict(os.environ)
-    ran = subprocess.run([*GG, "run", "t", "-w", str(workspace), "--model",
-                          f"scripted:{script}", "--mode", "tool-calling", "--json"],
-                         capture_output=True, timeout=120, env=env)
+    ran = subprocess.run(
+        [
+            *GG,
+            "run",
+            "t",
+            "-w",
+            str(workspace),
+            "--model",
+            f"scripted:{script}",
+            "--mode",
+            "tool-calling",
+            "--json",
+        ],
+        capture_output=True,
+        timeout=120,
+        env=env,
+    )
     assert ran.returncode == 0, ran.stderr
     ran.stderr.decode("utf-8")  # the live view: strict UTF-8
     stream = json.loads(ran.stdout)["stream"]
-    shown = subprocess.run([*GG, "show", stream, "-w", str(workspace)], capture_output=True,
-                           timeout=120, env=env)
+    shown = subprocess.run(
+        [*GG, "show", stream, "-w", str(workspace)], capture_output=True, timeout=120, env=env
+    )
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout.decode("utf-8")  # strict: nothing unencodable was printed
     assert "bad_arguments" in out or "not valid Unicode" in out
@@ -451,7 +568,8 @@ def test_gg_run_and_show_take_a_hostile_script(workspace: Path, tmp_path: Path) 
 
 @pytest.mark.parametrize("provider", ["openai-compat", "anthropic"])
 async def test_an_adapter_sends_surrogate_text_as_valid_unicode(
-        provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Outside the loop too: an adapter never fails to encode a conversation (issue 9 F4)."""
     from gg.models.anthropic import AnthropicModel
     from gg.models.base import AssistantMessage, ToolMessage, UserMessage
@@ -459,20 +577,30 @@ async def test_an_adapter_sends_surrogate_text_as_valid_unicode(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
     conversation: list[Message] = [
         UserMessage(content="task \udcff"),
-        AssistantMessage(content="a \ud800", tool_calls=(
-            ToolCall(name="read_file", arguments={"path": "p\ud800"}, id="c\udfff"),)),
+        AssistantMessage(
+            content="a \ud800",
+            tool_calls=(ToolCall(name="read_file", arguments={"path": "p\ud800"}, id="c\udfff"),),
+        ),
         ToolMessage(call_id="c\udfff", name="read_file", content="out \udc80"),
     ]
-    anthropic_body = {"id": "m", "type": "message", "role": "assistant", "model": "c",
-                      "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-                      "usage": {"input_tokens": 1, "output_tokens": 1}}
+    anthropic_body = {
+        "id": "m",
+        "type": "message",
+        "role": "assistant",
+        "model": "c",
+        "content": [{"type": "text", "text": "ok"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
     body = completion("ok") if provider == "openai-compat" else anthropic_body
     with serve([Json(body=body)]) as server:
         model: Any = (
-            OpenAICompatModel("m", provider="openai-compat", base_url=f"{server.url}/v1",
-                              retry=FAST, stream=False)
+            OpenAICompatModel(
+                "m", provider="openai-compat", base_url=f"{server.url}/v1", retry=FAST, stream=False
+            )
             if provider == "openai-compat"
-            else AnthropicModel("c", base_url=server.url, retry=FAST, stream=False))
+            else AnthropicModel("c", base_url=server.url, retry=FAST, stream=False)
+        )
         reply = await model.respond(conversation, [])
     assert reply.text == "ok"
     sent = server.requests[0].body
@@ -486,8 +614,12 @@ def test_arguments_that_are_not_an_object_are_an_error_turn(
 ) -> None:
     bad = gg.Reply(tool_calls=(gg.ToolCall(name="read_file", arguments=arguments),))  # type: ignore[arg-type]
     model = gg.testing.FunctionModel(
-        lambda messages, tools: bad if sum(m.role == "assistant" for m in messages) == 0
-        else gg.testing.call("finish", summary="ok"))
+        lambda messages, tools: (
+            bad
+            if sum(m.role == "assistant" for m in messages) == 0
+            else gg.testing.call("finish", summary="ok")
+        )
+    )
     result = gg.Agent(model=model, workspace=workspace).run("t")
     assert result.status == "ended", result.diagnosis
     kinds = [e.kind for e in gg.stream.read_events(result.stream) if e.type == "error_turn"]

@@ -363,8 +363,7 @@ def test_nothing_outlives_the_turn(layer: Isolation, who: str, place: Place, end
 FILLS = {
     "many_files": "i = 0\nwhile True:\n    open(f'f{i}', 'w').close()\n    i += 1\n",
     "one_big_file": (
-        "b = b'x' * (1 << 20)\nwith open('big', 'wb') as f:\n    while True:\n"
-        "        f.write(b)\n"
+        "b = b'x' * (1 << 20)\nwith open('big', 'wb') as f:\n    while True:\n        f.write(b)\n"
     ),
     "many_dirs": "import os\ni = 0\nwhile True:\n    os.makedirs(f'd{i}/e/f')\n    i += 1\n",
     "many_big_files": (

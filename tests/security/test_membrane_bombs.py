@@ -25,8 +25,7 @@ FINISH = {"python": "gg.session.finish('ok')", "javascript": "await gg.session.f
 
 
 def program(source: str) -> gg.Reply:
-    return gg.Reply(tool_calls=(gg.ToolCall(name="submit_program",
-                                            arguments={"program": source}),))
+    return gg.Reply(tool_calls=(gg.ToolCall(name="submit_program", arguments={"program": source}),))
 
 
 def echo(text: str = "") -> str:
@@ -56,8 +55,14 @@ def play(workspace: Path, lang: str, first: str, *, wall_s: float = 10) -> tuple
     """Run the hostile program, then a normal finish; return (result, model)."""
     model = ScriptedModel([program(first), program(FINISH[lang])])
     settings = Settings(sandbox=SandboxSettings(wall_s=wall_s, cpu_s=wall_s))
-    agent = gg.Agent(model=model, workspace=workspace, mode="code", language=lang,
-                     settings=settings, tools=[echo, bad_text, deep_value, huge_int])
+    agent = gg.Agent(
+        model=model,
+        workspace=workspace,
+        mode="code",
+        language=lang,
+        settings=settings,
+        tools=[echo, bad_text, deep_value, huge_int],
+    )
     return agent.run("survive the bomb"), model
 
 
@@ -79,8 +84,11 @@ def first_turn(result: Any, model: Any) -> tuple[str, bool]:
     feedback = model.calls[1][0][-1].content
     events = stream_events(result)
     errors = [e for e in events if e["type"] == "error_turn"]
-    failed = [e for e in events if e["type"] == "tool_result" and e["name"] == "submit_program"
-              and not e["ok"]]
+    failed = [
+        e
+        for e in events
+        if e["type"] == "tool_result" and e["name"] == "submit_program" and not e["ok"]
+    ]
     assert feedback.encode("utf-8")  # valid Unicode into the next prompt
     return feedback, bool(errors or failed)
 
@@ -94,53 +102,62 @@ def assert_survived(result: Any, model: Any, *expected: str) -> str:
 
 # ----------------------------------------------------------- raw lines on fd 3 (Python)
 
-_CALL = "b'{\"id\":1,\"kind\":\"tool\",\"name\":\"echo\",\"arguments\":'"
+_CALL = 'b\'{"id":1,"kind":"tool","name":"echo","arguments":\''
 RAW: dict[str, tuple[str, tuple[str, ...]]] = {
     # name -> (a Python expression of the bytes written, words the feedback must hold)
     "5,000-deep array": ("b'[' * 5000 + b']' * 5000 + b'\\n'", ("nested 5000 levels",)),
     "100,000-deep array": ("b'[' * 100_000 + b'\\n'", ("nested 100000 levels",)),
     "100,000-deep object": ("b'{\"a\":' * 100_000 + b'\\n'", ("nested 100000 levels",)),
     "mixed 3,000-deep": ("b'[{\"k\":' * 1500 + b'1' + b'}]' * 1500 + b'\\n'", ("nested",)),
-    "deep call arguments": (_CALL + " + b'{\"a\":' * 5000 + b'1' + b'}' * 5001 + b'\\n'",
-                            ("nested", "levels deep")),
-    "5,000-digit integer": ("b'{\"kind\":\"result\",\"returned\":null,\"error\":null,\"limit\":'"
-                            " + b'7' * 5000 + b'}\\n'", ("5000 digits",)),
+    "deep call arguments": (
+        _CALL + " + b'{\"a\":' * 5000 + b'1' + b'}' * 5001 + b'\\n'",
+        ("nested", "levels deep"),
+    ),
+    "5,000-digit integer": (
+        'b\'{"kind":"result","returned":null,"error":null,"limit":\' + b\'7\' * 5000 + b\'}\\n\'',
+        ("5000 digits",),
+    ),
     "999,000-digit integer": ("b'[' + b'9' * 999_000 + b']\\n'", ("999000 digits",)),
     "1,000,000-digit integer": ("b'[' + b'9' * 1_000_000 + b']\\n'", ("longer than",)),
-    "big integer in a call": (_CALL + " + b'{\"n\":-' + b'1' * 5000 + b'}}\\n'",
-                              ("5000 digits",)),
+    "big integer in a call": (_CALL + " + b'{\"n\":-' + b'1' * 5000 + b'}}\\n'", ("5000 digits",)),
     "long float": ("b'[0.' + b'5' * 50_000 + b']\\n'", ("characters",)),
     "float out of range": (_CALL + " + b'{\"x\":1e999}}\\n'", ("out of range",)),
     "NaN in a call": (_CALL + " + b'{\"x\":NaN}}\\n'", ("NaN",)),
-    "-Infinity": ("b'{\"kind\":\"result\",\"returned\":-Infinity}\\n'", ("Infinity",)),
-    "lone surrogate escape": (_CALL + " + b'{\"text\":\"\\\\ud800\"}}\\n'", ("not valid Unicode",)),
+    "-Infinity": ('b\'{"kind":"result","returned":-Infinity}\\n\'', ("Infinity",)),
+    "lone surrogate escape": (_CALL + ' + b\'{"text":"\\\\ud800"}}\\n\'', ("not valid Unicode",)),
     "low surrogate in a key": (_CALL + " + b'{\"\\\\udfff\":1}}\\n'", ("not valid Unicode",)),
     "surrogate in the name": (
-        "b'{\"id\":1,\"kind\":\"tool\",\"name\":\"e\\\\udbff\",\"arguments\":{}}\\n'",
-        ("not valid Unicode",)),
+        'b\'{"id":1,"kind":"tool","name":"e\\\\udbff","arguments":{}}\\n\'',
+        ("not valid Unicode",),
+    ),
     "surrogate in a result": (
-        "b'{\"kind\":\"result\",\"returned\":\"\\\\ud800\",\"error\":\"\\\\udc00\",\"limit\":null}"
-        "\\n' + b'[\\n'", ("not json", "after its result")),
-    "UTF-8-encoded surrogate": (_CALL + " + b'{\"text\":\"\\xed\\xa0\\x80\"}}\\n'",
-                                ("not UTF-8",)),
+        'b\'{"kind":"result","returned":"\\\\ud800","error":"\\\\udc00","limit":null}'
+        "\\n' + b'[\\n'",
+        ("not json", "after its result"),
+    ),
+    "UTF-8-encoded surrogate": (_CALL + ' + b\'{"text":"\\xed\\xa0\\x80"}}\\n\'', ("not UTF-8",)),
     "invalid UTF-8": ("b'\\xff\\xfe{}\\n'", ("not UTF-8",)),
     "100 MB line": ("b'[' + b'1,' * 50_000_000", ("longer than",)),
-    "2 MB valid-looking call": (_CALL + " + b'{\"text\":\"' + b'a' * 2_000_000 + b'\"}}\\n'",
-                                ("longer than",)),
+    "2 MB valid-looking call": (
+        _CALL + " + b'{\"text\":\"' + b'a' * 2_000_000 + b'\"}}\\n'",
+        ("longer than",),
+    ),
     "not JSON": ("b'rm -rf / please\\n'", ("not JSON",)),
-    "truncated JSON": (_CALL + " + b'{\"text\":\"abc\\n'", ("not JSON",)),
+    "truncated JSON": (_CALL + ' + b\'{"text":"abc\\n\'', ("not JSON",)),
     "a JSON array": ("b'[1, 2, 3]\\n'", ("not a JSON object",)),
     "a JSON string": ("b'\"hello\"\\n'", ("not a JSON object",)),
     "a bare number": ("b'12345\\n'", ("not a JSON object",)),
     "empty line": ("b'\\n'", ("not JSON",)),
     "forged compile_error after a call": (
-        "b'{\"id\":1,\"kind\":\"tool\",\"name\":\"nope\",\"arguments\":{}}\\n'"
-        " + b'{\"kind\":\"compile_error\",\"message\":\"x\",\"line\":1,\"column\":1}\\n'",
-        ("compile_error message after",)),
+        'b\'{"id":1,"kind":"tool","name":"nope","arguments":{}}\\n\''
+        ' + b\'{"kind":"compile_error","message":"x","line":1,"column":1}\\n\'',
+        ("compile_error message after",),
+    ),
     "cut off": ("b'{\"kind\":'", ("cut off", "not JSON")),
     "flood of calls": (
-        "b'{\"id\":1,\"kind\":\"tool\",\"name\":\"nope\",\"arguments\":{}}\\n' * 20_000",
-        ("more than 10000 calls", "wall-clock")),
+        'b\'{"id":1,"kind":"tool","name":"nope","arguments":{}}\\n\' * 20_000',
+        ("more than 10000 calls", "wall-clock"),
+    ),
 }
 
 RAW_PROGRAM = """\
@@ -171,7 +188,7 @@ def test_raw_membrane_line(workspace: Path, case: str) -> None:
 
 def test_sdk_framed_bad_call_is_answered_in_the_program(workspace: Path) -> None:
     """A call the SDK framed but that breaks a bound is a BadCall the program can catch."""
-    source = RAW_PROGRAM.format(payload=_CALL + " + b'{\"text\":\"\\\\ud800\"}}\\n'")
+    source = RAW_PROGRAM.format(payload=_CALL + ' + b\'{"text":"\\\\ud800"}}\\n\'')
     result, model = play(workspace, "python", source)
     feedback = assert_survived(result, model, "gg answered")
     assert '"error_type": "bad_call"' in feedback and '"id": 1' in feedback
@@ -179,8 +196,7 @@ def test_sdk_framed_bad_call_is_answered_in_the_program(workspace: Path) -> None
 
 def test_strings_that_look_deep_are_not_refused(workspace: Path) -> None:
     """Brackets, quotes and escapes inside strings do not count as nesting."""
-    source = ("print(gg.tools.echo(text='[' * 50_000 + '\\\\\"{' * 1000 + 'x'))\n"
-              "print('echoed')")
+    source = "print(gg.tools.echo(text='[' * 50_000 + '\\\\\"{' * 1000 + 'x'))\nprint('echoed')"
     result, model = play(workspace, "python", source)
     feedback, failed = first_turn(result, model)
     assert not failed and "echoed" in feedback, feedback
@@ -192,7 +208,7 @@ JS_RAW: dict[str, tuple[str, tuple[str, ...]]] = {
     "5,000-deep array": ("'['.repeat(5000) + ']'.repeat(5000) + '\\n'", ("nested 5000",)),
     "100,000-deep object": ("'{\"a\":'.repeat(100000) + '\\n'", ("nested 100000",)),
     "5,000-digit integer": ("'[' + '7'.repeat(5000) + ']\\n'", ("5000 digits",)),
-    "lone surrogate": ("'{\"kind\":\"ready\",\"x\":\"\\\\ud800\"}\\n'", ("second 'ready'",)),
+    "lone surrogate": ('\'{"kind":"ready","x":"\\\\ud800"}\\n\'', ("second 'ready'",)),
     "100 MB line": ("'['.repeat(100_000_000)", ("longer than",)),
     "not JSON": ("'hello gg\\n'", ("not JSON",)),
     "a JSON array": ("'[{\"id\":1}]\\n'", ("not a JSON object",)),
@@ -251,18 +267,24 @@ def test_sdk_call_with_lone_surrogate(workspace: Path, lang: str, case: str) -> 
 SDK_BOUNDS: dict[str, dict[str, tuple[str, str]]] = {
     "150-deep argument": {
         "python": ("x = []\nfor _ in range(150):\n    x = [x]\ngg.tools.echo(text=x)", "nested"),
-        "javascript": ("let x = [];\nfor (let i = 0; i < 150; i++) x = [x];\n"
-                       "await gg.tools.echo({text: x});", "nested"),
+        "javascript": (
+            "let x = [];\nfor (let i = 0; i < 150; i++) x = [x];\nawait gg.tools.echo({text: x});",
+            "nested",
+        ),
     },
     "200-digit integer": {
         "python": ("gg.tools.echo(text=10**200)", "digits"),
         "javascript": ("await gg.tools.echo({text: 10n ** 200n});", "BigInt"),
     },
     "5,000-deep argument": {
-        "python": ("x = []\nfor _ in range(5000):\n    x = [x]\ngg.tools.echo(text=x)",
-                   "recursion"),
-        "javascript": ("let x = [];\nfor (let i = 0; i < 5000; i++) x = [x];\n"
-                       "await gg.tools.echo({text: x});", "nested"),
+        "python": (
+            "x = []\nfor _ in range(5000):\n    x = [x]\ngg.tools.echo(text=x)",
+            "recursion",
+        ),
+        "javascript": (
+            "let x = [];\nfor (let i = 0; i < 5000; i++) x = [x];\nawait gg.tools.echo({text: x});",
+            "nested",
+        ),
     },
 }
 
@@ -297,7 +319,7 @@ BACK: dict[str, dict[str, str]] = {
     "program prints invalid UTF-8": {
         "python": "import os\nos.write(1, b'\\xed\\xa0\\x80 \\xff\\xfe')\nraise SystemExit(2)",
         "javascript": "Deno.stdout.writeSync(new Uint8Array([0xed, 0xa0, 0x80, 0xff]));\n"
-                      "throw new Error('end');",
+        "throw new Error('end');",
     },
 }
 
@@ -329,8 +351,10 @@ PROGRAMS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
         "200,000 unary minuses": ("x = " + "-" * 200_000 + "1", ("does not compile",)),
         "200,000 nots": ("x = " + "not " * 200_000 + "1", ("does not compile",)),
         "100,000 lambdas": ("f = " + "lambda: " * 100_000 + "0", ("does not compile",)),
-        "deep indentation": ("".join(" " * i + "if 1:\n" for i in range(300)) + " " * 300 + "1",
-                             ("does not compile",)),
+        "deep indentation": (
+            "".join(" " * i + "if 1:\n" for i in range(300)) + " " * 300 + "1",
+            ("does not compile",),
+        ),
         "900,000-digit literal": ("x = " + "9" * 900_000, ("does not compile",)),
         "null byte": ("x = 1\x00", ("does not compile",)),
         "50 MB string literal": ("x = '" + "a" * 50_000_000 + "'", ("was not run", "limit")),
@@ -340,8 +364,10 @@ PROGRAMS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
     },
     "javascript": {
         "100,000 open parentheses": ("(" * 100_000, ("does not compile",)),
-        "deep balanced brackets": ("const x = " + "[" * 50_000 + "]" * 50_000 + ";",
-                                   ("does not compile", "failed")),
+        "deep balanced brackets": (
+            "const x = " + "[" * 50_000 + "]" * 50_000 + ";",
+            ("does not compile", "failed"),
+        ),
         "200,000 unary minuses": ("const x = " + "-" * 200_000 + "1;", ("does not compile",)),
         "50 MB string literal": ("const x = '" + "a" * 50_000_000 + "';", ("was not run",)),
         "2 MB of statements": ("a = 1;\n" * 300_000, ("was not run",)),
@@ -350,8 +376,9 @@ PROGRAMS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
 }
 
 
-@pytest.mark.parametrize(("lang", "case"),
-                         [(lang, case) for lang, cases in PROGRAMS.items() for case in cases])
+@pytest.mark.parametrize(
+    ("lang", "case"), [(lang, case) for lang, cases in PROGRAMS.items() for case in cases]
+)
 def test_pathological_program(workspace: Path, lang: str, case: str) -> None:
     source, expected = PROGRAMS[lang][case]
     result, model = play(workspace, lang, source)
@@ -362,8 +389,11 @@ def test_pathological_program(workspace: Path, lang: str, case: str) -> None:
 def test_large_valid_program_runs(workspace: Path, lang: str) -> None:
     """Just under the cap, a big literal compiles and runs: the cap is not a false alarm."""
     literal = "a" * 900_000
-    source = (f"x = '{literal}'\nprint(len(x))" if lang == "python"
-              else f"const x = '{literal}';\nconsole.log(x.length);")
+    source = (
+        f"x = '{literal}'\nprint(len(x))"
+        if lang == "python"
+        else f"const x = '{literal}';\nconsole.log(x.length);"
+    )
     result, model = play(workspace, lang, source)
     feedback, failed = first_turn(result, model)
     assert not failed and "900000" in feedback, feedback
@@ -372,8 +402,9 @@ def test_large_valid_program_runs(workspace: Path, lang: str) -> None:
 def test_program_bytes_is_configurable(workspace: Path) -> None:
     model = ScriptedModel([program("x = 1\n" * 400), program(FINISH["python"])])
     settings = Settings(sandbox=SandboxSettings(program_bytes=2_000))
-    result = gg.Agent(model=model, workspace=workspace, mode="code", language="python",
-                      settings=settings).run("t")
+    result = gg.Agent(
+        model=model, workspace=workspace, mode="code", language="python", settings=settings
+    ).run("t")
     assert result.ending == gg.Finish(summary="ok")
     assert "2,400 bytes, over gg's limit of 2,000" in model.calls[1][0][-1].content
 
@@ -402,20 +433,24 @@ def test_python_is_never_compiled_in_gg(workspace: Path, monkeypatch: pytest.Mon
 
 def test_forged_result_is_cut(workspace: Path) -> None:
     """A result the program forges (then exits) is shown cut and as valid Unicode."""
-    source = ("import os\n"
-              "err = 'E\\\\ud800' + 'x' * 500_000\n"
-              "os.write(3, ('{\"kind\":\"result\",\"returned\":null,\"error\":\"' + err + "
-              "'\",\"limit\":null}\\n').encode())\n"
-              "os._exit(1)\n")
+    source = (
+        "import os\n"
+        "err = 'E\\\\ud800' + 'x' * 500_000\n"
+        'os.write(3, (\'{"kind":"result","returned":null,"error":"\' + err + '
+        '\'","limit":null}\\n\').encode())\n'
+        "os._exit(1)\n"
+    )
     result, model = play(workspace, "python", source)
     feedback = assert_survived(result, model, "characters cut")
     assert len(feedback) < 30_000 and "E\ufffd" in feedback
 
 
 def test_flood_without_reading_answers_is_stopped_by_the_clock(workspace: Path) -> None:
-    source = ("import os\n"
-              "line = b'{\"id\":1,\"kind\":\"tool\",\"name\":\"nope\",\"arguments\":{}}\\n'\n"
-              "while True:\n    os.write(3, line * 100)\n")
+    source = (
+        "import os\n"
+        'line = b\'{"id":1,"kind":"tool","name":"nope","arguments":{}}\\n\'\n'
+        "while True:\n    os.write(3, line * 100)\n"
+    )
     result, model = play(workspace, "python", source, wall_s=3)
     assert_survived(result, model, "wall-clock limit", "more than 10000 calls")
 
@@ -427,14 +462,23 @@ async def test_messages_per_program_are_bounded(tmp_path: Path) -> None:
     async def answer(request: CallRequest) -> CallAnswer:
         return CallAnswer(ok=True, value=len(request.arguments.get("text", "")))
 
-    spec = gg.ToolSpec(name="echo", description="Echo.", parameters={
-        "type": "object", "properties": {"text": {"type": "string"}}})
+    spec = gg.ToolSpec(
+        name="echo",
+        description="Echo.",
+        parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+    )
     sandbox = Sandbox(limits=Limits(membrane_bytes=300_000, wall_s=10))
     source = "for i in range(100):\n    gg.tools.echo(text='x' * 10_000)\n"
-    result = await sandbox.run(source, language="python", workspace=tmp_path, tools=[spec],
-                               handler=answer)
+    result = await sandbox.run(
+        source, language="python", workspace=tmp_path, tools=[spec], handler=answer
+    )
     assert result.limit == "membrane" and result.calls < 35, result
     assert "more than 300000 bytes of messages" in (result.error or "")
-    again = await sandbox.run("gg.tools.echo(text='y')", language="python", workspace=tmp_path,
-                              tools=[spec], handler=answer)
+    again = await sandbox.run(
+        "gg.tools.echo(text='y')",
+        language="python",
+        workspace=tmp_path,
+        tools=[spec],
+        handler=answer,
+    )
     assert again.error is None and again.calls == 1

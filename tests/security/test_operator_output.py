@@ -53,8 +53,13 @@ PAYLOADS: dict[str, str] = {
     "invisible": "ad\u200bmin\ufeff\u2028sep\u2029\u00ad",
     "c0-mix": "nul\x00bel\x07vt\x0bff\x0cdel\x7fesc\x1b",
 }
-MARKUP = ["Fix the [/api/users] route", "[bug] fix crash", "[bold red]x[/]",
-          "[link=file:///etc/passwd]x[/link]", ":warning: [/] [[/]] \\[x]"]
+MARKUP = [
+    "Fix the [/api/users] route",
+    "[bug] fix crash",
+    "[bold red]x[/]",
+    "[link=file:///etc/passwd]x[/link]",
+    ":warning: [/] [[/]] \\[x]",
+]
 
 
 def _forbidden(char: str) -> bool:
@@ -79,13 +84,19 @@ def shown(payload: str) -> str:
 
 def gg(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
     """Run the real ``gg`` in a subprocess; exit code, stdout and stderr, both checked inert."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "CLICOLOR_FORCE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "CLICOLOR_FORCE")
+    }
     env.update(COLUMNS="400", NO_COLOR="1")
     p = subprocess.run([*GG, *args], capture_output=True, timeout=240, cwd=cwd, env=env)
     where = " ".join(args[:3])
-    return (p.returncode, assert_inert(p.stdout, f"{where} stdout"),
-            assert_inert(p.stderr, f"{where} stderr"))
+    return (
+        p.returncode,
+        assert_inert(p.stdout, f"{where} stdout"),
+        assert_inert(p.stderr, f"{where} stderr"),
+    )
 
 
 def stream_strings(path: Path) -> list[str]:
@@ -123,6 +134,7 @@ def find_stream(workspace: Path) -> Path:
 
 # --- the neutraliser -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("payload", list(PAYLOADS.values()), ids=list(PAYLOADS))
 def test_every_payload_is_inert_and_visible(payload: str) -> None:
     out = inert(payload)
@@ -134,11 +146,18 @@ def test_every_payload_is_inert_and_visible(payload: str) -> None:
 
 
 def test_ordinary_unicode_passes_unchanged() -> None:
-    for text in ["café naïve Ærøskøbing", "日本語のテキスト 中文 한국어", "emoji 😀 👍🏽 ❤️",
-                 "family 👨\u200d👩\u200d👧 rainbow 🏳\ufe0f\u200d🌈",
-                 "flag 🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
-                 "Persian \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
-                 "Hindi क्\u200dष", "tab\there\nnew line", "[bold]x[/]", "עברית"]:
+    for text in [
+        "café naïve Ærøskøbing",
+        "日本語のテキスト 中文 한국어",
+        "emoji 😀 👍🏽 ❤️",
+        "family 👨\u200d👩\u200d👧 rainbow 🏳\ufe0f\u200d🌈",
+        "flag 🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
+        "Persian \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+        "Hindi क्\u200dष",
+        "tab\there\nnew line",
+        "[bold]x[/]",
+        "עברית",
+    ]:
         assert inert(text) == text, text
 
 
@@ -197,13 +216,26 @@ def test_property_rich_never_reads_markup(text: str, markup: str) -> None:
 
 # --- in-process views over forged records ----------------------------------------------
 
+
 def _events(p: str) -> list[Any]:
     base = {"run_id": f"r{p}", "session_id": f"s{p}", "at": "2026-01-01T00:00:00.000Z"}
     rows: list[dict[str, Any]] = [
-        {"type": "run_started", "settings": {"model": {"spec": f"m{p}"}}, "isolation": p,
-         "workspace": f"/w{p}"},
-        {"type": "session_started", "role": p, "mode": p, "language": p, "arm": p,
-         "model": p, "parent": p, "task": p},
+        {
+            "type": "run_started",
+            "settings": {"model": {"spec": f"m{p}"}},
+            "isolation": p,
+            "workspace": f"/w{p}",
+        },
+        {
+            "type": "session_started",
+            "role": p,
+            "mode": p,
+            "language": p,
+            "arm": p,
+            "model": p,
+            "parent": p,
+            "task": p,
+        },
         {"type": "turn", "turn": 1, "text": p, "calls": [p], "usage": {}, "seconds": 0.1},
         {"type": "tool_call", "name": p, "arguments": {p: p}},
         {"type": "tool_call", "name": p, "arguments": p},
@@ -221,8 +253,11 @@ def _events(p: str) -> list[Any]:
     return [parse_event(json.dumps({**base, **row})) for row in rows]
 
 
-@pytest.mark.parametrize("payload", [*PAYLOADS.values(), *MARKUP],
-                         ids=[*PAYLOADS, *(f"markup{i}" for i in range(len(MARKUP)))])
+@pytest.mark.parametrize(
+    "payload",
+    [*PAYLOADS.values(), *MARKUP],
+    ids=[*PAYLOADS, *(f"markup{i}" for i in range(len(MARKUP)))],
+)
 def test_renderer_shows_every_field_of_a_forged_stream_inert(payload: str) -> None:
     console = Console(file=io.StringIO(), width=400, color_system=None)
     renderer = Renderer(console)
@@ -244,24 +279,62 @@ def test_the_spinner_line_is_inert() -> None:
         assert_inert(getattr(status, "plain", status), "spinner")
 
 
-@pytest.mark.parametrize("payload", [*PAYLOADS.values(), *MARKUP],
-                         ids=[*PAYLOADS, *(f"markup{i}" for i in range(len(MARKUP)))])
+@pytest.mark.parametrize(
+    "payload",
+    [*PAYLOADS.values(), *MARKUP],
+    ids=[*PAYLOADS, *(f"markup{i}" for i in range(len(MARKUP)))],
+)
 def test_board_views_of_forged_records_are_inert(payload: str) -> None:
-    issue = Issue(number=1, title=f"T{payload}", body=f"B{payload}", state=IssueState.STUCK,
-                  round=2, branch=f"gg/{payload}", summary=payload, diagnosis=f"D{payload}",
-                  merge_sha=None, created_at="2026-01-01T00:00:00Z",
-                  updated_at="2026-01-01T00:00:00Z")
+    issue = Issue(
+        number=1,
+        title=f"T{payload}",
+        body=f"B{payload}",
+        state=IssueState.STUCK,
+        round=2,
+        branch=f"gg/{payload}",
+        summary=payload,
+        diagnosis=f"D{payload}",
+        merge_sha=None,
+        created_at="2026-01-01T00:00:00Z",
+        updated_at="2026-01-01T00:00:00Z",
+    )
     detail = IssueDetail(
         issue=issue,
-        sessions=(SessionRecord(id=1, kind="implementer", round=1, reviewer=None, run_id=payload,
-                                session_id=payload, status=payload,  # type: ignore[arg-type]
-                                ending={"call": "finish", "summary": payload},
-                                diagnosis=payload, started_at="x", ended_at=None),),
-        verdicts=(Verdict(round=1, reviewer=1, call=payload,  # type: ignore[arg-type]
-                          items=(payload, payload), session=1, at="x"),),
-        history=(HistoryEntry(at="2026-01-01T00:00:00", event=payload,
-                              from_state=IssueState.OPEN, to_state=IssueState.STUCK,
-                              detail={"why": payload}),))
+        sessions=(
+            SessionRecord(
+                id=1,
+                kind="implementer",
+                round=1,
+                reviewer=None,
+                run_id=payload,
+                session_id=payload,
+                status=payload,  # type: ignore[arg-type]
+                ending={"call": "finish", "summary": payload},
+                diagnosis=payload,
+                started_at="x",
+                ended_at=None,
+            ),
+        ),
+        verdicts=(
+            Verdict(
+                round=1,
+                reviewer=1,
+                call=payload,  # type: ignore[arg-type]
+                items=(payload, payload),
+                session=1,
+                at="x",
+            ),
+        ),
+        history=(
+            HistoryEntry(
+                at="2026-01-01T00:00:00",
+                event=payload,
+                from_state=IssueState.OPEN,
+                to_state=IssueState.STUCK,
+                detail={"why": payload},
+            ),
+        ),
+    )
     console = Console(file=io.StringIO(), width=400, color_system=None)
     display = BoardDisplay(console, live=False)
     display(Progress(issue=issue, activity=f"A{payload}", event="session"))
@@ -271,6 +344,7 @@ def test_board_views_of_forged_records_are_inert(payload: str) -> None:
 
 
 # --- real runs through the CLI ---------------------------------------------------------
+
 
 def _text_file(payload: str) -> str:
     """``payload`` as read_file can read it (a NUL makes a file binary: a tool error)."""
@@ -286,40 +360,61 @@ def _workspace(tmp_path: Path, payload: str) -> tuple[Path, str]:
     (ws / "reason.bin").write_text(f"REASON<{payload}>END")
     (ws / "gg.toml").write_text(
         '[[hooks.agent_stop]]\ncommand = "test -f fixed.txt || { cat reason.bin >&2; exit 2; }"\n'
-        "timeout_s = 60\n")
+        "timeout_s = 60\n"
+    )
     return ws, name
 
 
-@pytest.mark.parametrize("payload", [*PAYLOADS.values(), MARKUP[0], MARKUP[3]],
-                         ids=[*PAYLOADS, "markup-api", "markup-link"])
+@pytest.mark.parametrize(
+    "payload",
+    [*PAYLOADS.values(), MARKUP[0], MARKUP[3]],
+    ids=[*PAYLOADS, "markup-api", "markup-link"],
+)
 def test_run_show_watch_are_inert(tmp_path: Path, payload: str) -> None:
     ws, name = _workspace(tmp_path, payload)
-    script = write_script(tmp_path / "r.json", [
-        {"text": f"thinking {payload} MARKREPLY",
-         "tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
-        {"tool_calls": [{"name": "list_dir", "arguments": {}}]},
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": f"missing{payload}"}}]},
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": f"first {payload}"}}]},
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "fixed.txt",
-                                                             "content": payload}}]},
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": f"done {payload}"}}]},
-    ])
+    script = write_script(
+        tmp_path / "r.json",
+        [
+            {
+                "text": f"thinking {payload} MARKREPLY",
+                "tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}],
+            },
+            {"tool_calls": [{"name": "list_dir", "arguments": {}}]},
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": f"missing{payload}"}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": f"first {payload}"}}]},
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "fixed.txt", "content": payload}}
+                ]
+            },
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": f"done {payload}"}}]},
+        ],
+    )
     code, out, live = gg("run", "t", "-w", str(ws), "--model", f"scripted:{script}", "--json")
     assert code == 0, live
     result = json.loads(out)  # pure JSON, round-tripping the raw text
     assert result["ending"] == {"call": "finish", "summary": f"done {payload}".strip()}
     stream = Path(result["stream"])
-    for needle in (f"thinking {payload} MARKREPLY", f"BEGIN{_text_file(payload)}END", name[:-4],
-                   f"REASON<{payload}>END", f"done {payload}"):
+    for needle in (
+        f"thinking {payload} MARKREPLY",
+        f"BEGIN{_text_file(payload)}END",
+        name[:-4],
+        f"REASON<{payload}>END",
+        f"done {payload}",
+    ):
         assert in_stream(stream, needle), needle  # the stream keeps the raw text
     code, replay, _ = gg("show", result["run_id"], "-w", str(ws))
     assert code == 0
     code, followed, _ = gg("watch", str(stream))
     assert code == 0
     for view in (live, replay, followed):
-        for needle in (shown(f"thinking {payload} MARKREPLY"),
-                       shown(f"BEGIN{_text_file(payload)}END"), shown(f"REASON<{payload}>END"),
-                       "ending gate blocked", "run ended"):
+        for needle in (
+            shown(f"thinking {payload} MARKREPLY"),
+            shown(f"BEGIN{_text_file(payload)}END"),
+            shown(f"REASON<{payload}>END"),
+            "ending gate blocked",
+            "run ended",
+        ):
             assert needle in view, (needle, view)
         assert "turn 5" in view and "gate passed" in view  # gg went on after each
 
@@ -328,13 +423,31 @@ def test_run_show_watch_are_inert(tmp_path: Path, payload: str) -> None:
 def test_code_mode_program_output_and_summary_are_inert(tmp_path: Path, payload: str) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    program = (f"import sys\nsys.stdout.write({payload!r} + 'PRINTED')\nprint()\n"
-               f"gg.session.finish({('sum ' + payload)!r})")
-    script = write_script(tmp_path / "r.json", [
-        {"text": f"my program {payload}", "tool_calls": [
-            {"name": "submit_program", "arguments": {"program": program}}]}])
-    code, out, err = gg("run", "t", "-w", str(ws), "--model", f"scripted:{script}",
-                        "--mode", "code", "--language", "python")
+    program = (
+        f"import sys\nsys.stdout.write({payload!r} + 'PRINTED')\nprint()\n"
+        f"gg.session.finish({('sum ' + payload)!r})"
+    )
+    script = write_script(
+        tmp_path / "r.json",
+        [
+            {
+                "text": f"my program {payload}",
+                "tool_calls": [{"name": "submit_program", "arguments": {"program": program}}],
+            }
+        ],
+    )
+    code, out, err = gg(
+        "run",
+        "t",
+        "-w",
+        str(ws),
+        "--model",
+        f"scripted:{script}",
+        "--mode",
+        "code",
+        "--language",
+        "python",
+    )
     assert code == 0, out + err
     stream = find_stream(ws)
     summary = f"sum {payload}".strip()
@@ -345,16 +458,22 @@ def test_code_mode_program_output_and_summary_are_inert(tmp_path: Path, payload:
     assert code == 0 and shown(f"{payload}PRINTED") in replay
 
 
-@pytest.mark.parametrize("payload", [*PAYLOADS.values(), *MARKUP],
-                         ids=[*PAYLOADS, *(f"markup{i}" for i in range(len(MARKUP)))])
+@pytest.mark.parametrize(
+    "payload",
+    [*PAYLOADS.values(), *MARKUP],
+    ids=[*PAYLOADS, *(f"markup{i}" for i in range(len(MARKUP)))],
+)
 def test_request_changes_items_are_inert(tmp_path: Path, payload: str) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     items = [f"item {payload}", "[bold red]x[/]", "[link=file:///etc/passwd]x[/link]"]
-    script = write_script(tmp_path / "r.json", [
-        {"tool_calls": [{"name": "request_changes", "arguments": {"items": items}}]}])
-    code, out, err = gg("run", "review", "-w", str(ws), "--model", f"scripted:{script}",
-                        "--role", "review")
+    script = write_script(
+        tmp_path / "r.json",
+        [{"tool_calls": [{"name": "request_changes", "arguments": {"items": items}}]}],
+    )
+    code, out, err = gg(
+        "run", "review", "-w", str(ws), "--model", f"scripted:{script}", "--role", "review"
+    )
     assert code == 0, out + err
     assert f"  - item {inert(payload).strip()}" in out
     assert "  - [bold red]x[/]" in out and "  - [link=file:///etc/passwd]x[/link]" in out
@@ -376,9 +495,12 @@ def make_repo(path: Path) -> Path:
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
     return path
 
-BOARD_CASES = {"a": ["csi-clear", "osc52-bel", "bidi", "cr-overwrite"],
-               "b": ["osc52-st", "csi-8bit", "backspaces", "dcs"],
-               "c": ["osc8-link", "invisible", "c0-mix", "apc-pm-sos"]}
+
+BOARD_CASES = {
+    "a": ["csi-clear", "osc52-bel", "bidi", "cr-overwrite"],
+    "b": ["osc52-st", "csi-8bit", "backspaces", "dcs"],
+    "c": ["osc8-link", "invisible", "c0-mix", "apc-pm-sos"],
+}
 
 
 @pytest.mark.parametrize("case", list(BOARD_CASES))
@@ -388,21 +510,43 @@ def test_board_list_show_run_are_inert_and_never_markup(tmp_path: Path, case: st
     w = ["-w", str(repo)]
     body = tmp_path / "body.md"
     body.write_text(f"body {p2} [/api/users]\n")
-    assert gg("board", "add", f"Fix the [/api/users] route {p1}", "--body-file", str(body),
-              *w)[0] == 0
-    script = write_script(tmp_path / "one.json", [
-        {"text": f"on it {p3}", "tool_calls": [{"name": "write_file", "arguments": {
-            "path": "greet.py", "content": GREET_FIXED}}]},
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": f"Fixed {p4} [/]"}}]},
-        {"tool_calls": [{"name": "request_changes", "arguments": {"items": [
-            f"item {p1}", "[bold red]x[/]", "[link=file:///etc/passwd]x[/link]"]}}]},
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": f"Again {p2}"}}]},
-        {"tool_calls": [{"name": "approve", "arguments": {}}]},
-        # (a NUL in a merge summary: git refuses the commit message, the issue pauses)
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": f"Merged {p3!r}"}}]},
-    ])
-    code, out, err = gg("board", "run", *w, "--model", f"scripted:{script}",
-                        "--concurrency", "1")
+    assert (
+        gg("board", "add", f"Fix the [/api/users] route {p1}", "--body-file", str(body), *w)[0] == 0
+    )
+    script = write_script(
+        tmp_path / "one.json",
+        [
+            {
+                "text": f"on it {p3}",
+                "tool_calls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {"path": "greet.py", "content": GREET_FIXED},
+                    }
+                ],
+            },
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": f"Fixed {p4} [/]"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "request_changes",
+                        "arguments": {
+                            "items": [
+                                f"item {p1}",
+                                "[bold red]x[/]",
+                                "[link=file:///etc/passwd]x[/link]",
+                            ]
+                        },
+                    }
+                ]
+            },
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": f"Again {p2}"}}]},
+            {"tool_calls": [{"name": "approve", "arguments": {}}]},
+            # (a NUL in a merge summary: git refuses the commit message, the issue pauses)
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": f"Merged {p3!r}"}}]},
+        ],
+    )
+    code, out, err = gg("board", "run", *w, "--model", f"scripted:{script}", "--concurrency", "1")
     assert code == 0, out + err  # a successful run ends by printing the table
     assert "Fix the [/api/users] route" in out and "all 1 issue(s) done" in out
 
@@ -420,8 +564,13 @@ def test_board_list_show_run_are_inert_and_never_markup(tmp_path: Path, case: st
     assert shown(p1)[:20] in listed
     code, one, _ = gg("board", "show", "1", *w)
     assert code == 0
-    for needle in ("Fix the [/api/users] route", f"body {shown(p2)} [/api/users]",
-                   f"item {shown(p1)}", "[bold red]x[/]", "[link=file:///etc/passwd]x[/link]"):
+    for needle in (
+        "Fix the [/api/users] route",
+        f"body {shown(p2)} [/api/users]",
+        f"item {shown(p1)}",
+        "[bold red]x[/]",
+        "[link=file:///etc/passwd]x[/link]",
+    ):
         assert needle in one, (needle, one)
     code, two, _ = gg("board", "show", "2", *w)
     assert code == 0 and "[bug] fix crash" in two and "stuck" in two
@@ -431,8 +580,10 @@ def test_board_list_show_run_are_inert_and_never_markup(tmp_path: Path, case: st
 
     code, out, _ = gg("board", "list", *w, "--json")
     titles = [i["title"] for i in json.loads(out)]
-    assert titles[:2] == [" ".join(f"Fix the [/api/users] route {p1}".split()),
-                          " ".join(f"[bug] fix crash {p2}".split())]  # one line, raw
+    assert titles[:2] == [
+        " ".join(f"Fix the [/api/users] route {p1}".split()),
+        " ".join(f"[bug] fix crash {p2}".split()),
+    ]  # one line, raw
     code, out, _ = gg("board", "show", "1", *w, "--json")
     detail = json.loads(out)
     assert detail["body"].strip() == f"body {p2} [/api/users]".strip()
@@ -441,9 +592,18 @@ def test_board_list_show_run_are_inert_and_never_markup(tmp_path: Path, case: st
 
 # --- errors on stderr that quote agent text ---------------------------------------------
 
-@pytest.mark.parametrize("payload", [PAYLOADS["osc52-bel"], PAYLOADS["csi-8bit"],
-                                     PAYLOADS["bidi"], PAYLOADS["cr-overwrite"], MARKUP[2]],
-                         ids=["osc52-bel", "csi-8bit", "bidi", "cr-overwrite", "markup"])
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        PAYLOADS["osc52-bel"],
+        PAYLOADS["csi-8bit"],
+        PAYLOADS["bidi"],
+        PAYLOADS["cr-overwrite"],
+        MARKUP[2],
+    ],
+    ids=["osc52-bel", "csi-8bit", "bidi", "cr-overwrite", "markup"],
+)
 def test_errors_that_quote_agent_text_are_inert(tmp_path: Path, payload: str) -> None:
     name = payload.replace("/", "_")
     code, _, err = gg("show", name, "-w", str(tmp_path))  # no such run: the path is quoted
@@ -454,6 +614,7 @@ def test_errors_that_quote_agent_text_are_inert(tmp_path: Path, payload: str) ->
     assert code == 2 and "not a gg stream" in err
     assert shown(str(forged)) in err  # the path, visible and inert
     repo = make_repo(tmp_path / "repo")
-    code, _, err = gg("board", "add", "t", "--body-file", str(tmp_path / f"b{name}"),
-                      "-w", str(repo))
+    code, _, err = gg(
+        "board", "add", "t", "--body-file", str(tmp_path / f"b{name}"), "-w", str(repo)
+    )
     assert code == 2 and "--body-file" in err and len(err.strip().splitlines()) == 1

@@ -12,9 +12,11 @@ from gg.sandbox.host import Isolation
 from gg.sandbox.isolation import _missing
 from gg.testing import ScriptedModel, call
 
-MOVE = ("mv tools/hooks moved; echo mv=$?; mv tools moved2; echo mv2=$?; "
-        "echo 'exit 0' > tools/hooks/check.sh; echo write=$?; "
-        "touch tools/hooks/other && echo other=ok")
+MOVE = (
+    "mv tools/hooks moved; echo mv=$?; mv tools moved2; echo mv2=$?; "
+    "echo 'exit 0' > tools/hooks/check.sh; echo write=$?; "
+    "touch tools/hooks/other && echo other=ok"
+)
 
 
 @pytest.fixture

@@ -29,14 +29,16 @@ def test_27_megabytes_of_arguments_leave_a_small_stream(workspace: Path) -> None
     assert result.status == "ended", result.diagnosis
     assert (workspace / "f29.txt").stat().st_size == 900_000  # the tool got it all
     assert result.stream.stat().st_size < 1_000_000  # the stream did not
-    calls = [e for e in read_events(result.stream)
-             if e.type == "tool_call" and e.name == "write_file"]
+    calls = [
+        e for e in read_events(result.stream) if e.type == "tool_call" and e.name == "write_file"
+    ]
     assert len(calls) == 30 and "more characters" in calls[0].arguments["content"]
 
 
 def test_tool_calling_arguments_are_bounded_too(workspace: Path) -> None:
-    model = ScriptedModel([call("write_file", path="a.txt", content="y" * 3_000_000),
-                           call("finish", summary="ok")])
+    model = ScriptedModel(
+        [call("write_file", path="a.txt", content="y" * 3_000_000), call("finish", summary="ok")]
+    )
     result = gg.Agent(model=model, workspace=workspace).run("write")
     assert result.status == "ended"
     assert (workspace / "a.txt").stat().st_size == 3_000_000
@@ -59,9 +61,13 @@ def test_secrets_json_escapes_are_redacted_too(
 ) -> None:
     secret = 'pa"ss\\wörd-99-\u00e9'
     monkeypatch.setenv("MY_PASSWORD", secret)
-    model = ScriptedModel([call("write_file", path="a.txt", content=f"key={secret}"),
-                           call("finish", summary=f"used {secret}")])
+    model = ScriptedModel(
+        [
+            call("write_file", path="a.txt", content=f"key={secret}"),
+            call("finish", summary=f"used {secret}"),
+        ]
+    )
     result = gg.Agent(model=model, workspace=workspace).run("write")
     text = result.stream.read_text(encoding="utf-8")
-    assert "ss\\\\w" not in text and "pa\\\"ss" not in text and "[redacted]" in text
+    assert "ss\\\\w" not in text and 'pa\\"ss' not in text and "[redacted]" in text
     assert all(e.type for e in read_events(result.stream))  # still valid, sealed JSON lines

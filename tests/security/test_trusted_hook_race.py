@@ -23,8 +23,10 @@ from gg.sandbox.host import Isolation
 from gg.sandbox.isolation import _missing
 from gg.testing import FunctionModel, call
 
-SWAP = ("end=$(($(date +%s) + 3)); while [ $(date +%s) -lt $end ]; do "
-        "mv scripts held; mv evil scripts; mv scripts evil; mv held scripts; done; echo swapped")
+SWAP = (
+    "end=$(($(date +%s) + 3)); while [ $(date +%s) -lt $end ]; do "
+    "mv scripts held; mv evil scripts; mv scripts evil; mv held scripts; done; echo swapped"
+)
 
 
 @pytest.fixture
@@ -56,14 +58,20 @@ def test_a_concurrent_swap_never_runs_the_agents_script_as_the_trusted_hook(
             return call("spawn_all", tasks=["swap the scripts", "just finish"])
         return call("finish", summary="done")
 
-    settings = settings_from_dict({  # many endings, so many races: the ceilings allow them
-        "ceilings": {"gate_blocks": 400, "max_turns": 1000, "consecutive_errors": 1000},
-        "tools": {"capabilities": ["files", "shell", "agents"]},
-        "hooks": {"agent_stop": [{"command": "sh ./scripts/check.sh", "trusted": True,
-                                  "timeout_s": 30}]},
-    })
+    settings = settings_from_dict(
+        {  # many endings, so many races: the ceilings allow them
+            "ceilings": {"gate_blocks": 400, "max_turns": 1000, "consecutive_errors": 1000},
+            "tools": {"capabilities": ["files", "shell", "agents"]},
+            "hooks": {
+                "agent_stop": [
+                    {"command": "sh ./scripts/check.sh", "trusted": True, "timeout_s": 30}
+                ]
+            },
+        }
+    )
     result = gg.Agent(model=FunctionModel(answer), workspace=ws, settings=settings).run(
-        "start both")
+        "start both"
+    )
     assert not canary.exists(), "the agent's script ran as the trusted hook"
     events = list(gg.stream.read_events(result.stream))
     assert any(e.type == "tool_result" and "swapped" in e.excerpt for e in events)

@@ -25,9 +25,11 @@ from gg.sandbox.host import Isolation
 from gg.sandbox.isolation import _missing
 from gg.testing import ScriptedModel, call
 
-PLANT = ("git config core.fsmonitor 'touch /tmp/gg-fsmonitor-ran'; "
-         "printf '#!/bin/sh\\ntouch /tmp/gg-hook-ran\\n' > .git/hooks/post-checkout; "
-         "echo rc=$?")
+PLANT = (
+    "git config core.fsmonitor 'touch /tmp/gg-fsmonitor-ran'; "
+    "printf '#!/bin/sh\\ntouch /tmp/gg-hook-ran\\n' > .git/hooks/post-checkout; "
+    "echo rc=$?"
+)
 SRC = Path(gg.__file__).resolve().parents[1]
 
 
@@ -68,7 +70,9 @@ def test_under_bwrap_the_workspace_git_is_read_only(
 
 @pytest.mark.parametrize("layer", ["unshare", "rlimit"])
 def test_elsewhere_a_changed_git_is_named_at_the_end_of_the_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
     layer: str,
 ) -> None:
     _needs(layer)
@@ -87,19 +91,30 @@ def _venv_in(ws: Path) -> Path:
     """A venv inside ``ws`` whose python imports gg from this checkout."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(ws / ".venv")],
                    check=True)  # fmt: skip
-    site = Path(sysconfig.get_paths(vars={"base": str(ws / ".venv"),
-                                          "platbase": str(ws / ".venv")})["purelib"])
+    site = Path(
+        sysconfig.get_paths(vars={"base": str(ws / ".venv"), "platbase": str(ws / ".venv")})[
+            "purelib"
+        ]
+    )
     site.mkdir(parents=True, exist_ok=True)
     (site / "gg-dev.pth").write_text(f"{SRC}\n{sysconfig.get_paths()['purelib']}\n")
     return ws / ".venv" / "bin" / "python"
 
 
-def _gg_run(python: Path, ws: Path, tmp: Path, layer: str,
-            command: str) -> subprocess.CompletedProcess[str]:
+def _gg_run(
+    python: Path, ws: Path, tmp: Path, layer: str, command: str
+) -> subprocess.CompletedProcess[str]:
     script = tmp / "s.json"
-    script.write_text(json.dumps({"replies": [
-        {"tool_calls": [{"name": "run_command", "arguments": {"command": command}}]},
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": "ok"}}]}]}))
+    script.write_text(
+        json.dumps(
+            {
+                "replies": [
+                    {"tool_calls": [{"name": "run_command", "arguments": {"command": command}}]},
+                    {"tool_calls": [{"name": "finish", "arguments": {"summary": "ok"}}]},
+                ]
+            }
+        )
+    )
     env = {**os.environ, "GG_SANDBOX": layer}
     return subprocess.run([str(python), "-m", "gg", "run", "t", "-w", str(ws), "--model",
                            f"scripted:{script}", "--json"],
@@ -132,8 +147,9 @@ def test_python_m_gg_started_inside_the_workspace_is_refused(tmp_path: Path) -> 
     ws = tmp_path / "ws"
     ws.mkdir()
     script = tmp_path / "s.json"
-    script.write_text('{"replies": [{"tool_calls": [{"name": "finish", '
-                      '"arguments": {"summary": "ok"}}]}]}')
+    script.write_text(
+        '{"replies": [{"tool_calls": [{"name": "finish", "arguments": {"summary": "ok"}}]}]}'
+    )
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     done = subprocess.run([sys.executable, "-m", "gg", "run", "t", "-w", ".", "--model",
                            f"scripted:{script}"], cwd=ws, env=env, capture_output=True,
@@ -148,14 +164,18 @@ def test_python_m_gg_started_inside_the_workspace_is_refused(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("layer", ["bwrap", "rlimit"])
 def test_a_nested_repository_made_by_the_run_is_named_at_its_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
     layer: str,
 ) -> None:
     _needs(layer)
     monkeypatch.setenv("GG_SANDBOX", layer)
     ws = _repo(tmp_path / "ws")  # the top .git is read-only under bwrap; sub/ is not
-    plant = ("mkdir -p sub && cd sub && git init -q . && "
-             "git config core.fsmonitor 'touch /tmp/gg-nested-ran' && echo made")
+    plant = (
+        "mkdir -p sub && cd sub && git init -q . && "
+        "git config core.fsmonitor 'touch /tmp/gg-nested-ran' && echo made"
+    )
     model = ScriptedModel([call("run_command", command=plant), call("finish", summary="ok")])
     result = gg.Agent(model=model, workspace=ws).run("plant")
     assert result.status == "ended"

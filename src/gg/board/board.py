@@ -95,16 +95,26 @@ class BoardResult:
     def to_json(self) -> dict[str, Any]:
         """``{"run_id", "status", "diagnosis", "stream", "issues": [{number, title, state,
         round, merge_sha, diagnosis}]}``."""
-        return {"run_id": self.run_id, "status": self.status, "diagnosis": self.diagnosis,
-                "stream": str(self.stream),
-                "issues": [issue_json(i) for i in self.issues]}
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "diagnosis": self.diagnosis,
+            "stream": str(self.stream),
+            "issues": [issue_json(i) for i in self.issues],
+        }
 
 
 def issue_json(issue: Issue) -> dict[str, Any]:
     """An issue as a JSON object (``--json`` outputs)."""
-    return {"number": issue.number, "title": issue.title, "state": issue.state.value,
-            "round": issue.round, "branch": issue.branch, "merge_sha": issue.merge_sha,
-            "diagnosis": issue.diagnosis}
+    return {
+        "number": issue.number,
+        "title": issue.title,
+        "state": issue.state.value,
+        "round": issue.round,
+        "branch": issue.branch,
+        "merge_sha": issue.merge_sha,
+        "diagnosis": issue.diagnosis,
+    }
 
 
 class _Tracker:
@@ -156,8 +166,9 @@ class _RunLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise gg.UserError(f"another `gg board run` is running on this board "
-                               f"(it holds {str(self.path)!r})") from None
+            raise gg.UserError(
+                f"another `gg board run` is running on this board (it holds {str(self.path)!r})"
+            ) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
@@ -190,12 +201,20 @@ class Board:
     """
 
     def __init__(
-        self, workspace: str | Path = ".", *, model: str | gg.Model | None = None,
-        settings: gg.Settings | None = None, config: str | Path | None = None,
-        store: Store | None = None, reviewers: int | None = None,
-        max_rounds: int | None = None, concurrency: int | None = None,
-        base_branch: str | None = None, ceilings: dict[str, Any] | None = None,
-        tools: Sequence[Any] = (), hooks: Sequence[Any] = (),
+        self,
+        workspace: str | Path = ".",
+        *,
+        model: str | gg.Model | None = None,
+        settings: gg.Settings | None = None,
+        config: str | Path | None = None,
+        store: Store | None = None,
+        reviewers: int | None = None,
+        max_rounds: int | None = None,
+        concurrency: int | None = None,
+        base_branch: str | None = None,
+        ceilings: dict[str, Any] | None = None,
+        tools: Sequence[Any] = (),
+        hooks: Sequence[Any] = (),
         listeners: Sequence[Callable[[Any], None]] = (),
         observers: Sequence[Callable[[Progress], None]] = (),
         progress: Callable[[str], None] | None = None,
@@ -205,10 +224,15 @@ class Board:
         if not ws.is_dir():
             raise gg.UserError(f"workspace {str(ws)!r} does not exist or is not a directory")
         self.workspace = ws.resolve()
-        base = settings or gg.load_settings(Path(config) if config else None,
-                                            workspace=self.workspace)
-        overrides = {"reviewers": reviewers, "max_rounds": max_rounds,
-                     "concurrency": concurrency, "base_branch": base_branch}
+        base = settings or gg.load_settings(
+            Path(config) if config else None, workspace=self.workspace
+        )
+        overrides = {
+            "reviewers": reviewers,
+            "max_rounds": max_rounds,
+            "concurrency": concurrency,
+            "base_branch": base_branch,
+        }
         data = base.model_dump(mode="json")
         data["board"].update({k: v for k, v in overrides.items() if v is not None})
         self.settings = settings_from_dict(data, source="board options")
@@ -231,8 +255,11 @@ class Board:
 
     def _exists(self) -> bool:
         spec = self.settings.board.store
-        return self._store is not None or spec != "sqlite" or \
-            (state_path(self.workspace) / "board.sqlite3").exists()
+        return (
+            self._store is not None
+            or spec != "sqlite"
+            or (state_path(self.workspace) / "board.sqlite3").exists()
+        )
 
     def add(self, title: str, body: str = "") -> Issue:
         """Add an ``open`` issue (B1).
@@ -274,8 +301,9 @@ class Board:
     def __enter__(self) -> Board:
         return self
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     # -- running -----------------------------------------------------------------------------
@@ -300,16 +328,29 @@ class Board:
         git = Git(self.workspace)
         await git.check_repo(self.settings.board.base_branch)
         guard = MergeGuard(git)
-        agent = gg.Agent(model=self._model, workspace=self.workspace, settings=self.settings,
-                         ceilings=self._ceilings, tools=self._tools,
-                         hooks=[*self._hooks, guard.hook()],
-                         listeners=[_Tracker(self), *self._listeners], progress=self._progress,
-                         trust_config=self._trust_config)
+        agent = gg.Agent(
+            model=self._model,
+            workspace=self.workspace,
+            settings=self.settings,
+            ceilings=self._ceilings,
+            tools=self._tools,
+            hooks=[*self._hooks, guard.hook()],
+            listeners=[_Tracker(self), *self._listeners],
+            progress=self._progress,
+            trust_config=self._trust_config,
+        )
         with _RunLock(workspace_state(self.workspace) / "board.lock"):
             await self._recover(git)
             run = agent.new_run()
-            ctx = BoardContext(run=run, store=self.store, git=git, settings=self.settings.board,
-                               workspace=self.workspace, notify=self.notify, guard=guard)
+            ctx = BoardContext(
+                run=run,
+                store=self.store,
+                git=git,
+                settings=self.settings.board,
+                workspace=self.workspace,
+                notify=self.notify,
+                guard=guard,
+            )
             status: Literal["ended", "stopped"] = "stopped"
             diagnosis: str | None = "the board run was interrupted"
             try:
@@ -318,8 +359,13 @@ class Board:
             finally:
                 await run.aclose()
                 run.end(status, diagnosis)
-        return BoardResult(run_id=run.run_id, status=status, issues=tuple(taken),
-                           diagnosis=diagnosis, stream=run.stream.path)
+        return BoardResult(
+            run_id=run.run_id,
+            status=status,
+            issues=tuple(taken),
+            diagnosis=diagnosis,
+            stream=run.stream.path,
+        )
 
     async def _recover(self, git: Git) -> None:
         """After a crash: abandon sessions still marked running, clear stale git locks,
@@ -344,8 +390,9 @@ class Board:
                 for issue in ctx.store.issues() if ctx.halt is None else []:
                     if issue.state not in TERMINAL and issue.number not in seen:
                         seen.add(issue.number)
-                        tasks[asyncio.create_task(self._one(ctx, gate, issue.number))] = \
+                        tasks[asyncio.create_task(self._one(ctx, gate, issue.number))] = (
                             issue.number
+                        )
                 if not tasks:
                     break
                 finished, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -368,13 +415,15 @@ class Board:
                 return flow.pause(f"gg failed on issue #{number}: {type(e).__name__}: {e}")
 
 
-def _outcome(issues: list[Issue], halt: str | None) -> tuple[Literal["ended", "stopped"],
-                                                             str | None]:
+def _outcome(
+    issues: list[Issue], halt: str | None
+) -> tuple[Literal["ended", "stopped"], str | None]:
     left = [i for i in issues if i.state is not IssueState.DONE]
     if not left and halt is None:
         return "ended", None
-    parts = [f"#{i.number} {i.state.value}" + (f": {i.diagnosis}" if i.diagnosis else "")
-             for i in left]
+    parts = [
+        f"#{i.number} {i.state.value}" + (f": {i.diagnosis}" if i.diagnosis else "") for i in left
+    ]
     if halt:
         parts.insert(0, f"the run stopped early: {halt}")
     return "stopped", f"{len(left)} of {len(issues)} issue(s) not done. " + " | ".join(parts)

@@ -38,10 +38,10 @@ board_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-Workspace = Annotated[Path, typer.Option("--workspace", "-w",
-                                         help="The repository (default: current directory).")]
-Config = Annotated[Path | None, typer.Option(help="A gg.toml to use instead of the "
-                                             "workspace's.")]
+Workspace = Annotated[
+    Path, typer.Option("--workspace", "-w", help="The repository (default: current directory).")
+]
+Config = Annotated[Path | None, typer.Option(help="A gg.toml to use instead of the workspace's.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
 
@@ -51,7 +51,8 @@ def _fail(message: str) -> typer.Exit:
     The message may quote agent text: it is shown inert (issue 9 item 8).
     """
     Console(stderr=True, highlight=False, soft_wrap=True).print(
-        line(("gg: error:", "red"), " ", " ".join(inert(message).split())))
+        line(("gg: error:", "red"), " ", " ".join(inert(message).split()))
+    )
     return typer.Exit(2)
 
 
@@ -65,8 +66,10 @@ def _board(workspace: Path, config: Path | None, **kwargs: Any) -> Board:
 @board_app.command("add")
 def add(
     title: Annotated[str, typer.Argument(help="The issue's title (one line).")],
-    body_file: Annotated[Path | None, typer.Option(
-        "--body-file", help="A file with the issue's description ('-': stdin).")] = None,
+    body_file: Annotated[
+        Path | None,
+        typer.Option("--body-file", help="A file with the issue's description ('-': stdin)."),
+    ] = None,
     workspace: Workspace = Path("."),
     config: Config = None,
     json_out: JsonOut = False,
@@ -89,8 +92,9 @@ def add(
 
 
 @board_app.command("list")
-def list_(workspace: Workspace = Path("."), config: Config = None,
-          json_out: JsonOut = False) -> None:
+def list_(
+    workspace: Workspace = Path("."), config: Config = None, json_out: JsonOut = False
+) -> None:
     """List the board's issues with their states."""
     with _board(workspace, config) as board:
         issues = board.list()
@@ -101,18 +105,30 @@ def list_(workspace: Workspace = Path("."), config: Config = None,
 
 
 def _detail_json(d: IssueDetail) -> dict[str, Any]:
-    return {**issue_json(d.issue), "body": d.issue.body, "summary": d.issue.summary,
-            "sessions": [dataclasses.asdict(s) for s in d.sessions],
-            "verdicts": [{**dataclasses.asdict(v), "items": list(v.items)} for v in d.verdicts],
-            "history": [{**dataclasses.asdict(h),
-                         "from_state": h.from_state and h.from_state.value,
-                         "to_state": h.to_state and h.to_state.value} for h in d.history]}
+    return {
+        **issue_json(d.issue),
+        "body": d.issue.body,
+        "summary": d.issue.summary,
+        "sessions": [dataclasses.asdict(s) for s in d.sessions],
+        "verdicts": [{**dataclasses.asdict(v), "items": list(v.items)} for v in d.verdicts],
+        "history": [
+            {
+                **dataclasses.asdict(h),
+                "from_state": h.from_state and h.from_state.value,
+                "to_state": h.to_state and h.to_state.value,
+            }
+            for h in d.history
+        ],
+    }
 
 
 @board_app.command("show")
-def show(number: Annotated[int, typer.Argument(metavar="N", help="The issue's number.")],
-         workspace: Workspace = Path("."), config: Config = None,
-         json_out: JsonOut = False) -> None:
+def show(
+    number: Annotated[int, typer.Argument(metavar="N", help="The issue's number.")],
+    workspace: Workspace = Path("."),
+    config: Config = None,
+    json_out: JsonOut = False,
+) -> None:
     """Show issue N: its state, sessions, verdicts and history."""
     with _board(workspace, config) as board:
         try:
@@ -127,40 +143,57 @@ def show(number: Annotated[int, typer.Argument(metavar="N", help="The issue's nu
 
 @board_app.command("run")
 def run(
-    concurrency: Annotated[int | None, typer.Option(
-        help="Issues worked on at once (default: [board] concurrency).")] = None,
-    model: Annotated[str | None, typer.Option(
-        help="local | scripted:PATH | openai:MODEL | anthropic:MODEL | "
-        "openai-compat:MODEL@URL (default: [model] spec).")] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(help="Issues worked on at once (default: [board] concurrency).")
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="local | scripted:PATH | openai:MODEL | anthropic:MODEL | "
+            "openai-compat:MODEL@URL (default: [model] spec)."
+        ),
+    ] = None,
     workspace: Workspace = Path("."),
     config: Config = None,
     max_turns: Annotated[int | None, typer.Option(help="Override [ceilings] max_turns.")] = None,
-    json_out: Annotated[bool, typer.Option(
-        "--json", help="Print one JSON result on stdout at the end (progress goes to "
-        "stderr).")] = False,
-    trust_config: Annotated[bool, typer.Option(
-        "--trust-config", help="Accept a gg.toml that changed since this workspace's last run "
-        "and now asks for settings that weaken the sandbox (commands = \"host\", a trusted "
-        "hook, pass_env, a forced isolation layer, a model server URL, a store path): gg "
-        "refuses such a run otherwise, since an agent could have written the file.")] = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print one JSON result on stdout at the end (progress goes to stderr)."
+        ),
+    ] = False,
+    trust_config: Annotated[
+        bool,
+        typer.Option(
+            "--trust-config",
+            help="Accept a gg.toml that changed since this workspace's last run "
+            'and now asks for settings that weaken the sandbox (commands = "host", a trusted '
+            "hook, pass_env, a forced isolation layer, a model server URL, a store path): gg "
+            "refuses such a run otherwise, since an agent could have written the file.",
+        ),
+    ] = False,
 ) -> None:
     """Run every open or unfinished issue to done or stuck; resumes after a crash."""
     if concurrency is not None and concurrency < 1:
         raise _fail(f"--concurrency: must be at least 1, not {concurrency}")
     console = Console(stderr=json_out, highlight=False)
     display = BoardDisplay(console)
-    board = _board(workspace, config, model=model, observers=[display],
-                   ceilings={"max_turns": max_turns} if max_turns is not None else None,
-                   progress=lambda say: console.print(line((say, "dim"))),
-                   trust_config=trust_config)
+    board = _board(
+        workspace,
+        config,
+        model=model,
+        observers=[display],
+        ceilings={"max_turns": max_turns} if max_turns is not None else None,
+        progress=lambda say: console.print(line((say, "dim"))),
+        trust_config=trust_config,
+    )
     try:
         with board, display:
             result = board.run(concurrency=concurrency)
     except gg.UserError as e:
         raise _fail(str(e)) from None
     except gg.ModelError as e:  # the model could not even be set up (e.g. not installed)
-        Console(stderr=True, highlight=False).print(
-            line(("gg: model failed:", "red"), f" {e}"))
+        Console(stderr=True, highlight=False).print(line(("gg: model failed:", "red"), f" {e}"))
         raise typer.Exit(1) from None
     if json_out:
         sys.stdout.write(inert_json(result.to_json()) + "\n")
@@ -176,5 +209,4 @@ def _print_result(console: Console, result: BoardResult) -> None:
         console.print(line(("not all done:", "bold red"), f" {result.diagnosis}"))
     else:
         console.print(line((f"all {len(result.issues)} issue(s) done", "bold green")))
-    console.print(line((f"stream: {result.stream}  (replay: gg show {result.run_id})",
-                        "dim")))
+    console.print(line((f"stream: {result.stream}  (replay: gg show {result.run_id})", "dim")))

@@ -28,8 +28,12 @@ from gg.terminal import inert, inert_text, line
 __all__ = ["STATE_STYLE", "BoardDisplay", "detail_view", "issues_table"]
 
 STATE_STYLE: dict[IssueState, str] = {
-    IssueState.OPEN: "white", IssueState.IMPLEMENTING: "cyan", IssueState.REVIEWING: "magenta",
-    IssueState.MERGING: "blue", IssueState.DONE: "bold green", IssueState.STUCK: "bold red",
+    IssueState.OPEN: "white",
+    IssueState.IMPLEMENTING: "cyan",
+    IssueState.REVIEWING: "magenta",
+    IssueState.MERGING: "blue",
+    IssueState.DONE: "bold green",
+    IssueState.STUCK: "bold red",
 }
 
 
@@ -66,8 +70,11 @@ class BoardDisplay:
         self.console = console
         self.rows: dict[int, tuple[Issue, str]] = {}
         use_live = console.is_terminal if live is None else live
-        self._live = Live(self.table(), console=console, refresh_per_second=4,
-                          transient=False) if use_live else None
+        self._live = (
+            Live(self.table(), console=console, refresh_per_second=4, transient=False)
+            if use_live
+            else None
+        )
 
     def __enter__(self) -> BoardDisplay:
         if self._live is not None:
@@ -87,9 +94,13 @@ class BoardDisplay:
             self._live.update(self.table())
         elif progress.event != "turn":
             self.console.print(
-                line(f"#{issue.number} ", (issue.state.value, STATE_STYLE[issue.state]),
-                     f" (round {issue.round}) · {_cut(progress.activity, 160)}"),
-                highlight=False)
+                line(
+                    f"#{issue.number} ",
+                    (issue.state.value, STATE_STYLE[issue.state]),
+                    f" (round {issue.round}) · {_cut(progress.activity, 160)}",
+                ),
+                highlight=False,
+            )
 
     def table(self) -> Table:
         """The live table: one row per issue seen so far."""
@@ -98,10 +109,16 @@ class BoardDisplay:
             table.add_column(col, overflow="fold" if col == "now" else "ellipsis")
         for number in sorted(self.rows):
             issue, activity = self.rows[number]
-            now = _outcome(issue) if issue.state in (IssueState.DONE, IssueState.STUCK) \
-                else activity
-            table.add_row(_cell(str(number)), _cell(_cut(issue.title, 40)), _state(issue),
-                          _cell(str(issue.round)), _cell(_cut(now, 90)))
+            now = (
+                _outcome(issue) if issue.state in (IssueState.DONE, IssueState.STUCK) else activity
+            )
+            table.add_row(
+                _cell(str(number)),
+                _cell(_cut(issue.title, 40)),
+                _state(issue),
+                _cell(str(issue.round)),
+                _cell(_cut(now, 90)),
+            )
         return table
 
 
@@ -111,8 +128,13 @@ def issues_table(issues: list[Issue]) -> Table:
     for col in ("#", "state", "round", "title", "result"):
         table.add_column(col)
     for i in issues:
-        table.add_row(_cell(str(i.number)), _state(i), _cell(str(i.round)),
-                      _cell(_cut(i.title, 60)), _cell(_outcome(i)))
+        table.add_row(
+            _cell(str(i.number)),
+            _state(i),
+            _cell(str(i.round)),
+            _cell(_cut(i.title, 60)),
+            _cell(_outcome(i)),
+        )
     return table
 
 
@@ -153,8 +175,18 @@ def detail_view(d: IssueDetail) -> RenderableType:
         sessions.add_column(col)
     for s in d.sessions:
         kind = f"reviewer {s.reviewer}" if s.kind == "reviewer" else s.kind
-        sessions.add_row(*(_cell(c) for c in (kind, str(s.round), s.session_id or "-",
-                                              s.status, _ending_text(s.ending, s.diagnosis))))
+        sessions.add_row(
+            *(
+                _cell(c)
+                for c in (
+                    kind,
+                    str(s.round),
+                    s.session_id or "-",
+                    s.status,
+                    _ending_text(s.ending, s.diagnosis),
+                )
+            )
+        )
     verdicts = Table(title="verdicts")
     for col in ("round", "reviewer", "verdict", "items"):
         verdicts.add_column(col)
@@ -168,6 +200,10 @@ def detail_view(d: IssueDetail) -> RenderableType:
         if h.event in _SESSION_EVENTS:
             continue
         move = f"{h.from_state or ''} → {h.to_state}" if h.to_state else ""
-        history.add_row(*(_cell(c) for c in (h.at[:19].replace("T", " "), h.event, move,
-                                             _detail_text(h.detail))))
+        history.add_row(
+            *(
+                _cell(c)
+                for c in (h.at[:19].replace("T", " "), h.event, move, _detail_text(h.detail))
+            )
+        )
     return Group(*lines, sessions, verdicts, history)

@@ -30,8 +30,7 @@ class BoardError(GGError):
         retryable: whether running the board again may help.
     """
 
-    def __init__(self, message: str, *, code: str, operation: str,
-                 retryable: bool = False) -> None:
+    def __init__(self, message: str, *, code: str, operation: str, retryable: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.operation = operation

@@ -61,8 +61,9 @@ __all__ = [
 _ARTIFACTS = ("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 """Build artifacts never committed by gg (a hook running the tests leaves them behind)."""
 
-_NO_CONTENT = frozenset({"rev-parse", "rev-list", "merge-base", "symbolic-ref", "update-ref",
-                         "ls-files", "config"})
+_NO_CONTENT = frozenset(
+    {"rev-parse", "rev-list", "merge-base", "symbolic-ref", "update-ref", "ls-files", "config"}
+)
 """Subcommands that read no file content, so no driver can run: no driver scan first."""
 
 _MARKER_CAP = 16 << 20
@@ -106,8 +107,10 @@ def conflict_markers(worktree: Path, rel: str) -> bool:
     if len(data) > _MARKER_CAP:
         return True  # too large to check whole: never merged as resolved unread
     text = data.decode("utf-8", errors="replace")
-    return any(line.startswith(("<<<<<<< ", ">>>>>>> ")) or line in ("<<<<<<<", ">>>>>>>")
-               for line in text.splitlines())
+    return any(
+        line.startswith(("<<<<<<< ", ">>>>>>> ")) or line in ("<<<<<<<", ">>>>>>>")
+        for line in text.splitlines()
+    )
 
 
 def _find_git(repo: Path) -> str:
@@ -121,8 +124,10 @@ def _find_git(repo: Path) -> str:
         raise UserError("the board needs git, and `git` is not on PATH")
     found = os.path.abspath(found)
     if Path(os.path.realpath(found)).is_relative_to(repo):
-        raise UserError(f"the git on PATH ({found!r}) is inside the repository; gg will not "
-                        "run it (put a system git first on PATH)")
+        raise UserError(
+            f"the git on PATH ({found!r}) is inside the repository; gg will not "
+            "run it (put a system git first on PATH)"
+        )
     return found
 
 
@@ -157,8 +162,7 @@ class Git:
         """The whole environment of gg's git processes (:func:`~gg.board.gitsafe.git_env`)."""
         return git_env(git=self._git, home=self._home, overrides=overrides)
 
-    async def run(self, *args: str, worktree: Path | None = None,
-                  check: bool = True) -> GitResult:
+    async def run(self, *args: str, worktree: Path | None = None, check: bool = True) -> GitResult:
         """Run ``git ARGS`` in ``worktree`` (default: the repository's own checkout).
 
         The one place gg starts git: ``--git-dir``/``--work-tree`` explicit, the
@@ -175,22 +179,39 @@ class Git:
         base = [self._git, f"--git-dir={git_dir}", f"--work-tree={work}", *config_args()]
         overrides: dict[str, str] = {}
         if args and args[0] not in _NO_CONTENT:
-            listing = await self._exec([*base, "config", "--list", "-z"], cwd=work,
-                                       env=self.env(), check=True, op="git config --list")
-            overrides = driver_overrides(listing.out.encode("utf-8", "surrogateescape"),
-                                         git=self._git)
-        return await self._exec([*base, *args], cwd=work, env=self.env(overrides), check=check,
-                                op=" ".join(("git", *args)))
+            listing = await self._exec(
+                [*base, "config", "--list", "-z"],
+                cwd=work,
+                env=self.env(),
+                check=True,
+                op="git config --list",
+            )
+            overrides = driver_overrides(
+                listing.out.encode("utf-8", "surrogateescape"), git=self._git
+            )
+        return await self._exec(
+            [*base, *args],
+            cwd=work,
+            env=self.env(overrides),
+            check=check,
+            op=" ".join(("git", *args)),
+        )
 
-    async def _exec(self, argv: list[str], *, cwd: Path, env: dict[str, str],
-                    check: bool, op: str) -> GitResult:
+    async def _exec(
+        self, argv: list[str], *, cwd: Path, env: dict[str, str], check: bool, op: str
+    ) -> GitResult:
         """Start ``argv`` (a git command line; ``op`` names it in errors), wait under the
         timeout."""
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True)
+                *argv,
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
         except FileNotFoundError:
             raise UserError(f"cannot run git ({self._git!r}) in {str(cwd)!r}") from None
         try:
@@ -198,27 +219,42 @@ class Git:
         except TimeoutError:
             _kill(proc)
             await proc.wait()
-            raise BoardError(f"{op!r} did not finish in {self.timeout_s:g} s (killed)",
-                             code="git", operation=op) from None
+            raise BoardError(
+                f"{op!r} did not finish in {self.timeout_s:g} s (killed)", code="git", operation=op
+            ) from None
         except asyncio.CancelledError:
             _kill(proc)
             raise
         _kill(proc)  # whatever git left running in its group goes with it
-        result = GitResult(proc.returncode or 0, out.decode(errors="surrogateescape"),
-                           err.decode(errors="replace"))
+        result = GitResult(
+            proc.returncode or 0, out.decode(errors="surrogateescape"), err.decode(errors="replace")
+        )
         if check and result.code != 0:
             detail = (result.err.strip() or result.out.strip())[-1500:]
-            raise BoardError(f"{op!r} failed (exit {result.code}): {detail}", code="git",
-                             operation=op, retryable=".lock" in detail)
+            raise BoardError(
+                f"{op!r} failed (exit {result.code}): {detail}",
+                code="git",
+                operation=op,
+                retryable=".lock" in detail,
+            )
         return result
 
     async def _locate(self) -> GitResult:
         """``git rev-parse`` found by discovery in the repository (the user's, trusted)."""
-        argv = [self._git, *config_args(), "-c", f"safe.directory={self.repo}", "rev-parse",
-                "--path-format=absolute", "--show-toplevel", "--absolute-git-dir",
-                "--git-common-dir"]
-        return await self._exec(argv, cwd=self.repo, env=self.env(), check=False,
-                                op="git rev-parse --show-toplevel")
+        argv = [
+            self._git,
+            *config_args(),
+            "-c",
+            f"safe.directory={self.repo}",
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--absolute-git-dir",
+            "--git-common-dir",
+        ]
+        return await self._exec(
+            argv, cwd=self.repo, env=self.env(), check=False, op="git rev-parse --show-toplevel"
+        )
 
     async def _main(self) -> tuple[Path, Path]:
         """The repository's git dir and common dir (real paths), found once.
@@ -230,11 +266,15 @@ class Git:
             found = await self._locate()
             lines = found.out.splitlines()
             if found.code != 0 or len(lines) != 3:
-                raise UserError(f"the board needs a git repository: {str(self.repo)!r} is not "
-                                "one (git init, then commit the base branch)")
+                raise UserError(
+                    f"the board needs a git repository: {str(self.repo)!r} is not "
+                    "one (git init, then commit the base branch)"
+                )
             if Path(os.path.realpath(lines[0])) != self.repo:
-                raise UserError(f"run the board from the repository's top level "
-                                f"({lines[0]!r}), not {str(self.repo)!r}")
+                raise UserError(
+                    f"run the board from the repository's top level "
+                    f"({lines[0]!r}), not {str(self.repo)!r}"
+                )
             self._dirs = (Path(os.path.realpath(lines[1])), Path(os.path.realpath(lines[2])))
         return self._dirs
 
@@ -247,7 +287,9 @@ class Git:
         if admin is None:
             raise WorktreeChanged(
                 f"the worktree {str(worktree)!r} is not one git knows any more (was its .git "
-                "removed?); gg will not work in it", operation=f"check {worktree / '.git'}")
+                "removed?); gg will not work in it",
+                operation=f"check {worktree / '.git'}",
+            )
         check_gitfile(worktree, admin)
         return admin, worktree
 
@@ -278,14 +320,16 @@ class Git:
         """
         await self._main()
         if not await self.ref(f"refs/heads/{base}"):
-            raise UserError(f"board.base_branch: the repository has no branch {base!r} "
-                            "(set [board] base_branch in gg.toml)")
+            raise UserError(
+                f"board.base_branch: the repository has no branch {base!r} "
+                "(set [board] base_branch in gg.toml)"
+            )
 
     async def ref(self, ref: str, *, worktree: Path | None = None) -> str | None:
         """The commit ``ref`` names, or ``None`` when it names none."""
-        r = await self.run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}",
-                           worktree=worktree,
-                           check=False)
+        r = await self.run(
+            "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", worktree=worktree, check=False
+        )
         return r.out.strip() if r.code == 0 else None
 
     async def rev(self, ref: str, *, worktree: Path | None = None) -> str:
@@ -296,16 +340,20 @@ class Git:
         """
         sha = await self.ref(ref, worktree=worktree)
         if sha is None:
-            raise BoardError(f"git: {ref!r} names no commit", code="git",
-                             operation=f"git rev-parse {ref}")
+            raise BoardError(
+                f"git: {ref!r} names no commit", code="git", operation=f"git rev-parse {ref}"
+            )
         return sha
 
     async def is_ancestor(self, commit: str, of: str) -> bool:
         """Whether ``commit`` is ``of`` or an ancestor of it."""
         r = await self.run("merge-base", "--is-ancestor", commit, of, check=False)
         if r.code not in (0, 1):
-            raise BoardError(f"git merge-base failed: {r.err.strip()}", code="git",
-                             operation="git merge-base --is-ancestor")
+            raise BoardError(
+                f"git merge-base failed: {r.err.strip()}",
+                code="git",
+                operation="git merge-base --is-ancestor",
+            )
         return r.code == 0
 
     async def diff(self, base: str, branch: str, *, limit: int = 12_000) -> str:
@@ -372,8 +420,7 @@ class Git:
 
     async def _branch_worktree(self, path: Path, branch: str, base: str) -> None:
         if await self._intact(path):
-            head = await self.run("symbolic-ref", "--quiet", "HEAD", worktree=path,
-                                  check=False)
+            head = await self.run("symbolic-ref", "--quiet", "HEAD", worktree=path, check=False)
             if head.out.strip() == f"refs/heads/{branch}":
                 return
         await self._fresh(path)
@@ -382,8 +429,9 @@ class Git:
         else:
             await self._add(path, "-b", branch, str(path), base)
 
-    async def detached_worktree(self, path: Path, commit: str, *,
-                                discard_changed: bool = False) -> None:
+    async def detached_worktree(
+        self, path: Path, commit: str, *, discard_changed: bool = False
+    ) -> None:
         """Make ``path`` a clean worktree detached at ``commit`` (reusing it when it exists).
 
         Args:
@@ -458,12 +506,14 @@ class Git:
         excludes = [f":(exclude,glob)**/{pattern}" for pattern in _ARTIFACTS]
         excludes += [f":(exclude,glob)**/{pattern}/**" for pattern in _ARTIFACTS]
         await self.run("add", "--all", "--", ".", *excludes, worktree=path)
-        staged = await self.run("diff", "--cached", "--quiet", "--no-ext-diff", worktree=path,
-                                check=False)
+        staged = await self.run(
+            "diff", "--cached", "--quiet", "--no-ext-diff", worktree=path, check=False
+        )
         if staged.code == 0 and not await self.ref("MERGE_HEAD", worktree=path):
             return None
-        await self.run("commit", "--quiet", "--no-verify", "--allow-empty", "-m", message,
-                       worktree=path)
+        await self.run(
+            "commit", "--quiet", "--no-verify", "--allow-empty", "-m", message, worktree=path
+        )
         return await self.rev("HEAD", worktree=path)
 
     async def start_merge(self, path: Path, branch: str) -> list[str]:
@@ -472,12 +522,14 @@ class Git:
         Raises:
             BoardError: the merge could not even start.
         """
-        r = await self.run("merge", "--no-ff", "--no-commit", branch, worktree=path,
-                           check=False)
+        r = await self.run("merge", "--no-ff", "--no-commit", branch, worktree=path, check=False)
         conflicted = await self.unmerged(path)
         if r.code != 0 and not conflicted:
-            raise BoardError(f"git merge --no-ff {branch} failed: {r.err.strip() or r.out}",
-                             code="merge", operation=f"git merge --no-ff {branch}")
+            raise BoardError(
+                f"git merge --no-ff {branch} failed: {r.err.strip() or r.out}",
+                code="merge",
+                operation=f"git merge --no-ff {branch}",
+            )
         return conflicted
 
     async def unmerged(self, path: Path) -> list[str]:
@@ -516,13 +568,19 @@ class Git:
         where = await self.checked_out_at(branch)
         if where is not None:
             if await self.rev("HEAD", worktree=where) != old:
-                raise BoardError(f"{branch!r} moved while the merge was being made",
-                                 code="merge", operation="advance", retryable=True)
-            r = await self.run("merge", "--ff-only", "--quiet", new, worktree=where,
-                               check=False)
+                raise BoardError(
+                    f"{branch!r} moved while the merge was being made",
+                    code="merge",
+                    operation="advance",
+                    retryable=True,
+                )
+            r = await self.run("merge", "--ff-only", "--quiet", new, worktree=where, check=False)
         else:
             r = await self.run("update-ref", f"refs/heads/{branch}", new, old, check=False)
         if r.code != 0:
             raise BoardError(
                 f"could not move {branch!r} to the merge commit: {r.err.strip() or r.out}",
-                code="merge", operation="advance", retryable=True)
+                code="merge",
+                operation="advance",
+                retryable=True,
+            )

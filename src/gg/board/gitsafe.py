@@ -122,8 +122,12 @@ _PASSED = ("TZ",)
 
 _FILTER_COMMANDS = ("clean", "smudge", "process")
 _GITFILE_CAP = 4096
-_KIND = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device",
-         stat.S_IFBLK: "a device"}
+_KIND = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+}
 
 
 def config_args() -> list[str]:
@@ -134,8 +138,12 @@ def config_args() -> list[str]:
     return args
 
 
-def git_env(*, git: str, home: Path, overrides: Mapping[str, str] | None = None,
-            ) -> dict[str, str]:
+def git_env(
+    *,
+    git: str,
+    home: Path,
+    overrides: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """The whole environment of a git process gg starts, built from nothing (issue 9 item 4).
 
     Args:
@@ -152,15 +160,27 @@ def git_env(*, git: str, home: Path, overrides: Mapping[str, str] | None = None,
     path = [str(Path(git).parent)] + [d for d in _SYSTEM_PATH if d != str(Path(git).parent)]
     env = {name: os.environ[name] for name in _PASSED if name in os.environ}
     env.update(GIT_IDENTITY)
-    env.update({
-        "PATH": os.pathsep.join(path), "HOME": str(home), "XDG_CONFIG_HOME": str(home),
-        "LC_ALL": "C", "LANG": "C",
-        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_SYSTEM": os.devnull,
-        "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1",
-        "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "PAGER": "cat",
-        "GIT_EDITOR": ":", "GIT_SEQUENCE_EDITOR": ":", "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_PROTOCOL_FROM_USER": "0", "GIT_NO_REPLACE_OBJECTS": "1",
-    })
+    env.update(
+        {
+            "PATH": os.pathsep.join(path),
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home),
+            "LC_ALL": "C",
+            "LANG": "C",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_SYSTEM": os.devnull,
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_PAGER": "cat",
+            "PAGER": "cat",
+            "GIT_EDITOR": ":",
+            "GIT_SEQUENCE_EDITOR": ":",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_PROTOCOL_FROM_USER": "0",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+        }
+    )
     items = list((overrides or {}).items())
     if items:
         env["GIT_CONFIG_COUNT"] = str(len(items))
@@ -187,8 +207,7 @@ def driver_overrides(listing: bytes, *, git: str) -> dict[str, str]:
     Returns:
         ``{key: value}`` for :func:`git_env`'s ``overrides`` (empty when nothing is defined).
     """
-    merge = (f"{shlex.quote(git)} merge-file --marker-size=%L -L ours -L base -L theirs "
-             "%A %O %B")
+    merge = f"{shlex.quote(git)} merge-file --marker-size=%L -L ours -L base -L theirs %A %O %B"
     out: dict[str, str] = {}
     for record in listing.split(b"\0"):
         key = record.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
@@ -261,7 +280,8 @@ def check_gitfile(worktree: Path, admin: Path) -> None:
             f"the worktree {str(worktree)!r} was tampered with: {how}. gg runs git only "
             "through the git directory it made, so it will not work in this worktree; "
             "inspect it, then remove it (the branch is kept)",
-            operation=f"check {worktree / '.git'}")
+            operation=f"check {worktree / '.git'}",
+        )
 
 
 def read_regular(root: Path, rel: str, *, cap: int) -> bytes | None:
@@ -288,8 +308,9 @@ def read_regular(root: Path, rel: str, *, cap: int) -> bytes | None:
         return None
     try:
         for part in parts[:-1]:
-            nfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                          dir_fd=dfd)
+            nfd = os.open(
+                part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd
+            )
             os.close(dfd)
             dfd = nfd
         if not stat.S_ISREG(os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False).st_mode):
@@ -339,8 +360,10 @@ def real_dirs(top: Path, path: Path) -> None:
         except OSError as exc:
             raise UserError(f"cannot create {str(current)!r}: {exc.strerror}") from exc
         if not stat.S_ISDIR(os.lstat(current).st_mode):
-            raise UserError(f"{str(current)!r} is a symbolic link or not a directory; gg will "
-                            "not create the board's files through it (remove it)")
+            raise UserError(
+                f"{str(current)!r} is a symbolic link or not a directory; gg will "
+                "not create the board's files through it (remove it)"
+            )
 
 
 def write_gg_ignore(workspace: Path) -> None:

@@ -68,8 +68,9 @@ class MergeGuard:
 
     def hook(self) -> gg.CallableHook:
         """This guard as a callable hook for Standard sessions."""
-        return gg.CallableHook(fn=self.check, name="gg board: merge resolved",
-                               roles=(gg.Role.STANDARD,), timeout_s=60)
+        return gg.CallableHook(
+            fn=self.check, name="gg board: merge resolved", roles=(gg.Role.STANDARD,), timeout_s=60
+        )
 
     async def check(self, event: gg.StopEvent) -> str | None:
         """``None`` to pass; a reason to block (handed back to the merge agent)."""
@@ -87,15 +88,20 @@ class MergeGuard:
             unresolved = set(conflicted) | set(await self.git.unmerged(worktree))
             left = sorted(f for f in unresolved if conflict_markers(worktree, f))
             if left:
-                return ("These files still have conflict markers: " + ", ".join(left)
-                        + ". Write each one back without <<<<<<<, ======= and >>>>>>> lines, "
-                        "keeping what both sides meant, then finish again.")
+                return (
+                    "These files still have conflict markers: "
+                    + ", ".join(left)
+                    + ". Write each one back without <<<<<<<, ======= and >>>>>>> lines, "
+                    "keeping what both sides meant, then finish again."
+                )
             return None
         head = await self.git.ref("HEAD", worktree=worktree)
         if head is None or not await self.git.is_ancestor(tip, head):
-            return ("The merge is no longer in progress (it was aborted or reset), so the branch "
-                    "is not merged. Run `git merge --no-ff --no-commit` on the branch again, "
-                    "resolve it, then finish.")
+            return (
+                "The merge is no longer in progress (it was aborted or reset), so the branch "
+                "is not merged. Run `git merge --no-ff --no-commit` on the branch again, "
+                "resolve it, then finish."
+            )
         return None
 
 
@@ -106,8 +112,13 @@ async def _already_merged(flow: IssueFlow, tip: str) -> Issue | None:
         return None
     sha = await git.merge_commit_of(base_ref, tip)
     what = "already merged" if sha else "nothing to merge: no commits beyond the base branch"
-    return flow.transition(event="merged", to=IssueState.DONE, expect={IssueState.MERGING},
-                           merge_sha=sha, detail={"note": what})
+    return flow.transition(
+        event="merged",
+        to=IssueState.DONE,
+        expect={IssueState.MERGING},
+        merge_sha=sha,
+        detail={"note": what},
+    )
 
 
 async def merge_issue(flow: IssueFlow, issue: Issue) -> Issue:
@@ -133,17 +144,27 @@ async def merge_issue(flow: IssueFlow, issue: Issue) -> Issue:
         sha, conflicted = merged
         await ctx.git.advance(flow.base, sha, base_sha)
         if not await ctx.git.is_ancestor(sha, f"refs/heads/{flow.base}"):
-            raise BoardError(f"the merge commit {sha} is not on {flow.base!r}", code="merge",
-                             operation="verify", retryable=True)
-        done = flow.transition(event="merged", to=IssueState.DONE, expect={IssueState.MERGING},
-                               merge_sha=sha, diagnosis=None,
-                               detail={"conflicted": conflicted})
+            raise BoardError(
+                f"the merge commit {sha} is not on {flow.base!r}",
+                code="merge",
+                operation="verify",
+                retryable=True,
+            )
+        done = flow.transition(
+            event="merged",
+            to=IssueState.DONE,
+            expect={IssueState.MERGING},
+            merge_sha=sha,
+            diagnosis=None,
+            detail={"conflicted": conflicted},
+        )
     await _cleanup(flow)
     return done
 
 
-async def _merge_in(flow: IssueFlow, issue: Issue, worktree: Path, tip: str,
-                    base_sha: str) -> Issue | tuple[str, list[str]]:
+async def _merge_in(
+    flow: IssueFlow, issue: Issue, worktree: Path, tip: str, base_sha: str
+) -> Issue | tuple[str, list[str]]:
     """Start the merge, run the merge agent, commit.
 
     Returns:
@@ -152,12 +173,18 @@ async def _merge_in(flow: IssueFlow, issue: Issue, worktree: Path, tip: str,
     """
     ctx = flow.ctx
     conflicted = await ctx.git.start_merge(worktree, flow.branch)
-    task = merge_task(issue, branch=flow.branch, base=flow.base, conflicted=conflicted,
-                      summary=issue.summary or "")
+    task = merge_task(
+        issue,
+        branch=flow.branch,
+        base=flow.base,
+        conflicted=conflicted,
+        summary=issue.summary or "",
+    )
     ctx.guard.arm(worktree, tip, conflicted)
     try:
-        result, _ = await flow.session(issue, kind="merge", label="merge agent", task=task,
-                                       workspace=worktree)
+        result, _ = await flow.session(
+            issue, kind="merge", label="merge agent", task=task, workspace=worktree
+        )
     finally:
         ctx.guard.disarm(worktree)
     if not isinstance(result.ending, gg.Finish):
@@ -166,22 +193,29 @@ async def _merge_in(flow: IssueFlow, issue: Issue, worktree: Path, tip: str,
     return await _commit(flow, issue, worktree, result.ending.summary, tip, base_sha), conflicted
 
 
-async def _commit(flow: IssueFlow, issue: Issue, worktree: Path, summary: str, tip: str,
-                  base_sha: str) -> str:
+async def _commit(
+    flow: IssueFlow, issue: Issue, worktree: Path, summary: str, tip: str, base_sha: str
+) -> str:
     """Commit the merge the agent finished; the merge commit's sha (checked with git)."""
     git = flow.ctx.git
     message = f"Merge {flow.branch}: #{issue.number} {issue.title}\n\n{summary.strip()}"
     if await git.ref("MERGE_HEAD", worktree=worktree):
         left = [f for f in await git.unmerged(worktree) if conflict_markers(worktree, f)]
         if left:
-            raise BoardError(f"conflict markers left in {left!r}", code="merge",
-                             operation="commit merge")
+            raise BoardError(
+                f"conflict markers left in {left!r}", code="merge", operation="commit merge"
+            )
         await git.commit_all(worktree, message)
     sha = await git.rev("HEAD", worktree=worktree)
-    if not (await git.is_ancestor(tip, sha) and await git.is_ancestor(base_sha, sha)) \
-            or sha == base_sha:
-        raise BoardError(f"the merge agent left no merge of {flow.branch!r} in the merge "
-                         "worktree", code="merge", operation="commit merge")
+    if (
+        not (await git.is_ancestor(tip, sha) and await git.is_ancestor(base_sha, sha))
+        or sha == base_sha
+    ):
+        raise BoardError(
+            f"the merge agent left no merge of {flow.branch!r} in the merge worktree",
+            code="merge",
+            operation="commit merge",
+        )
     return sha
 
 

@@ -47,8 +47,7 @@ def implement_task(issue: Issue, *, branch: str, base: str) -> str:
         f"{base!r}. Change the files the issue needs. When the work is done, call "
         "finish(summary) saying what you changed and how you checked it: the run's checks "
         "(agent-stop hooks, e.g. the tests) must pass before it is accepted. gg commits your "
-        "changes on the branch; do not commit yourself. Reviewers then read the change. "
-        + NO_GIT
+        "changes on the branch; do not commit yourself. Reviewers then read the change. " + NO_GIT
     )
 
 
@@ -61,8 +60,9 @@ def rework_task(items: Sequence[str], *, round: int, max_rounds: int) -> str:
     )
 
 
-def rework_fresh_task(issue: Issue, items: Sequence[str], *, branch: str, base: str,
-                      round: int, max_rounds: int) -> str:
+def rework_fresh_task(
+    issue: Issue, items: Sequence[str], *, branch: str, base: str, round: int, max_rounds: int
+) -> str:
     """The implementer's task after a review when its earlier conversation is not at hand."""
     return (
         f"{implement_task(issue, branch=branch, base=base)}\n\n"
@@ -71,8 +71,17 @@ def rework_fresh_task(issue: Issue, items: Sequence[str], *, branch: str, base: 
     )
 
 
-def review_task(issue: Issue, *, branch: str, base: str, summary: str, diff: str,
-                reviewer: int, reviewers: int, round: int) -> str:
+def review_task(
+    issue: Issue,
+    *,
+    branch: str,
+    base: str,
+    summary: str,
+    diff: str,
+    reviewer: int,
+    reviewers: int,
+    round: int,
+) -> str:
     """A reviewer's task: the issue, the implementer's summary and the diff (SPEC B3)."""
     return (
         f"Review issue #{issue.number} (reviewer {reviewer} of {reviewers}, round {round}).\n\n"
@@ -86,8 +95,9 @@ def review_task(issue: Issue, *, branch: str, base: str, summary: str, diff: str
     )
 
 
-def merge_task(issue: Issue, *, branch: str, base: str, conflicted: Sequence[str],
-               summary: str) -> str:
+def merge_task(
+    issue: Issue, *, branch: str, base: str, conflicted: Sequence[str], summary: str
+) -> str:
     """The merge agent's task: finish the merge gg started (SPEC B4)."""
     if conflicted:
         state = (
@@ -97,13 +107,14 @@ def merge_task(issue: Issue, *, branch: str, base: str, conflicted: Sequence[str
             "(<<<<<<<, =======, >>>>>>>), keeping what both sides meant to do."
         )
     else:
-        state = ("The merge applied without conflicts. Check that the merged result is "
-                 "consistent (the run's checks run on it before your finish is accepted).")
+        state = (
+            "The merge applied without conflicts. Check that the merged result is "
+            "consistent (the run's checks run on it before your finish is accepted)."
+        )
     return (
         f"Merge issue #{issue.number}.\n\n{_issue_text(issue)}\n\n"
         f"The reviewers approved branch {branch!r}; its summary: {summary.strip() or '(none)'}"
         f"\n\ngg has started `git merge --no-ff --no-commit {branch}` into {base!r} in this "
         f"worktree. {state}\n\nDo not commit, abort or reset the merge: gg commits it after "
-        "your finish(summary) is accepted. Call finish(summary) saying how you merged. "
-        + NO_GIT
+        "your finish(summary) is accepted. Call finish(summary) saying how you merged. " + NO_GIT
     )

@@ -151,16 +151,16 @@ class SqliteStore:
         self.path = path
         self._lock = threading.RLock()
         try:
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
-                                       timeout=30)
+            self._db = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=30
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._migrate()
             self._board = self._board_id(board)
         except sqlite3.DatabaseError as e:
-            raise _store_error(f"cannot use the board store {str(path)!r}: {e}",
-                               "open") from None
+            raise _store_error(f"cannot use the board store {str(path)!r}: {e}", "open") from None
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -181,7 +181,9 @@ class SqliteStore:
         if current > len(MIGRATIONS):
             raise _store_error(
                 f"the board store {str(self.path)!r} has schema version {current}, newer than "
-                f"this gg knows ({len(MIGRATIONS)}); upgrade gg", "migrate")
+                f"this gg knows ({len(MIGRATIONS)}); upgrade gg",
+                "migrate",
+            )
         for version in range(current + 1, len(MIGRATIONS) + 1):
             with self._tx() as db:
                 for statement in MIGRATIONS[version - 1].split(";"):
@@ -191,8 +193,9 @@ class SqliteStore:
 
     def _board_id(self, name: str) -> int:
         with self._tx() as db:
-            db.execute("INSERT OR IGNORE INTO boards (name, created_at) VALUES (?, ?)",
-                       (name, now_iso()))
+            db.execute(
+                "INSERT OR IGNORE INTO boards (name, created_at) VALUES (?, ?)", (name, now_iso())
+            )
             row = db.execute("SELECT id FROM boards WHERE name = ?", (name,)).fetchone()
         return int(row[0])
 
@@ -208,31 +211,47 @@ class SqliteStore:
         """Add an ``open`` issue numbered after the last one (history: ``added``)."""
         now = now_iso()
         with self._tx() as db:
-            (last,) = db.execute("SELECT COALESCE(MAX(number), 0) FROM issues WHERE board_id = ?",
-                                 (self._board,)).fetchone()
+            (last,) = db.execute(
+                "SELECT COALESCE(MAX(number), 0) FROM issues WHERE board_id = ?", (self._board,)
+            ).fetchone()
             cur = db.execute(
                 "INSERT INTO issues (board_id, number, title, body, state, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (self._board, last + 1, title, body, IssueState.OPEN.value, now, now))
-            self._history(db, int(cur.lastrowid or 0), "added", None, IssueState.OPEN,
-                          {"title": title})
+                (self._board, last + 1, title, body, IssueState.OPEN.value, now, now),
+            )
+            self._history(
+                db, int(cur.lastrowid or 0), "added", None, IssueState.OPEN, {"title": title}
+            )
         return self.issue(last + 1)
 
     def _row_id(self, db: sqlite3.Connection, number: int) -> tuple[int, IssueState]:
-        row = db.execute("SELECT id, state FROM issues WHERE board_id = ? AND number = ?",
-                         (self._board, number)).fetchone()
+        row = db.execute(
+            "SELECT id, state FROM issues WHERE board_id = ? AND number = ?", (self._board, number)
+        ).fetchone()
         if row is None:
             raise UserError(f"no issue #{number} on this board")
         return int(row[0]), IssueState(row[1])
 
-    _ISSUE_COLS = ("number, title, body, state, round, branch, summary, diagnosis, merge_sha, "
-                   "created_at, updated_at")
+    _ISSUE_COLS = (
+        "number, title, body, state, round, branch, summary, diagnosis, merge_sha, "
+        "created_at, updated_at"
+    )
 
     @staticmethod
     def _issue(row: tuple[Any, ...]) -> Issue:
-        return Issue(number=row[0], title=row[1], body=row[2], state=IssueState(row[3]),
-                     round=row[4], branch=row[5], summary=row[6], diagnosis=row[7],
-                     merge_sha=row[8], created_at=row[9], updated_at=row[10])
+        return Issue(
+            number=row[0],
+            title=row[1],
+            body=row[2],
+            state=IssueState(row[3]),
+            round=row[4],
+            branch=row[5],
+            summary=row[6],
+            diagnosis=row[7],
+            merge_sha=row[8],
+            created_at=row[9],
+            updated_at=row[10],
+        )
 
     def issue(self, number: int) -> Issue:
         """The issue ``#number``.
@@ -243,7 +262,8 @@ class SqliteStore:
         with self._lock:
             row = self._db.execute(
                 f"SELECT {self._ISSUE_COLS} FROM issues WHERE board_id = ? AND number = ?",
-                (self._board, number)).fetchone()
+                (self._board, number),
+            ).fetchone()
         if row is None:
             raise UserError(f"no issue #{number} on this board")
         return self._issue(row)
@@ -253,12 +273,20 @@ class SqliteStore:
         with self._lock:
             rows = self._db.execute(
                 f"SELECT {self._ISSUE_COLS} FROM issues WHERE board_id = ? ORDER BY number",
-                (self._board,)).fetchall()
+                (self._board,),
+            ).fetchall()
         return [self._issue(r) for r in rows]
 
-    def transition(self, number: int, *, event: str, to: IssueState | None = None,
-                   expect: Collection[IssueState] | None = None,
-                   detail: dict[str, Any] | None = None, **fields: Any) -> Issue:
+    def transition(
+        self,
+        number: int,
+        *,
+        event: str,
+        to: IssueState | None = None,
+        expect: Collection[IssueState] | None = None,
+        detail: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Issue:
         """Change the state and fields of ``#number`` and append history, atomically.
 
         Raises:
@@ -273,41 +301,67 @@ class SqliteStore:
             if expect is not None and state not in expect:
                 raise _store_error(
                     f"issue #{number} is {state.value!r}, expected one of "
-                    f"{sorted(s.value for s in expect)!r}", f"transition to {to}")
+                    f"{sorted(s.value for s in expect)!r}",
+                    f"transition to {to}",
+                )
             sets = dict(fields, updated_at=now_iso())
             if to is not None:
                 sets["state"] = to.value
             assignments = ", ".join(f"{k} = ?" for k in sets)
             db.execute(f"UPDATE issues SET {assignments} WHERE id = ?", (*sets.values(), rowid))
-            self._history(db, rowid, event, state if to else None, to,
-                          {**fields, **(detail or {})})
+            self._history(db, rowid, event, state if to else None, to, {**fields, **(detail or {})})
         return self.issue(number)
 
     @staticmethod
-    def _history(db: sqlite3.Connection, issue_id: int, event: str,
-                 from_state: IssueState | None, to_state: IssueState | None,
-                 detail: dict[str, Any]) -> None:
+    def _history(
+        db: sqlite3.Connection,
+        issue_id: int,
+        event: str,
+        from_state: IssueState | None,
+        to_state: IssueState | None,
+        detail: dict[str, Any],
+    ) -> None:
         db.execute(
             "INSERT INTO history (issue_id, at, event, from_state, to_state, detail) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (issue_id, now_iso(), event, from_state.value if from_state else None,
-             to_state.value if to_state else None, json.dumps(detail, ensure_ascii=False)))
+            (
+                issue_id,
+                now_iso(),
+                event,
+                from_state.value if from_state else None,
+                to_state.value if to_state else None,
+                json.dumps(detail, ensure_ascii=False),
+            ),
+        )
 
     # -- sessions and verdicts -----------------------------------------------------------
 
-    def start_session(self, number: int, *, kind: SessionKind, round: int,
-                      reviewer: int | None, run_id: str) -> int:
+    def start_session(
+        self, number: int, *, kind: SessionKind, round: int, reviewer: int | None, run_id: str
+    ) -> int:
         """Record a ``running`` session for ``#number``; returns its record id."""
         with self._tx() as db:
             rowid, _ = self._row_id(db, number)
             cur = db.execute(
                 "INSERT INTO sessions (issue_id, kind, round, reviewer, run_id, status, "
                 "started_at) VALUES (?, ?, ?, ?, ?, 'running', ?)",
-                (rowid, kind, round, reviewer, run_id, now_iso()))
+                (rowid, kind, round, reviewer, run_id, now_iso()),
+            )
             record = int(cur.lastrowid or 0)
-            self._history(db, rowid, "session_started", None, None,
-                          {"kind": kind, "round": round, "reviewer": reviewer,
-                           "run_id": run_id, "record": record})
+            self._history(
+                db,
+                rowid,
+                "session_started",
+                None,
+                None,
+                {
+                    "kind": kind,
+                    "round": round,
+                    "reviewer": reviewer,
+                    "run_id": run_id,
+                    "record": record,
+                },
+            )
         return record
 
     def session_started(self, record: int, session_id: str) -> None:
@@ -315,24 +369,51 @@ class SqliteStore:
         with self._tx() as db:
             db.execute("UPDATE sessions SET session_id = ? WHERE id = ?", (session_id, record))
 
-    def end_session(self, record: int, *, status: SessionStatus,
-                    ending: dict[str, Any] | None = None, diagnosis: str | None = None,
-                    messages: str | None = None, verdict: Verdict | None = None) -> None:
+    def end_session(
+        self,
+        record: int,
+        *,
+        status: SessionStatus,
+        ending: dict[str, Any] | None = None,
+        diagnosis: str | None = None,
+        messages: str | None = None,
+        verdict: Verdict | None = None,
+    ) -> None:
         """Record a session's end and, for a reviewer, its verdict, in one transaction."""
         with self._tx() as db:
-            row = db.execute("SELECT issue_id, kind, session_id FROM sessions WHERE id = ?",
-                             (record,)).fetchone()
+            row = db.execute(
+                "SELECT issue_id, kind, session_id FROM sessions WHERE id = ?", (record,)
+            ).fetchone()
             if row is None:
                 raise _store_error(f"no session record {record}", "end_session")
             issue_id, kind, sid = row
             db.execute(
                 "UPDATE sessions SET status = ?, ending = ?, diagnosis = ?, messages = ?, "
                 "ended_at = ? WHERE id = ?",
-                (status, None if ending is None else json.dumps(ending, ensure_ascii=False),
-                 diagnosis, messages, now_iso(), record))
-            self._history(db, issue_id, "session_ended", None, None,
-                          {"kind": kind, "session_id": sid, "status": status,
-                           "ending": ending, "diagnosis": diagnosis, "record": record})
+                (
+                    status,
+                    None if ending is None else json.dumps(ending, ensure_ascii=False),
+                    diagnosis,
+                    messages,
+                    now_iso(),
+                    record,
+                ),
+            )
+            self._history(
+                db,
+                issue_id,
+                "session_ended",
+                None,
+                None,
+                {
+                    "kind": kind,
+                    "session_id": sid,
+                    "status": status,
+                    "ending": ending,
+                    "diagnosis": diagnosis,
+                    "record": record,
+                },
+            )
             if verdict is not None:
                 self._verdict(db, issue_id, record, verdict)
 
@@ -340,15 +421,23 @@ class SqliteStore:
         cur = db.execute(
             "INSERT INTO verdicts (issue_id, session_id, round, reviewer, call, at) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (issue_id, round, reviewer) DO NOTHING",
-            (issue_id, record, v.round, v.reviewer, v.call, now_iso()))
+            (issue_id, record, v.round, v.reviewer, v.call, now_iso()),
+        )
         if not cur.rowcount:
             return  # already recorded (idempotent)
         vid = cur.lastrowid
-        db.executemany("INSERT INTO verdict_items (verdict_id, position, text) VALUES (?, ?, ?)",
-                       [(vid, i, item) for i, item in enumerate(v.items, 1)])
-        self._history(db, issue_id, "verdict", None, None,
-                      {"round": v.round, "reviewer": v.reviewer, "call": v.call,
-                       "items": list(v.items)})
+        db.executemany(
+            "INSERT INTO verdict_items (verdict_id, position, text) VALUES (?, ?, ?)",
+            [(vid, i, item) for i, item in enumerate(v.items, 1)],
+        )
+        self._history(
+            db,
+            issue_id,
+            "verdict",
+            None,
+            None,
+            {"round": v.round, "reviewer": v.reviewer, "call": v.call, "items": list(v.items)},
+        )
 
     def abandon_running(self) -> int:
         """Mark every ``running`` session of the board ``abandoned`` (after a crash)."""
@@ -356,12 +445,21 @@ class SqliteStore:
             rows = db.execute(
                 "SELECT s.id, s.issue_id, s.kind, s.session_id FROM sessions s JOIN issues i "
                 "ON s.issue_id = i.id WHERE i.board_id = ? AND s.status = 'running'",
-                (self._board,)).fetchall()
+                (self._board,),
+            ).fetchall()
             for record, issue_id, kind, sid in rows:
-                db.execute("UPDATE sessions SET status = 'abandoned', ended_at = ? WHERE id = ?",
-                           (now_iso(), record))
-                self._history(db, issue_id, "session_abandoned", None, None,
-                              {"kind": kind, "session_id": sid, "record": record})
+                db.execute(
+                    "UPDATE sessions SET status = 'abandoned', ended_at = ? WHERE id = ?",
+                    (now_iso(), record),
+                )
+                self._history(
+                    db,
+                    issue_id,
+                    "session_abandoned",
+                    None,
+                    None,
+                    {"kind": kind, "session_id": sid, "record": record},
+                )
         return len(rows)
 
     def conversation(self, number: int) -> str | None:
@@ -371,7 +469,8 @@ class SqliteStore:
             row = self._db.execute(
                 "SELECT messages FROM sessions WHERE issue_id = ? AND kind = 'implementer' AND "
                 "status = 'ended' AND messages IS NOT NULL ORDER BY id DESC LIMIT 1",
-                (rowid,)).fetchone()
+                (rowid,),
+            ).fetchone()
         return None if row is None else str(row[0])
 
     def detail(self, number: int) -> IssueDetail:
@@ -382,25 +481,43 @@ class SqliteStore:
             sessions = self._db.execute(
                 "SELECT id, kind, round, reviewer, run_id, session_id, status, ending, "
                 "diagnosis, started_at, ended_at FROM sessions WHERE issue_id = ? ORDER BY id",
-                (rowid,)).fetchall()
+                (rowid,),
+            ).fetchall()
             history = self._db.execute(
                 "SELECT at, event, from_state, to_state, detail FROM history "
-                "WHERE issue_id = ? ORDER BY id", (rowid,)).fetchall()
+                "WHERE issue_id = ? ORDER BY id",
+                (rowid,),
+            ).fetchall()
         return IssueDetail(
             issue=issue,
             sessions=tuple(
-                SessionRecord(id=r[0], kind=r[1], round=r[2], reviewer=r[3], run_id=r[4],
-                              session_id=r[5], status=r[6],
-                              ending=None if r[7] is None else json.loads(r[7]),
-                              diagnosis=r[8], started_at=r[9], ended_at=r[10])
-                for r in sessions),
+                SessionRecord(
+                    id=r[0],
+                    kind=r[1],
+                    round=r[2],
+                    reviewer=r[3],
+                    run_id=r[4],
+                    session_id=r[5],
+                    status=r[6],
+                    ending=None if r[7] is None else json.loads(r[7]),
+                    diagnosis=r[8],
+                    started_at=r[9],
+                    ended_at=r[10],
+                )
+                for r in sessions
+            ),
             verdicts=tuple(self.verdicts(number)),
             history=tuple(
-                HistoryEntry(at=h[0], event=h[1],
-                             from_state=IssueState(h[2]) if h[2] else None,
-                             to_state=IssueState(h[3]) if h[3] else None,
-                             detail=json.loads(h[4]))
-                for h in history))
+                HistoryEntry(
+                    at=h[0],
+                    event=h[1],
+                    from_state=IssueState(h[2]) if h[2] else None,
+                    to_state=IssueState(h[3]) if h[3] else None,
+                    detail=json.loads(h[4]),
+                )
+                for h in history
+            ),
+        )
 
     def verdicts(self, number: int, round: int | None = None) -> list[Verdict]:
         """``#number``'s verdicts (of ``round`` when given), by round then reviewer."""
@@ -409,14 +526,23 @@ class SqliteStore:
             rows = self._db.execute(
                 "SELECT id, round, reviewer, call, session_id, at FROM verdicts "
                 "WHERE issue_id = ? AND (? IS NULL OR round = ?) ORDER BY round, reviewer",
-                (rowid, round, round)).fetchall()
+                (rowid, round, round),
+            ).fetchall()
             out = []
             for vid, rnd, reviewer, call, session, at in rows:
                 items = self._db.execute(
-                    "SELECT text FROM verdict_items WHERE verdict_id = ? ORDER BY position",
-                    (vid,)).fetchall()
-                out.append(Verdict(round=rnd, reviewer=reviewer, call=call, session=session,
-                                   at=at, items=tuple(t for (t,) in items)))
+                    "SELECT text FROM verdict_items WHERE verdict_id = ? ORDER BY position", (vid,)
+                ).fetchall()
+                out.append(
+                    Verdict(
+                        round=rnd,
+                        reviewer=reviewer,
+                        call=call,
+                        session=session,
+                        at=at,
+                        items=tuple(t for (t,) in items),
+                    )
+                )
         return out
 
     def close(self) -> None:

@@ -205,9 +205,16 @@ class Store(Protocol):
         """All issues, by number."""
         ...
 
-    def transition(self, number: int, *, event: str, to: IssueState | None = None,
-                   expect: Collection[IssueState] | None = None,
-                   detail: dict[str, Any] | None = None, **fields: Any) -> Issue:
+    def transition(
+        self,
+        number: int,
+        *,
+        event: str,
+        to: IssueState | None = None,
+        expect: Collection[IssueState] | None = None,
+        detail: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Issue:
         """Change ``state`` (when ``to`` is given) and ``fields``, append history; atomic.
 
         ``fields`` may be ``round``, ``branch``, ``summary``, ``diagnosis``,
@@ -216,8 +223,9 @@ class Store(Protocol):
         """
         ...
 
-    def start_session(self, number: int, *, kind: SessionKind, round: int,
-                      reviewer: int | None, run_id: str) -> int:
+    def start_session(
+        self, number: int, *, kind: SessionKind, round: int, reviewer: int | None, run_id: str
+    ) -> int:
         """Record a session as ``running``; returns its record id."""
         ...
 
@@ -225,9 +233,16 @@ class Store(Protocol):
         """Note the stream's id of a running session."""
         ...
 
-    def end_session(self, record: int, *, status: SessionStatus,
-                    ending: dict[str, Any] | None = None, diagnosis: str | None = None,
-                    messages: str | None = None, verdict: Verdict | None = None) -> None:
+    def end_session(
+        self,
+        record: int,
+        *,
+        status: SessionStatus,
+        ending: dict[str, Any] | None = None,
+        diagnosis: str | None = None,
+        messages: str | None = None,
+        verdict: Verdict | None = None,
+    ) -> None:
         """Record how a session ended (and a reviewer's verdict) in one transaction.
 
         ``messages``: the conversation as JSON, kept to resume an implementer.

@@ -18,7 +18,9 @@ from gg.models.base import AssistantMessage, Message, SystemMessage, ToolMessage
 __all__ = ["dump_messages", "load_messages", "resumable"]
 
 _KINDS: dict[str, type[Message]] = {
-    "system": SystemMessage, "user": UserMessage, "assistant": AssistantMessage,
+    "system": SystemMessage,
+    "user": UserMessage,
+    "assistant": AssistantMessage,
     "tool": ToolMessage,
 }
 
@@ -52,6 +54,12 @@ def load_messages(text: str) -> list[Message]:
 def resumable(text: str, *, session_id: str, workspace: Path, summary: str) -> gg.SessionResult:
     """An ended Standard session rebuilt from its stored conversation, to resume it."""
     return gg.SessionResult(
-        session_id=session_id, role=gg.Role.STANDARD, status="ended",
-        ending=gg.Finish(summary=summary), diagnosis=None, turns=0, workspace=workspace,
-        messages=load_messages(text))
+        session_id=session_id,
+        role=gg.Role.STANDARD,
+        status="ended",
+        ending=gg.Finish(summary=summary),
+        diagnosis=None,
+        turns=0,
+        workspace=workspace,
+        messages=load_messages(text),
+    )

@@ -118,8 +118,9 @@ def verdict_of(ending: gg.Ending | None, *, round: int, reviewer: int) -> Verdic
     if isinstance(ending, gg.Approve):
         return Verdict(round=round, reviewer=reviewer, call="approve")
     if isinstance(ending, gg.RequestChanges):
-        return Verdict(round=round, reviewer=reviewer, call="request_changes",
-                       items=tuple(ending.items))
+        return Verdict(
+            round=round, reviewer=reviewer, call="request_changes", items=tuple(ending.items)
+        )
     return None
 
 
@@ -172,17 +173,24 @@ class IssueFlow:
 
     # -- store helpers ---------------------------------------------------------------------
 
-    def transition(self, *, event: str, to: IssueState | None = None,
-                   expect: set[IssueState] | None = None, detail: dict[str, Any] | None = None,
-                   **fields: Any) -> Issue:
+    def transition(
+        self,
+        *,
+        event: str,
+        to: IssueState | None = None,
+        expect: set[IssueState] | None = None,
+        detail: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Issue:
         """Store a transition of this issue and tell the observers.
 
         Moving on to any state but ``stuck`` clears an earlier pause's diagnosis.
         """
         if to is not None and to is not S.STUCK:
             fields.setdefault("diagnosis", None)
-        issue = self.ctx.store.transition(self.number, event=event, to=to, expect=expect,
-                                          detail=detail, **fields)
+        issue = self.ctx.store.transition(
+            self.number, event=event, to=to, expect=expect, detail=detail, **fields
+        )
         self.ctx.notify(Progress(issue=issue, activity=event.replace("_", " "), event="state"))
         return issue
 
@@ -209,10 +217,17 @@ class IssueFlow:
 
     # -- sessions --------------------------------------------------------------------------
 
-    async def session(self, issue: Issue, *, kind: SessionKind, label: str, task: str,
-                      workspace: Path, reviewer: int | None = None,
-                      resume: gg.SessionResult | None = None,
-                      ) -> tuple[gg.SessionResult, Verdict | None]:
+    async def session(
+        self,
+        issue: Issue,
+        *,
+        kind: SessionKind,
+        label: str,
+        task: str,
+        workspace: Path,
+        reviewer: int | None = None,
+        resume: gg.SessionResult | None = None,
+    ) -> tuple[gg.SessionResult, Verdict | None]:
         """Run one session of the run for this issue and record it (and a verdict).
 
         Returns:
@@ -220,8 +235,9 @@ class IssueFlow:
         """
         ctx = self.ctx
         role = gg.Role.REVIEW if kind == "reviewer" else gg.Role.STANDARD
-        record = ctx.store.start_session(self.number, kind=kind, round=issue.round,
-                                         reviewer=reviewer, run_id=ctx.run.run_id)
+        record = ctx.store.start_session(
+            self.number, kind=kind, round=issue.round, reviewer=reviewer, run_id=ctx.run.run_id
+        )
         ctx.notify(Progress(issue=issue, activity=f"{label}: starting", event="session"))
         token = CURRENT.set(SessionSlot(issue=issue, label=label, record=record))
         try:
@@ -231,16 +247,24 @@ class IssueFlow:
         verdict = None
         if kind == "reviewer" and result.status == "ended":
             verdict = verdict_of(result.ending, round=issue.round, reviewer=reviewer or 1)
-        ending = None if result.ending is None else {"call": result.ending.call,
-                                                     **result.ending.arguments()}
+        ending = (
+            None
+            if result.ending is None
+            else {"call": result.ending.call, **result.ending.arguments()}
+        )
         keep = kind == "implementer" and result.status == "ended"
         ctx.store.end_session(
-            record, status=result.status, ending=ending,
+            record,
+            status=result.status,
+            ending=ending,
             diagnosis=str(result.diagnosis) if result.diagnosis else None,
-            messages=dump_messages(result.messages) if keep else None, verdict=verdict)
+            messages=dump_messages(result.messages) if keep else None,
+            verdict=verdict,
+        )
         how = ending["call"] if ending else "stopped"
-        ctx.notify(Progress(issue=issue, activity=f"{label} {result.session_id}: {how}",
-                            event="session"))
+        ctx.notify(
+            Progress(issue=issue, activity=f"{label} {result.session_id}: {how}", event="session")
+        )
         return result, verdict
 
     # -- steps -----------------------------------------------------------------------------
@@ -253,15 +277,19 @@ class IssueFlow:
                 (left by something else: gg will not build on it).
         """
         git = self.ctx.git
-        if await git.ref(f"refs/heads/{self.branch}") and \
-                not await git.is_ancestor(f"refs/heads/{self.branch}", f"refs/heads/{self.base}"):
+        if await git.ref(f"refs/heads/{self.branch}") and not await git.is_ancestor(
+            f"refs/heads/{self.branch}", f"refs/heads/{self.base}"
+        ):
             raise BoardError(
                 f"branch {self.branch!r} already exists with commits not on {self.base!r}; "
                 "it is not this board's: delete or rename it, then add the issue again",
-                code="git", operation=f"create {self.branch}")
+                code="git",
+                operation=f"create {self.branch}",
+            )
         await git.branch_worktree(self.worktree, self.branch, self.base)
-        return self.transition(event="started", to=S.IMPLEMENTING, expect={S.OPEN}, round=1,
-                               branch=self.branch)
+        return self.transition(
+            event="started", to=S.IMPLEMENTING, expect={S.OPEN}, round=1, branch=self.branch
+        )
 
     def _finished_this_round(self, issue: Issue) -> str | None:
         """The summary of this round's implementer finish if one was recorded (crash-resume)."""
@@ -283,26 +311,44 @@ class IssueFlow:
             self.ctx.conversations[self.number] = result
             summary = result.ending.summary
         sha = await git.commit_all(self.worktree, _commit_message(issue, summary))
-        return self.transition(event="implemented", to=S.REVIEWING, expect={S.IMPLEMENTING},
-                               summary=summary, detail={"commit": sha})
+        return self.transition(
+            event="implemented",
+            to=S.REVIEWING,
+            expect={S.IMPLEMENTING},
+            summary=summary,
+            detail={"commit": sha},
+        )
 
     async def _implementer(self, issue: Issue) -> gg.SessionResult:
         label = f"implementer (round {issue.round})"
         if issue.round <= 1:
             task = implement_task(issue, branch=self.branch, base=self.base)
-            result, _ = await self.session(issue, kind="implementer", label=label, task=task,
-                                           workspace=self.worktree)
+            result, _ = await self.session(
+                issue, kind="implementer", label=label, task=task, workspace=self.worktree
+            )
             return result
         items = self.requested(issue.round - 1)
         rounds = self.ctx.settings.max_rounds
         previous = self._previous(issue)
         if previous is None:
-            task = rework_fresh_task(issue, items, branch=self.branch, base=self.base,
-                                     round=issue.round, max_rounds=rounds)
+            task = rework_fresh_task(
+                issue,
+                items,
+                branch=self.branch,
+                base=self.base,
+                round=issue.round,
+                max_rounds=rounds,
+            )
         else:
             task = rework_task(items, round=issue.round, max_rounds=rounds)
-        result, _ = await self.session(issue, kind="implementer", label=label, task=task,
-                                       workspace=self.worktree, resume=previous)
+        result, _ = await self.session(
+            issue,
+            kind="implementer",
+            label=label,
+            task=task,
+            workspace=self.worktree,
+            resume=previous,
+        )
         return result
 
     def _previous(self, issue: Issue) -> gg.SessionResult | None:
@@ -313,8 +359,12 @@ class IssueFlow:
         if text is None:
             return None
         try:
-            return resumable(text, session_id=self.ctx.run.new_session_id(),
-                             workspace=self.worktree, summary=issue.summary or "(earlier work)")
+            return resumable(
+                text,
+                session_id=self.ctx.run.new_session_id(),
+                workspace=self.worktree,
+                summary=issue.summary or "(earlier work)",
+            )
         except ValueError:
             return None
 
@@ -335,12 +385,20 @@ class IssueFlow:
             if i in have:
                 continue  # recorded before a crash
             await git.detached_worktree(self.view, tip)
-            task = review_task(issue, branch=self.branch, base=self.base,
-                               summary=issue.summary or "", diff=diff, reviewer=i,
-                               reviewers=reviewers, round=issue.round)
+            task = review_task(
+                issue,
+                branch=self.branch,
+                base=self.base,
+                summary=issue.summary or "",
+                diff=diff,
+                reviewer=i,
+                reviewers=reviewers,
+                round=issue.round,
+            )
             label = f"reviewer {i}/{reviewers} (round {issue.round})"
-            result, verdict = await self.session(issue, kind="reviewer", label=label, task=task,
-                                                 workspace=self.view, reviewer=i)
+            result, verdict = await self.session(
+                issue, kind="reviewer", label=label, task=task, workspace=self.view, reviewer=i
+            )
             if verdict is None:
                 return self.stopped(result, label)
             have[i] = verdict
@@ -355,9 +413,19 @@ class IssueFlow:
         if issue.round >= self.ctx.settings.max_rounds:
             listed = "; ".join(f"{n}. {t}" for n, t in enumerate(items, 1))
             return self.transition(
-                event="stuck", to=S.STUCK, expect=expect,
-                diagnosis=(f"the reviewers still requested changes after {issue.round} "
-                           f"round(s) (board.max_rounds = {self.ctx.settings.max_rounds}): "
-                           f"{listed}"))
-        return self.transition(event="changes_requested", to=S.IMPLEMENTING, expect=expect,
-                               round=issue.round + 1, detail={"items": items})
+                event="stuck",
+                to=S.STUCK,
+                expect=expect,
+                diagnosis=(
+                    f"the reviewers still requested changes after {issue.round} "
+                    f"round(s) (board.max_rounds = {self.ctx.settings.max_rounds}): "
+                    f"{listed}"
+                ),
+            )
+        return self.transition(
+            event="changes_requested",
+            to=S.IMPLEMENTING,
+            expect=expect,
+            round=issue.round + 1,
+            detail={"items": items},
+        )

@@ -113,13 +113,14 @@ def clean_call(call: ToolCall) -> ToolCall:
         arguments = _cut(arguments, MAX_RAW_CHARS)
     elif not isinstance(arguments, dict):  # a custom Model's list or number (finding N5)
         arguments = _preview(arguments)
-        error = (f"the call's arguments are a JSON {type(call.arguments).__name__}, not an "
-                 "object of named arguments")
+        error = (
+            f"the call's arguments are a JSON {type(call.arguments).__name__}, not an "
+            "object of named arguments"
+        )
     elif (why := problem(arguments, max_chars=MAX_ARGUMENT_CHARS)) is not None:
         arguments = _preview(arguments)
         error = why
-    if (name, call_id, arguments, error) == (call.name, call.id, call.arguments,
-                                             call.parse_error):
+    if (name, call_id, arguments, error) == (call.name, call.id, call.arguments, call.parse_error):
         return call
     return ToolCall(name=name, arguments=arguments, id=call_id, parse_error=error)
 
@@ -128,24 +129,37 @@ def _too_many(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
     if len(calls) <= MAX_CALLS:
         return calls
     last = calls[MAX_CALLS - 1]
-    stop = dataclasses.replace(last, arguments="", parse_error=(
-        f"the reply holds {len(calls)} tool calls; gg reads at most {MAX_CALLS} in one reply, "
-        "so this one and the rest were not run"))
-    return (*calls[:MAX_CALLS - 1], stop)
+    stop = dataclasses.replace(
+        last,
+        arguments="",
+        parse_error=(
+            f"the reply holds {len(calls)} tool calls; gg reads at most {MAX_CALLS} in one reply, "
+            "so this one and the rest were not run"
+        ),
+    )
+    return (*calls[: MAX_CALLS - 1], stop)
 
 
 def _usage(usage: Usage) -> Usage:
-    if (type(usage.input_tokens) is int and type(usage.output_tokens) is int
-            and 0 <= usage.input_tokens <= _MAX_TOKENS and 0 <= usage.output_tokens <= _MAX_TOKENS
-            and type(usage.cost) is float and math.isfinite(usage.cost)):
+    if (
+        type(usage.input_tokens) is int
+        and type(usage.output_tokens) is int
+        and 0 <= usage.input_tokens <= _MAX_TOKENS
+        and 0 <= usage.output_tokens <= _MAX_TOKENS
+        and type(usage.cost) is float
+        and math.isfinite(usage.cost)
+    ):
         return usage  # the common case, checked without building a new one
 
     def tokens(n: Any) -> int:
         return min(max(n, 0), _MAX_TOKENS) if isinstance(n, int) else 0
 
     cost = usage.cost if isinstance(usage.cost, float | int) and math.isfinite(usage.cost) else 0.0
-    clean = Usage(input_tokens=tokens(usage.input_tokens),
-                  output_tokens=tokens(usage.output_tokens), cost=float(cost))
+    clean = Usage(
+        input_tokens=tokens(usage.input_tokens),
+        output_tokens=tokens(usage.output_tokens),
+        cost=float(cost),
+    )
     return usage if clean == usage else clean
 
 
@@ -160,9 +174,12 @@ def clean_reply(reply: Reply) -> Reply:
     text = _cut(reply.text, MAX_TEXT_CHARS)
     calls = tuple(clean_call(c) for c in _too_many(tuple(reply.tool_calls)))
     usage = _usage(reply.usage)
-    same = text == reply.text and usage is reply.usage and all(
-        a is b for a, b in zip(calls, reply.tool_calls, strict=False)) and len(calls) == len(
-        reply.tool_calls)
+    same = (
+        text == reply.text
+        and usage is reply.usage
+        and all(a is b for a, b in zip(calls, reply.tool_calls, strict=False))
+        and len(calls) == len(reply.tool_calls)
+    )
     return reply if same else Reply(text=text, tool_calls=calls, usage=usage)
 
 
@@ -170,13 +187,17 @@ def _clean_message(message: Message) -> Message:
     match message:
         case SystemMessage() | UserMessage():
             content = scrub(message.content)
-            return message if content == message.content else dataclasses.replace(
-                message, content=content)
+            return (
+                message
+                if content == message.content
+                else dataclasses.replace(message, content=content)
+            )
         case AssistantMessage():
             content = scrub(message.content)
             calls = tuple(clean_call(c) for c in message.tool_calls)
             if content == message.content and all(
-                    a is b for a, b in zip(calls, message.tool_calls, strict=True)):
+                a is b for a, b in zip(calls, message.tool_calls, strict=True)
+            ):
                 return message
             return AssistantMessage(content=content, tool_calls=calls)
         case ToolMessage():

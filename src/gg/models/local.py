@@ -153,8 +153,7 @@ class LocalModel:
             gg.errors.UserError: an option out of range.
         """
         _check_options(
-            n_ctx=n_ctx, max_tokens=max_tokens, temperature=temperature,
-            n_threads=n_threads or 1
+            n_ctx=n_ctx, max_tokens=max_tokens, temperature=temperature, n_threads=n_threads or 1
         )
         self._model_path = Path(model_path).expanduser() if model_path is not None else None
         self._constrained = constrained

@@ -176,8 +176,11 @@ class OpenAICompatModel:
 
         self.model = model
         self.provider: Provider = provider
-        key = env_key(OPENAI_KEY_ENV if provider == "openai" else COMPAT_KEY_ENV,
-                      provider=provider, required=provider == "openai")
+        key = env_key(
+            OPENAI_KEY_ENV if provider == "openai" else COMPAT_KEY_ENV,
+            provider=provider,
+            required=provider == "openai",
+        )
         if provider == "openai":
             base_url = base_url or env_key(OPENAI_BASE_URL_ENV, provider=provider, required=False)
             self.name = f"openai:{model}"

@@ -43,8 +43,11 @@ class RecordingModel:
         self.name = inner.name
         self.path = path
         self.replies: list[dict[str, Any]] = []
-        self._dir_fd = dir_fd if dir_fd is not None else os.open(
-            path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self._dir_fd = (
+            dir_fd
+            if dir_fd is not None
+            else os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        )
         """``path``'s directory, opened once (given: the caller opened it beneath a workspace,
         and this object owns it now)."""
 

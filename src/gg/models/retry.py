@@ -226,8 +226,11 @@ def describe_sdk_error(exc: Exception, sdk: ModuleType, *, timeout_s: float) -> 
         message = _server_message(getattr(exc, "body", None)) or str(exc)
         return Failure(message=f"error in the stream: {_clip(message)}", retryable=True)
     if isinstance(exc, (RecursionError, ValueError)):  # the SDK's json.loads of a hostile body
-        return Failure(message=f"the server's answer is not readable ({type(exc).__name__}: "
-                               f"{_clip(str(exc))})", retryable=True)
+        return Failure(
+            message=f"the server's answer is not readable ({type(exc).__name__}: "
+            f"{_clip(str(exc))})",
+            retryable=True,
+        )
     return None
 
 
@@ -271,15 +274,16 @@ def _server_message(body: object) -> str | None:
         message = body.get("message")
         if isinstance(message, str) and message:
             return message
-        return json.dumps(bounded.jsonable(body, max_string=_MESSAGE_LIMIT, max_nodes=100),
-                          ensure_ascii=False)
+        return json.dumps(
+            bounded.jsonable(body, max_string=_MESSAGE_LIMIT, max_nodes=100), ensure_ascii=False
+        )
     if isinstance(body, str) and body:
         return body
     return None
 
 
 def _clip(text: str) -> str:
-    text = bounded.scrub(" ".join(text[:_MESSAGE_LIMIT * 4].split()))
+    text = bounded.scrub(" ".join(text[: _MESSAGE_LIMIT * 4].split()))
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
 
 
@@ -390,8 +394,9 @@ def decode_arguments(raw: str | None) -> tuple[dict[str, Any] | str, str | None]
     if raw is None or not raw.strip():
         return {}, None
     if len(raw) > MAX_ARGUMENT_CHARS:
-        return raw, (f"the arguments are {len(raw)} characters long (gg takes at most "
-                     f"{MAX_ARGUMENT_CHARS})")
+        return raw, (
+            f"the arguments are {len(raw)} characters long (gg takes at most {MAX_ARGUMENT_CHARS})"
+        )
     try:
         value = bounded.loads(raw, what="a text")
     except bounded.BadJSON as exc:

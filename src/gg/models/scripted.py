@@ -145,8 +145,9 @@ class ScriptedModel:
         try:
             raw = p.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
-            raise UserError(f"scripted model file {str(p)!r} is not UTF-8 text "
-                            f"({e.reason} at byte {e.start})") from None
+            raise UserError(
+                f"scripted model file {str(p)!r} is not UTF-8 text ({e.reason} at byte {e.start})"
+            ) from None
         except OSError as e:
             raise UserError(f"cannot read scripted model file {str(p)!r}: {e.strerror}") from None
         try:

@@ -94,12 +94,12 @@ class ProgramTurn:
         return await self._tool(request)
 
     def _ending(self, request: CallRequest) -> CallAnswer:
-        result = check_ending(request.name, request.arguments, role=self.role,
-                              language=self.language)
+        result = check_ending(
+            request.name, request.arguments, role=self.role, language=self.language
+        )
         if isinstance(result, Refusal):
             self.refused.append(result)
-            self.emit(EndingRefused, call=result.call, reason=result.reason,
-                      message=result.message)
+            self.emit(EndingRefused, call=result.call, reason=result.reason, message=result.message)
             return CallAnswer(ok=False, error=result.message, error_type="ending_refused")
         self.declarations.declare(result)
         self.emit(EndingDeclared, call=result.call, arguments=result.arguments())
@@ -109,9 +109,12 @@ class ProgramTurn:
         self.emit(ToolCalled, name=request.name, arguments=excerpt_arguments(request.arguments))
         tool = self.tools.get(request.name)
         if tool is None:
-            answer = CallAnswer(ok=False, error_type="bad_call",
-                                error=f"there is no tool {request.name!r}; the SDK's tools are: "
-                                f"{', '.join(self.tools) or '(none)'}")
+            answer = CallAnswer(
+                ok=False,
+                error_type="bad_call",
+                error=f"there is no tool {request.name!r}; the SDK's tools are: "
+                f"{', '.join(self.tools) or '(none)'}",
+            )
         else:
             answer = _valid_text(await _call_tool(tool, request.arguments, self.context))
         text = _shown(answer.value) if answer.ok else answer.error
@@ -146,8 +149,9 @@ async def _call_tool(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) ->
     except ToolError as e:
         return CallAnswer(ok=False, error=str(e), error_type="tool_error")
     except Exception as e:  # a user tool's bug is the program's error, not gg's
-        return CallAnswer(ok=False, error=f"{type(e).__name__}: {_shown(e)}",
-                          error_type="tool_error")
+        return CallAnswer(
+            ok=False, error=f"{type(e).__name__}: {_shown(e)}", error_type="tool_error"
+        )
 
 
 _DENO_HINT = re.compile(r",? ?run again with the --allow-[a-z-]+ flag")
@@ -187,8 +191,16 @@ class CodeMode:
 
     name = "code"
 
-    def __init__(self, *, role: Role, language: Language, tools: Sequence[Tool],
-                 context: ToolContext, sandbox: Sandbox, arm: str = "all") -> None:
+    def __init__(
+        self,
+        *,
+        role: Role,
+        language: Language,
+        tools: Sequence[Tool],
+        context: ToolContext,
+        sandbox: Sandbox,
+        arm: str = "all",
+    ) -> None:
         self.role = role
         self.language: Language = language
         self.arm = arm
@@ -223,23 +235,43 @@ class CodeMode:
         first, *rest = programs
         out = TurnOutcome()
         for extra in rest:
-            out.messages.append(ToolMessage(call_id=extra.id, name=extra.name, content=(
-                "Not run: submit one program per reply.")))
+            out.messages.append(
+                ToolMessage(
+                    call_id=extra.id,
+                    name=extra.name,
+                    content=("Not run: submit one program per reply."),
+                )
+            )
         program = first.arguments.get("program") if isinstance(first.arguments, dict) else None
         if not isinstance(program, str):
             refused = f"The program was not run: {first.parse_error}. " if first.parse_error else ""
-            return _error(out, first, "bad_arguments", (
-                f"{refused}submit_program needs one argument, program, a string holding the "
-                "program's source."))
+            return _error(
+                out,
+                first,
+                "bad_arguments",
+                (
+                    f"{refused}submit_program needs one argument, program, a string holding the "
+                    "program's source."
+                ),
+            )
         problem = await self._sandbox.precheck(program, language=self.language)
         if problem is not None:
             return _error(out, first, "compile_error", _problem_text(problem))
-        turn = ProgramTurn(role=self.role, language=self.language, emit=ctx.emit,
-                           tools=self._tools, context=self._context)
+        turn = ProgramTurn(
+            role=self.role,
+            language=self.language,
+            emit=ctx.emit,
+            tools=self._tools,
+            context=self._context,
+        )
         ctx.emit(ToolCalled, name="submit_program", arguments={"program": excerpt(program, 2000)})
-        result = await self._sandbox.run(program, language=self.language,
-                                         workspace=ctx.workspace, tools=self._specs,
-                                         handler=turn.answer)
+        result = await self._sandbox.run(
+            program,
+            language=self.language,
+            workspace=ctx.workspace,
+            tools=self._specs,
+            handler=turn.answer,
+        )
         if result.compile_problem is not None:  # compiled in the sandbox (Python): S5
             message = _problem_text(result.compile_problem)
             ctx.emit(ToolResult, name="submit_program", ok=False, excerpt=excerpt(message, 300))
@@ -255,8 +287,9 @@ def _problem_text(problem: CompileProblem) -> str:
     return f"The program does not compile: {where}{problem.message}"
 
 
-def _read_program(out: TurnOutcome, call: ToolCall, result: ProgramResult, turn: ProgramTurn,
-                  ctx: TurnContext) -> TurnOutcome:
+def _read_program(
+    out: TurnOutcome, call: ToolCall, result: ProgramResult, turn: ProgramTurn, ctx: TurnContext
+) -> TurnOutcome:
     decl = turn.declarations
     if decl.superseded:
         ctx.emit(EndingSuperseded, count=decl.superseded)
@@ -265,8 +298,9 @@ def _read_program(out: TurnOutcome, call: ToolCall, result: ProgramResult, turn:
         ctx.emit(EndingRevoked, call=decl.current.call, error=excerpt(result.error, 1000))
         decl.revoke()
         feedback = _runtime_error(result.error)  # S9: the runtime error alone
-    ctx.emit(ToolResult, name="submit_program", ok=result.error is None,
-             excerpt=excerpt(feedback, 300))
+    ctx.emit(
+        ToolResult, name="submit_program", ok=result.error is None, excerpt=excerpt(feedback, 300)
+    )
     out.messages.insert(0, ToolMessage(call_id=call.id, name=call.name, content=feedback))
     if turn.refused:
         out.error, out.error_message = "ending_refused", turn.refused[-1].message
@@ -287,9 +321,14 @@ def _no_program(reply: Reply) -> TurnOutcome:
         f"Your reply did not call submit_program, so nothing ran.{hint} Put your program in the "
         "program argument of a submit_program call."
     )
-    msgs: list[Any] = [ToolMessage(call_id=c.id, name=c.name, content=(
-        f"There is no tool {c.name!r}: the only tool is submit_program.")) for c in
-        reply.tool_calls]
+    msgs: list[Any] = [
+        ToolMessage(
+            call_id=c.id,
+            name=c.name,
+            content=(f"There is no tool {c.name!r}: the only tool is submit_program."),
+        )
+        for c in reply.tool_calls
+    ]
     msgs.append(UserMessage(content=message))
     return TurnOutcome(messages=msgs, error="no_program", error_message=message)
 
@@ -311,7 +350,13 @@ async def run_on_use_script(
     Returns:
         The script's :class:`ProgramResult` (its output is what the use returns).
     """
-    turn = ProgramTurn(role=None, language=language, emit=emit,
-                       tools={t.name: t for t in tools}, context=context)
-    return await sandbox.run(script, language=language, workspace=context.workspace,
-                             tools=[t.spec() for t in tools], handler=turn.answer)
+    turn = ProgramTurn(
+        role=None, language=language, emit=emit, tools={t.name: t for t in tools}, context=context
+    )
+    return await sandbox.run(
+        script,
+        language=language,
+        workspace=context.workspace,
+        tools=[t.spec() for t in tools],
+        handler=turn.answer,
+    )

@@ -108,8 +108,9 @@ class ToolCallingMode:
         """Run the reply's calls in order under the ending policy (module docstring)."""
         if not reply.tool_calls:
             msg = no_tool_call_feedback(self.role)
-            return TurnOutcome(messages=[UserMessage(content=msg)], error="no_tool_call",
-                               error_message=msg)
+            return TurnOutcome(
+                messages=[UserMessage(content=msg)], error="no_tool_call", error_message=msg
+            )
         out = TurnOutcome()
         decl = Declarations()
         failed = ""
@@ -137,7 +138,8 @@ class ToolCallingMode:
         if tool is None:
             return _CallOutcome(
                 f"There is no tool {call.name!r} here. The tools offered are: {self._offered}.",
-                ok=False, kind="unknown_tool",
+                ok=False,
+                kind="unknown_tool",
             )
         if isinstance(call.arguments, str):
             return _bad_args(call, tool.parameters)
@@ -146,7 +148,8 @@ class ToolCallingMode:
         except ArgumentsError as e:
             return _CallOutcome(
                 f"{e} Call it again with arguments that fit.",
-                ok=False, kind="bad_arguments",
+                ok=False,
+                kind="bad_arguments",
             )
         try:
             return _CallOutcome(await tool.call(args, self._context))
@@ -164,8 +167,7 @@ class ToolCallingMode:
             args = {}
         result = check_ending(name, args, role=self.role)
         if isinstance(result, Refusal):
-            ctx.emit(EndingRefused, call=result.call, reason=result.reason,
-                     message=result.message)
+            ctx.emit(EndingRefused, call=result.call, reason=result.reason, message=result.message)
             return _CallOutcome(result.message, ok=False, kind="ending_refused")
         decl.declare(result)
         ctx.emit(EndingDeclared, call=result.call, arguments=result.arguments())
@@ -187,6 +189,6 @@ def _bad_args(call: ToolCall, parameters: dict[str, Any] | None) -> _CallOutcome
     return _CallOutcome(
         f"The arguments of {call.name} are not a JSON object ({call.parse_error or 'unreadable'})."
         f" Send them as a JSON object{hint}.",
-        ok=False, kind="bad_arguments",
+        ok=False,
+        kind="bad_arguments",
     )
-

@@ -349,8 +349,9 @@ class Sandbox:
         async with self.quiet.process():
             return await self._run_program(membrane, language, ws, files)
 
-    async def _run_program(self, membrane: Membrane, language: Language, ws: Path,
-                           files: dict[str, str]) -> ProgramResult:
+    async def _run_program(
+        self, membrane: Membrane, language: Language, ws: Path, files: dict[str, str]
+    ) -> ProgramResult:
         with prepared(
             mode=language, isolation=self.isolation, limits=self.limits, workspace=ws,
             files=files, options=Options(protect=self._protected(ws)),
@@ -464,8 +465,12 @@ class Sandbox:
         if host_facts().is_root:
             await asyncio.to_thread(share_workspace, ws)
         membrane = Membrane(tools=[], handler=None, limits=self.limits)
-        options = Options(read_only=read_only, env=tuple((env or {}).items()),
-                          binds=tuple(binds), protect=self._protected(ws))
+        options = Options(
+            read_only=read_only,
+            env=tuple((env or {}).items()),
+            binds=tuple(binds),
+            protect=self._protected(ws),
+        )
         async with self.quiet.process():
             with prepared(
                 mode="shell", isolation=self.isolation, limits=self.limits, workspace=ws,

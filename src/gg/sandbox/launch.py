@@ -337,8 +337,13 @@ def plan(spec: Spec) -> Plan:
         config = json.dumps(_boot_config(spec, exe_fd), separators=(",", ":"))
         boot_dir = "/gg/guest" if spec.isolation is Isolation.BWRAP else str(GUEST_DIR)
         argv = [spec.facts.python, "-I", "-S", "-B", f"{boot_dir}/boot.py", config]
-        result = Plan(argv=argv, env=_env(spec), pass_fds=(), fds=fds,
-                      reaper=spec.isolation is Isolation.RLIMIT)
+        result = Plan(
+            argv=argv,
+            env=_env(spec),
+            pass_fds=(),
+            fds=fds,
+            reaper=spec.isolation is Isolation.RLIMIT,
+        )
         if spec.isolation is Isolation.BWRAP:
             result.argv = _bwrap_args(spec, fds) + argv
     except BaseException:

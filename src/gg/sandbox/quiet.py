@@ -68,7 +68,8 @@ class Quiet:
         cond = self._condition()
         async with cond:
             await asyncio.wait_for(
-                cond.wait_for(lambda: not self._held and self._live == 0), timeout_s)
+                cond.wait_for(lambda: not self._held and self._live == 0), timeout_s
+            )
             self._held = True
         try:
             yield

@@ -143,11 +143,26 @@ def _functions(tools: Sequence[ToolSpec]) -> tuple[list[_Function], list[_Functi
 
 _TYPE_NAMES: dict[str, dict[str, str]] = {
     # JSON Schema type -> spelling, per language; "any"/"list"/"dict" are the fallbacks
-    "python": {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
-               "null": "None", "object": "dict", "any": "Any", "list": "list"},
-    "javascript": {"string": "string", "integer": "number", "number": "number",
-                   "boolean": "boolean", "null": "null", "object": "object", "any": "any",
-                   "list": "any[]"},
+    "python": {
+        "string": "str",
+        "integer": "int",
+        "number": "float",
+        "boolean": "bool",
+        "null": "None",
+        "object": "dict",
+        "any": "Any",
+        "list": "list",
+    },
+    "javascript": {
+        "string": "string",
+        "integer": "number",
+        "number": "number",
+        "boolean": "boolean",
+        "null": "null",
+        "object": "object",
+        "any": "any",
+        "list": "any[]",
+    },
 }
 
 

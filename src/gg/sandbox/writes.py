@@ -135,9 +135,7 @@ class WriteCap:
     def triggered(self) -> bool:
         """Whether the disk lost at least what is left of either cap since the last check."""
         now = self._free()
-        return (
-            self._base[0] - now[0] >= self._left[0] or self._base[1] - now[1] >= self._left[1]
-        )
+        return self._base[0] - now[0] >= self._left[0] or self._base[1] - now[1] >= self._left[1]
 
     def check(self) -> CapName | None:
         """Walk and count (blocking); the cap passed, or ``None`` and the trigger is re-armed."""

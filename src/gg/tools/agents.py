@@ -90,13 +90,22 @@ async def _subagent(run: Any, task: str, ctx: ToolContext) -> str:
     from gg.skills import skills_section
 
     try:
-        extra = "\n\n".join(p for p in (
-            _SUBAGENT_NOTE.format(parent=ctx.session_id or "?"),
-            skills_section(run.settings, run.registry, ctx.workspace),
-        ) if p)
-        result = await run.session(task, role="standard", parent=ctx.session_id,
-                                   workspace=ctx.workspace, depth=ctx.depth + 1,
-                                   extra_prompt=extra)
+        extra = "\n\n".join(
+            p
+            for p in (
+                _SUBAGENT_NOTE.format(parent=ctx.session_id or "?"),
+                skills_section(run.settings, run.registry, ctx.workspace),
+            )
+            if p
+        )
+        result = await run.session(
+            task,
+            role="standard",
+            parent=ctx.session_id,
+            workspace=ctx.workspace,
+            depth=ctx.depth + 1,
+            extra_prompt=extra,
+        )
     except GGError as e:
         raise ToolError(f"the subagent could not start: {e}") from e
     if result.ending is None:

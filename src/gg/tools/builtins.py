@@ -151,8 +151,10 @@ def _protected_guard(ctx: ToolContext, root: Beneath) -> Callable[[int, str], No
         st = os.fstat(dir_fd)
         key = protected.get((st.st_dev, st.st_ino, name))
         if key is not None:
-            raise ToolError(f"{key!r} is gg's own configuration or an agent-stop hook's script; "
-                            "agents cannot change it (a person edits it between runs)")
+            raise ToolError(
+                f"{key!r} is gg's own configuration or an agent-stop hook's script; "
+                "agents cannot change it (a person edits it between runs)"
+            )
 
     return guard
 
@@ -208,8 +210,9 @@ async def search_text(pattern: str, path: str = ".", *, ctx: ToolContext) -> str
     check_path(path)
     if len(pattern) > _PATTERN_MAX:
         raise ToolError(f"the pattern is {len(pattern):,} characters; at most {_PATTERN_MAX:,}")
-    search = Search(pattern=pattern, deadline=time.monotonic() + _SEARCH_DEADLINE_S,
-                    max_hits=_SEARCH_MAX_HITS)
+    search = Search(
+        pattern=pattern, deadline=time.monotonic() + _SEARCH_DEADLINE_S, max_hits=_SEARCH_MAX_HITS
+    )
     hits = await run_blocking(lambda: search.run(ctx.workspace, path),
                               timeout_s=_SEARCH_DEADLINE_S + 1, what="search_text")  # fmt: skip
     if not hits:
@@ -441,14 +444,17 @@ async def _run_in_sandbox(command: str, timeout_s: float, ctx: ToolContext) -> s
     if run is None or run.settings.sandbox.commands != "sandbox":
         return None
     try:
-        result = await run.sandbox().run_shell(command, workspace=ctx.workspace,
-                                               timeout_s=timeout_s)
+        result = await run.sandbox().run_shell(
+            command, workspace=ctx.workspace, timeout_s=timeout_s
+        )
     except SandboxError as exc:
         raise ToolError(f"the sandbox could not run the command: {exc}") from None
     text = cap_text(result.output.rstrip() or "(no output)", ctx.output_cap)
     if result.timed_out:
-        raise ToolError(f"command timed out after {timeout_s:g} s; it and its child processes "
-                        f"were killed. Output so far:\n{text}")
+        raise ToolError(
+            f"command timed out after {timeout_s:g} s; it and its child processes "
+            f"were killed. Output so far:\n{text}"
+        )
     return f"exit code: {result.exit_code}\n{text}"
 
 

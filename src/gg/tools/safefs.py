@@ -327,8 +327,9 @@ class Beneath:
             fd = self._open_fast(path, flags)
             if fd is None:
                 with self._walk(path) as walk:
-                    fd = self._final(walk, path,
-                                     lambda d, n: os.open(n, flags | os.O_NOFOLLOW, dir_fd=d))
+                    fd = self._final(
+                        walk, path, lambda d, n: os.open(n, flags | os.O_NOFOLLOW, dir_fd=d)
+                    )
         except OSError as exc:
             raise _os_error(path, exc, "open", kind) from None
         _check_kind(fd, path, kind)
@@ -360,12 +361,15 @@ class Beneath:
         finally:
             os.close(fd)
         if data is None:
-            raise ToolError(f"{path!r} holds more than {cap:,} bytes, too large to read whole; "
-                            "use search_text, or run_command with head/sed")
+            raise ToolError(
+                f"{path!r} holds more than {cap:,} bytes, too large to read whole; "
+                "use search_text, or run_command with head/sed"
+            )
         return data
 
-    def write(self, path: str, data: bytes, *,
-              guard: Callable[[int, str], None] | None = None) -> str:
+    def write(
+        self, path: str, data: bytes, *, guard: Callable[[int, str], None] | None = None
+    ) -> str:
         """Replace (or create) the regular file ``path`` with ``data``; create parents.
 
         The bytes go to a temporary file in the parent directory's handle,
@@ -385,6 +389,7 @@ class Beneath:
         check_path(path)
         try:
             with self._walk(path) as walk:
+
                 def replace(d: int, n: str) -> str:
                     if guard is not None:
                         guard(d, n)
@@ -404,15 +409,18 @@ def _check_kind(fd: int, path: str, kind: Kind) -> None:
         if kind != "directory" and stat.S_ISREG(st.st_mode):
             if st.st_nlink <= 1:
                 return
-            problem = (f"{path!r} is a hard link ({st.st_nlink} names for one file); gg reads "
-                       "files with one name only, since another name may be outside the workspace")
+            problem = (
+                f"{path!r} is a hard link ({st.st_nlink} names for one file); gg reads "
+                "files with one name only, since another name may be outside the workspace"
+            )
         elif stat.S_ISDIR(st.st_mode):
             problem = f"{path!r} is a directory; use list_dir to see what it holds"
         elif kind == "directory" and stat.S_ISREG(st.st_mode):
             problem = f"{path!r} is a file, not a directory; use read_file"
         else:
-            problem = (f"{path!r} is {_kind(st.st_mode)}, not a regular file; "
-                       "gg reads regular files only")
+            problem = (
+                f"{path!r} is {_kind(st.st_mode)}, not a regular file; gg reads regular files only"
+            )
     except BaseException:
         os.close(fd)
         raise

@@ -215,4 +215,3 @@ class Search:
                 f"search_text stopped after {self.files:,} files ({self.bytes:,} bytes) "
                 "with no hit; narrow the path"
             )
-

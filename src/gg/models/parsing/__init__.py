@@ -87,8 +87,21 @@ MAX_TEXT_CHARS = 1_000_000
 issue 9 F4). Python-style calls are read only up to ``_python._MAX_PYTHON_CHARS``."""
 
 TextFormat: TypeAlias = Literal[
-    "auto", "hermes", "mistral", "llama3_json", "llama3_python_tag", "qwen", "granite",
-    "pythonic", "json", "deepseek", "kimi_k2", "gemma", "glm", "minimax", "longcat",
+    "auto",
+    "hermes",
+    "mistral",
+    "llama3_json",
+    "llama3_python_tag",
+    "qwen",
+    "granite",
+    "pythonic",
+    "json",
+    "deepseek",
+    "kimi_k2",
+    "gemma",
+    "glm",
+    "minimax",
+    "longcat",
 ]
 """A text tool-call format; ``"auto"`` detects it per reply."""
 
@@ -136,17 +149,25 @@ def parse_tool_calls(
     if text is None or not text.strip():
         return ParsedText(content="", tool_calls=())
     if len(text) > MAX_TEXT_CHARS:
-        return ParsedText(content=text.strip(), tool_calls=(), error=(
-            f"the reply is {len(text)} characters long; gg reads tool calls in replies of at "
-            f"most {MAX_TEXT_CHARS}"))
+        return ParsedText(
+            content=text.strip(),
+            tool_calls=(),
+            error=(
+                f"the reply is {len(text)} characters long; gg reads tool calls in replies of at "
+                f"most {MAX_TEXT_CHARS}"
+            ),
+        )
     names = _names(tool_names)
     try:
         masked = _mask_thinking(text)
         chosen = detect_format(masked, tool_names=names) if format == "auto" else format
         scan = _Scan() if chosen is None else _PARSERS[chosen](masked, names)
     except Exception as exc:  # last guard: a parser bug must not crash a session
-        return ParsedText(content=text.strip(), tool_calls=(), error=(
-            f"gg could not read the tool calls in this reply ({type(exc).__name__}: {exc})"))
+        return ParsedText(
+            content=text.strip(),
+            tool_calls=(),
+            error=(f"gg could not read the tool calls in this reply ({type(exc).__name__}: {exc})"),
+        )
     return _result(text, scan)
 
 
@@ -166,11 +187,14 @@ def detect_format(text: str, *, tool_names: Collection[str] | None = None) -> Te
         The format, or ``None`` when nothing in the text looks like a call.
     """
     text = _mask_thinking(text)
-    found = [(m.start(), i, fmt) for i, (fmt, pattern) in enumerate(_MARKERS)
-             if (m := pattern.search(text)) is not None]
+    found = [
+        (m.start(), i, fmt)
+        for i, (fmt, pattern) in enumerate(_MARKERS)
+        if (m := pattern.search(text)) is not None
+    ]
     if found:
         start, _, fmt = min(found)
-        after = text[start + len("<tool_call>"):] if fmt == "hermes" else ""
+        after = text[start + len("<tool_call>") :] if fmt == "hermes" else ""
         return "qwen" if _QWEN_BODY.match(after) else "glm" if _GLM_BODY.match(after) else fmt
     call = _CALL_AT.search(text)
     if call is not None:
@@ -206,7 +230,7 @@ def _result(text: str, scan: _Scan) -> ParsedText:
     """The public result: spans cut from content, ids made up, no calls on error."""
     pieces, pos = [], 0
     for start, end in sorted(scan.spans):
-        pieces.append(text[pos:max(pos, start)])
+        pieces.append(text[pos : max(pos, start)])
         pos = max(pos, end)
     content = "".join([*pieces, text[pos:]]).strip()
     if scan.error is not None:
@@ -218,13 +242,19 @@ def _result(text: str, scan: _Scan) -> ParsedText:
 # --- dispatch -------------------------------------------------------------------------------
 
 _PARSERS: dict[str, Callable[[str, _Names], _Scan]] = {
-    "hermes": _parse_tagged, "qwen": _parse_tagged, "glm": _parse_tagged,
-    "granite": _parse_granite, "mistral": _parse_mistral, "json": _parse_json,
+    "hermes": _parse_tagged,
+    "qwen": _parse_tagged,
+    "glm": _parse_tagged,
+    "granite": _parse_granite,
+    "mistral": _parse_mistral,
+    "json": _parse_json,
     "llama3_json": lambda text, names: _parse_json(text, names, llama=True),
-    "llama3_python_tag": _parse_python_tag, "pythonic": _parse_pythonic,
+    "llama3_python_tag": _parse_python_tag,
+    "pythonic": _parse_pythonic,
     "deepseek": lambda text, _: _token_calls(text, _DS_TOKENS, _ds_call),
     "kimi_k2": lambda text, _: _token_calls(text, _KIMI_TOKENS, _kimi_call),
-    "gemma": _parse_gemma, "longcat": _parse_longcat,
+    "gemma": _parse_gemma,
+    "longcat": _parse_longcat,
     "minimax": lambda text, _: _xml_calls(text, _MM_FN, _MM_PARAM, _MM_NOISE),
 }
 _FORMATS: tuple[str, ...] = get_args(TextFormat)

@@ -39,16 +39,18 @@ def _decode_json(text: str, pos: int) -> tuple[Any, int]:
     except json.JSONDecodeError as exc:
         bad = exc
     except (ValueError, RecursionError) as exc:
-        raise _Broken(f"not readable JSON ({exc}): {_excerpt(text[pos:pos + 200])}") from None
+        raise _Broken(f"not readable JSON ({exc}): {_excerpt(text[pos : pos + 200])}") from None
     cut = _end(_WS, text, bad.pos) == len(text) or bad.msg.startswith("Unterminated string")
     if cut and text.startswith("[", pos):
         value = _loads(text[pos:].rstrip() + "]")
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             return value, len(text)
     if cut:
-        raise _Broken(f"cut off before the end: {_excerpt(text[pos:pos + 200])}", cut=True)
-    raise _Broken(f"not valid JSON ({bad.msg} at character {bad.pos - pos}): "
-                  f"{_excerpt(text[pos:pos + 200])}")
+        raise _Broken(f"cut off before the end: {_excerpt(text[pos : pos + 200])}", cut=True)
+    raise _Broken(
+        f"not valid JSON ({bad.msg} at character {bad.pos - pos}): "
+        f"{_excerpt(text[pos : pos + 200])}"
+    )
 
 
 def _make_call(name: str, args: Any) -> ToolCall:
@@ -59,8 +61,11 @@ def _make_call(name: str, args: Any) -> ToolCall:
     if isinstance(decoded, dict):
         return ToolCall(name=name, arguments=decoded)
     raw = args if isinstance(args, str) else json.dumps(args)
-    return ToolCall(name=name, arguments=raw, parse_error=(
-        f"the arguments of {name!r} must be a JSON object, got {_excerpt(raw)}"))
+    return ToolCall(
+        name=name,
+        arguments=raw,
+        parse_error=(f"the arguments of {name!r} must be a JSON object, got {_excerpt(raw)}"),
+    )
 
 
 def _call_from_obj(obj: Any, *, bare_name_ok: bool) -> ToolCall | None:
@@ -91,8 +96,10 @@ def _json_scan(text: str, where: str) -> _Scan:
             for item in value if isinstance(value, list) else [value]:
                 call = _call_from_obj(item, bare_name_ok=True)
                 if call is None:
-                    raise _Broken('JSON but not a call (a call is {"name": ..., "arguments": '
-                                  f"{{...}}}}): {_excerpt(json.dumps(item, ensure_ascii=False))}")
+                    raise _Broken(
+                        'JSON but not a call (a call is {"name": ..., "arguments": '
+                        f"{{...}}}}): {_excerpt(json.dumps(item, ensure_ascii=False))}"
+                    )
                 calls.append(call)
             pos = _end(_GAP, text, pos)
     except _Broken as exc:
@@ -120,7 +127,8 @@ def _raw_call(name: str, text: str, pos: int = 0) -> tuple[ToolCall, int]:
 
 _JSON_AT = re.compile(r'(```(?:json)?\s*)?(?:\[\s*)?\{\s*"')
 _CALL_AT = re.compile(
-    r'(```(?:json)?\s*)?(\[\s*)?\{\s*"(?:name|function|arguments|parameters)"\s*:')
+    r'(```(?:json)?\s*)?(\[\s*)?\{\s*"(?:name|function|arguments|parameters)"\s*:'
+)
 _FENCE_END = re.compile(r"\s*```")
 _MAX_JSON_STARTS = 1000
 
@@ -149,8 +157,10 @@ def _parse_json(text: str, names: _Names, *, llama: bool = False) -> _Scan:
         unknown = sorted({c.name for c in calls if names is not None and c.name not in names})
         if unknown:
             offered = ", ".join(sorted(names or ())[:30]) or "none"
-            return _Scan(error=f"{', '.join(map(repr, unknown))} not among the offered tools "
-                               f"({offered})", spans=[(m.start(), end)])
+            return _Scan(
+                error=f"{', '.join(map(repr, unknown))} not among the offered tools ({offered})",
+                spans=[(m.start(), end)],
+            )
         if calls:
             fence = _FENCE_END.match(text, end) if m.group(1) else None
             end = _end(_TRAIL, text, fence.end() if fence else end)

@@ -33,7 +33,8 @@ gg about 480 MB of syntax tree: hostile text must not)."""
 _PY_WRAP = re.compile(r"<\|python_start\|>(.*?)(?:<\|python_end\|>|\Z)", re.S)
 _PY_LIST = re.compile(r"\[\s*[A-Za-z_][\w.]*\(")
 _PY_TAG = re.compile(
-    r"<\|python_tag\|>(.*?)(?:<\|eom_id\|>|<\|eot_id\|>|(?=<\|python_tag\|>)|\Z)", re.S)
+    r"<\|python_tag\|>(.*?)(?:<\|eom_id\|>|<\|eot_id\|>|(?=<\|python_tag\|>)|\Z)", re.S
+)
 
 
 def _parse_pythonic(text: str, names: _Names) -> _Scan:
@@ -54,8 +55,11 @@ def _parse_python_tag(text: str, names: _Names) -> _Scan:
     scan = _Scan()
     for m in _PY_TAG.finditer(text):
         body = m.group(1)
-        sub = (_json_scan(body, "the JSON after <|python_tag|>")
-               if body.lstrip().startswith(("{", "[")) else _python_scan(body, "exec"))
+        sub = (
+            _json_scan(body, "the JSON after <|python_tag|>")
+            if body.lstrip().startswith(("{", "["))
+            else _python_scan(body, "exec")
+        )
         sub.calls = [replace(c, name=c.name.removesuffix(".call")) for c in sub.calls]
         scan.add(sub, m.start(1))
         scan.spans.append(m.span())
@@ -65,14 +69,18 @@ def _parse_python_tag(text: str, names: _Names) -> _Scan:
 def _python_scan(source: str, mode: Literal["eval", "exec"]) -> _Scan:
     """Calls in Python syntax: a list of calls (``eval``) or call statements (``exec``)."""
     if len(source) > _MAX_PYTHON_CHARS:
-        return _Scan(error=f"the Python-style tool calls are {len(source)} characters long (gg "
-                           f"reads at most {_MAX_PYTHON_CHARS} in this form; send JSON instead)")
+        return _Scan(
+            error=f"the Python-style tool calls are {len(source)} characters long (gg "
+            f"reads at most {_MAX_PYTHON_CHARS} in this form; send JSON instead)"
+        )
     try:
         tree = ast.parse(source.strip(), mode=mode)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         reason = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
-        return _Scan(error=f"the Python-style tool calls are not valid Python ({reason}): "
-                           f"{_excerpt(source.strip())}")
+        return _Scan(
+            error=f"the Python-style tool calls are not valid Python ({reason}): "
+            f"{_excerpt(source.strip())}"
+        )
     nodes: list[ast.AST] = []
     if isinstance(tree, ast.Expression):
         nodes = list(tree.body.elts) if isinstance(tree.body, ast.List) else [tree.body]
@@ -105,8 +113,11 @@ def _py_call(node: ast.AST) -> ToolCall:
             raise ValueError("only name=value arguments are allowed")
         args = {str(k.arg): _literal(k.value) for k in node.keywords}
     except (ValueError, TypeError, SyntaxError, RecursionError) as exc:
-        return ToolCall(name=name, arguments=ast.unparse(node), parse_error=(
-            f"the arguments of {name!r} are not literal name=value pairs ({exc})"))
+        return ToolCall(
+            name=name,
+            arguments=ast.unparse(node),
+            parse_error=(f"the arguments of {name!r} are not literal name=value pairs ({exc})"),
+        )
     return ToolCall(name=name, arguments=args)
 
 
@@ -115,8 +126,9 @@ def _py_call(node: ast.AST) -> ToolCall:
 _GEMMA_CALL = re.compile(r"call:([\w.\-]+)\{")
 _GEMMA_NOISE = re.compile(r"<start_function_call>|<end_function_call>|<\|tool_call>|<tool_call\|>")
 _GEMMA_QUOTES = ('<|"|>', "<escape>")
-_GEMMA_KEY = re.compile(r'\s*(?:<\|"\|>(.*?)<\|"\|>|<escape>(.*?)<escape>|([^:{}\[\],<]+?))\s*:',
-                        re.S)
+_GEMMA_KEY = re.compile(
+    r'\s*(?:<\|"\|>(.*?)<\|"\|>|<escape>(.*?)<escape>|([^:{}\[\],<]+?))\s*:', re.S
+)
 _GEMMA_SCALAR = re.compile(r"[^,}\]]*")
 
 
@@ -131,8 +143,11 @@ def _parse_gemma(text: str, names: _Names) -> _Scan:
         except _Broken as exc:
             stop = _GEMMA_NOISE.search(text, m.end())
             end = stop.start() if stop else len(text)
-            call = ToolCall(name=name, arguments=text[m.end() - 1:end],
-                            parse_error=f"the arguments of {name!r} are {exc.reason}")
+            call = ToolCall(
+                name=name,
+                arguments=text[m.end() - 1 : end],
+                parse_error=f"the arguments of {name!r} are {exc.reason}",
+            )
         scan.calls.append(call)
         scan.spans.append((m.start(), end))
         pos = max(end, m.end())
@@ -151,7 +166,7 @@ def _gemma_value(text: str, pos: int, depth: int) -> tuple[Any, int]:
         close = text.find(quote, pos + len(quote))
         if close < 0:
             raise _Broken("cut off inside a string", cut=True)
-        return text[pos + len(quote):close], close + len(quote)
+        return text[pos + len(quote) : close], close + len(quote)
     if text.startswith(("{", "["), pos):
         if depth > 100:
             raise _Broken("nested too deeply to read")
@@ -159,7 +174,7 @@ def _gemma_value(text: str, pos: int, depth: int) -> tuple[Any, int]:
     scalar = _GEMMA_SCALAR.match(text, pos)
     word = scalar.group().strip() if scalar else ""
     if not scalar or not word:
-        raise _Broken(f"missing a value at {_excerpt(text[pos:pos + 40])}", cut=pos >= len(text))
+        raise _Broken(f"missing a value at {_excerpt(text[pos : pos + 40])}", cut=pos >= len(text))
     value = _loads(word)
     return (word if value is _NOTHING else value), scalar.end()
 
@@ -177,9 +192,10 @@ def _gemma_items(text: str, pos: int, depth: int) -> tuple[Any, int]:
             return (dict(items) if close == "}" else items), pos + 1
         key = _GEMMA_KEY.match(text, pos) if close == "}" else None
         if close == "}" and key is None:
-            raise _Broken(f"not key:value pairs at {_excerpt(text[pos:pos + 40])}")
+            raise _Broken(f"not key:value pairs at {_excerpt(text[pos : pos + 40])}")
         value, pos = _gemma_value(text, key.end() if key else pos, depth + 1)
-        items.append((next(g for g in key.groups() if g is not None).strip(), value)
-                     if key else value)
+        items.append(
+            (next(g for g in key.groups() if g is not None).strip(), value) if key else value
+        )
         pos = _end(_WS, text, pos)
         pos += text.startswith(",", pos)

@@ -32,8 +32,9 @@ _MM_PARAM = re.compile(r'<parameter name="([^"]*)">(.*?)(</parameter>|\Z)', re.S
 _MM_NOISE = re.compile(r"</?minimax:tool_call>")
 
 
-def _wrapped(text: str, open_tag: str, close_tag: str,
-             body: Callable[[str], _Scan]) -> _Scan | None:
+def _wrapped(
+    text: str, open_tag: str, close_tag: str, body: Callable[[str], _Scan]
+) -> _Scan | None:
     """Each ``open_tag ... close_tag`` body parsed by ``body``; ``None`` if there is none.
 
     Without its close tag a body ends at the next open tag or the end; then
@@ -89,8 +90,10 @@ def _tag_body(body: str) -> _Scan:
         return _xml_calls(body, _QWEN_FN, _QWEN_PARAM)
     if "<arg_key>" in body or _NAME.fullmatch(word):
         return _kv_scan(body, "")
-    return _Scan(error="<tool_call> must hold a JSON call, <function=NAME>... or "
-                       f"NAME<arg_key>...; it holds {_excerpt(word)}")
+    return _Scan(
+        error="<tool_call> must hold a JSON call, <function=NAME>... or "
+        f"NAME<arg_key>...; it holds {_excerpt(word)}"
+    )
 
 
 def _parse_tagged(text: str, names: _Names) -> _Scan:
@@ -103,8 +106,9 @@ def _parse_tagged(text: str, names: _Names) -> _Scan:
     return _kv_scan(text, "") if "<arg_key>" in text else _plain_kv(text, names)
 
 
-def _xml_calls(text: str, fn: re.Pattern[str], param: re.Pattern[str],
-               noise: re.Pattern[str] | None = None) -> _Scan:
+def _xml_calls(
+    text: str, fn: re.Pattern[str], param: re.Pattern[str], noise: re.Pattern[str] | None = None
+) -> _Scan:
     """``<function=F><parameter=K>V</parameter>`` calls (Qwen3-Coder; MiniMax's ``<invoke>``).
 
     A function cut off inside a value is a call with ``parse_error``; ``noise``
@@ -117,8 +121,13 @@ def _xml_calls(text: str, fn: re.Pattern[str], param: re.Pattern[str],
         if not name:
             scan.error = f"a call has no function name: {_excerpt(m.group())}"
         elif not closed and args and not body.rstrip().endswith("</parameter>"):
-            scan.calls.append(ToolCall(name=name, arguments=body.strip(), parse_error=(
-                f"the arguments of {name!r} are cut off inside a parameter value")))
+            scan.calls.append(
+                ToolCall(
+                    name=name,
+                    arguments=body.strip(),
+                    parse_error=(f"the arguments of {name!r} are cut off inside a parameter value"),
+                )
+            )
         else:
             scan.calls.append(ToolCall(name=name, arguments=args))
         scan.spans.append(m.span())
@@ -131,15 +140,24 @@ def _kv_scan(body: str, prefix: str) -> _Scan:
     name = body.split(key_tag, 1)[0].strip()
     if not _NAME.fullmatch(name):
         return _Scan(error=f"expected a tool name before {key_tag}, got {_excerpt(name)}")
-    pair = re.compile(rf"{key_tag}(.*?)</{prefix}arg_key>\s*"
-                      rf"<{prefix}arg_value>(.*?)(</{prefix}arg_value>|\Z)", re.S)
+    pair = re.compile(
+        rf"{key_tag}(.*?)</{prefix}arg_key>\s*"
+        rf"<{prefix}arg_value>(.*?)(</{prefix}arg_value>|\Z)",
+        re.S,
+    )
     args, cut = {}, False
     for p in pair.finditer(body):
         args[p.group(1).strip()] = _typed(p.group(2))
         cut = cut or not p.group(3)
-    call = ToolCall(name=name, arguments=args) if not cut else ToolCall(
-        name=name, arguments=body.strip(),
-        parse_error=f"the arguments of {name!r} are cut off inside a value")
+    call = (
+        ToolCall(name=name, arguments=args)
+        if not cut
+        else ToolCall(
+            name=name,
+            arguments=body.strip(),
+            parse_error=f"the arguments of {name!r} are cut off inside a value",
+        )
+    )
     return _Scan(calls=[call], spans=[(0, len(body))])
 
 
@@ -172,8 +190,9 @@ def _parse_granite(text: str, names: _Names) -> _Scan:
 
 def _parse_longcat(text: str, names: _Names) -> _Scan:
     """LongCat: GLM's form with ``longcat_`` tags, in ``<longcat_tool_call>``."""
-    scan = _wrapped(text, "<longcat_tool_call>", "</longcat_tool_call>",
-                    lambda body: _kv_scan(body, "longcat_"))
+    scan = _wrapped(
+        text, "<longcat_tool_call>", "</longcat_tool_call>", lambda body: _kv_scan(body, "longcat_")
+    )
     if scan is not None:
         return scan
     return _kv_scan(text, "longcat_") if "<longcat_arg_key>" in text else _Scan()

@@ -50,8 +50,13 @@ import time
 from typing import Any, NoReturn
 
 BOOT_FAILED = 121
-_CLONE = {"net": 0x40000000, "ipc": 0x08000000, "uts": 0x04000000, "pid": 0x20000000,
-          "mnt": 0x00020000}
+_CLONE = {
+    "net": 0x40000000,
+    "ipc": 0x08000000,
+    "uts": 0x04000000,
+    "pid": 0x20000000,
+    "mnt": 0x00020000,
+}
 _CLONE_NEWUSER = 0x10000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
 _MS_REC, _MS_PRIVATE = 0x4000, 0x40000
