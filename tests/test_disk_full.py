@@ -128,4 +128,3 @@ def test_is_disk_full_knows_the_shapes() -> None:
 def test_mount_point_of_a_missing_path_is_its_nearest_existing_mount(small_disk: Path) -> None:
     assert mount_point(small_disk / "not" / "there") == small_disk
     assert mount_point(Path("/")) == Path("/")
-
