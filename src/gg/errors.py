@@ -24,8 +24,11 @@ error never logs.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 __all__ = [
     "ConfigError",
+    "DiskFull",
     "GGError",
     "HookError",
     "ModelError",
@@ -116,3 +119,20 @@ class RunFailure(GGError):
         super().__init__(message)
         self.run_id = run_id
         self.diagnosis = diagnosis
+
+
+class DiskFull(GGError):
+    """A disk gg writes to (the stream, the board's store, the workspace) is full (issue 12).
+
+    The message names the file and the filesystem's mount point
+    (:func:`gg.disk.disk_full`); the run stops with it as its diagnosis.
+
+    Attributes:
+        path: the file gg could not write.
+        mount: the mount point of the filesystem holding it.
+    """
+
+    def __init__(self, message: str, *, path: Path, mount: Path) -> None:
+        super().__init__(message)
+        self.path = path
+        self.mount = mount

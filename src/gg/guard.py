@@ -437,7 +437,9 @@ def nested_repos(workspace: Path) -> set[str]:
     A repository an agent makes inside the workspace carries its own configuration
     (``core.fsmonitor``, hooks); the operator's git runs it when it works there, or when
     the top repository records it (adversary N3). :class:`gg.run.Run` names the new ones
-    at the run's end.
+    at the run's end. The ``.git`` file at the top of each board worktree
+    (``.gg/worktrees/<name>/.git``) is gg's own (checked by
+    :func:`gg.board.gitsafe.check_gitfile` before git uses it) and not named.
     """
     ws = workspace.resolve()
     found: set[str] = set()
@@ -449,7 +451,9 @@ def nested_repos(workspace: Path) -> set[str]:
                 for entry in entries:
                     seen += 1
                     if entry.name == ".git" and here != ws:
-                        found.add(Path(entry.path).relative_to(ws).as_posix())
+                        rel = Path(entry.path).relative_to(ws)
+                        if rel.parts[:2] != (".gg", "worktrees") or len(rel.parts) != 4:
+                            found.add(rel.as_posix())
                     elif entry.name != ".git" and entry.is_dir(follow_symlinks=False):
                         todo.append(Path(entry.path))
         except OSError:

@@ -27,12 +27,13 @@ that a reader sees a half-written last line (readers skip a torn tail).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -40,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from gg import bounded
 from gg.ceilings import CeilingName, ErrorKind
+from gg.disk import disk_full, is_disk_full
 from gg.errors import UserError
 from gg.seal import Checker, Sealer, StreamAltered, Verdict, verify
 from gg.state import open_private, private_dir
@@ -435,6 +437,10 @@ class StreamWriter:
         """Events known to be on disk."""
         self._syncing: asyncio.Future[None] | None = None
         """The fsync in flight in a worker thread, if any."""
+        self._size = os.fstat(self._fd).st_size
+        """Bytes of whole lines in the file: a failed write is cut back to it."""
+        self._torn = False
+        """A failed write could not be cut back yet (repaired before the next write)."""
 
     def emit(self, event: _Base) -> None:
         """Append ``event`` as one sealed line (one ``write``); then tell the listeners
@@ -455,14 +461,53 @@ class StreamWriter:
             line = _fallback_line(event)
             event = _reparsed(line, event)
         clean = _redacted(line, self._secrets)
-        data = self._seal.seal(clean)
-        if os.write(self._fd, data) != len(data):  # a regular file: short only when full
-            raise OSError(f"short write to the stream {str(self.path)!r} (disk full?)")
+        self._append(clean)
         self._written += 1
         if self.listeners:
             shown = event if clean is line else parse_event(clean)
             for listener in self.listeners:
                 listener(shown)
+
+    def _append(self, clean: str) -> None:
+        """Seal and write one line whole, or leave the file and the seal as they were.
+
+        A write that fails or comes up short (a full disk) is cut back to the
+        last whole line and the seal's chain rolled back, so no partial line is
+        ever glued to the next event (issue 12 item 1); if even the cut fails,
+        the next append repairs it first.
+
+        Raises:
+            DiskFull: the filesystem is full (names it).
+            OSError: another write failure.
+        """
+        if self._torn:
+            self._repair()
+        before = (self._seal.seq, self._seal.chain)
+        data = self._seal.seal(clean)
+        try:
+            n = os.write(self._fd, data)
+        except OSError as e:
+            self._undo(before)
+            if is_disk_full(e):
+                raise disk_full(self.path, "the stream", e) from e
+            raise
+        if n != len(data):  # a regular file writes short only when it is full
+            self._undo(before)
+            raise disk_full(self.path, "the stream")
+        self._size += n
+
+    def _undo(self, before: tuple[int, bytes]) -> None:
+        """Forget the line just sealed (its sequence number and chain value)."""
+        self._seal.seq, self._seal.chain = before
+        self._torn = True
+        with contextlib.suppress(OSError):
+            self._repair()
+
+    def _repair(self) -> None:
+        """Cut the file back to its last whole line (raises OSError if it cannot)."""
+        if os.fstat(self._fd).st_size != self._size:
+            os.ftruncate(self._fd, self._size)
+        self._torn = False
 
     def sync(self) -> None:
         """fsync the file now, blocking, when durability is ``"turn"``; then move the
@@ -534,7 +579,12 @@ def _alive(pid: int) -> bool:
 
 
 def read_events(
-    path: Path, *, follow: bool = False, poll_s: float = 0.2, check: Checker | None = None
+    path: Path,
+    *,
+    follow: bool = False,
+    poll_s: float = 0.2,
+    check: Checker | None = None,
+    on_damaged: Callable[[int, str], None] | None = None,
 ) -> Iterator[Event]:
     """Yield the events of a stream file in order.
 
@@ -545,6 +595,9 @@ def read_events(
         poll_s: seconds between polls when following.
         check: a :class:`gg.seal.Checker` fed every line before it is parsed; the
             first line that fails raises :class:`StreamAltered` before it is yielded.
+        on_damaged: called with ``(line number, why)`` for a line that is not a
+            stream event (a write cut short by a crash or a full disk), which is
+            then skipped; without it such a line raises (issue 12 item 1).
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
@@ -567,15 +620,9 @@ def read_events(
                 number += 1
                 if check is not None and (failure := check.feed(raw)) is not None:
                     raise StreamAltered(failure)
-                line = raw.strip()
-                if not line:
+                event = _parse_or_report(raw.strip(), path, number, on_damaged)
+                if event is None:
                     continue
-                event = _parse_line(line, path, number)
-                if number == 1 and event.type != "run_started":
-                    raise UserError(
-                        f"{path}: not a gg stream (its first event is "
-                        f"{event.type!r}, not run_started)"
-                    )
                 if event.type == "run_started":
                     writer = event.pid
                 yield event
@@ -590,6 +637,31 @@ def read_events(
                 last_look = True  # the writer is gone: read what it wrote just before
             else:
                 return
+
+
+def _parse_or_report(
+    line: bytes, path: Path, number: int, on_damaged: Callable[[int, str], None] | None
+) -> Event | None:
+    """The event on ``line``; ``None`` for a blank line or a damaged one reported to
+    ``on_damaged``.
+
+    Raises:
+        UserError: line 1 is not ``run_started``; a damaged line without ``on_damaged``.
+    """
+    if not line:
+        return None
+    try:
+        event = _parse_line(line, path, number)
+    except UserError as e:
+        if on_damaged is None or number == 1:
+            raise
+        on_damaged(number, str(e))
+        return None
+    if number == 1 and event.type != "run_started":
+        raise UserError(
+            f"{path}: not a gg stream (its first event is {event.type!r}, not run_started)"
+        )
+    return event
 
 
 def _parse_line(line: bytes, path: Path, number: int) -> Event:

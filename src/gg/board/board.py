@@ -26,6 +26,7 @@ import builtins
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,7 @@ class BoardResult:
         issues: the issues the run took, as they are now, by number.
         diagnosis: which issues are not done and why, ``None`` when all are.
         stream: the stream file.
+        on_board: how many issues the board has in all (taken or not).
     """
 
     run_id: str
@@ -86,6 +88,7 @@ class BoardResult:
     issues: tuple[Issue, ...]
     diagnosis: str | None
     stream: Path
+    on_board: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -93,13 +96,14 @@ class BoardResult:
         return 0 if self.status == "ended" else 1
 
     def to_json(self) -> dict[str, Any]:
-        """``{"run_id", "status", "diagnosis", "stream", "issues": [{number, title, state,
-        round, merge_sha, diagnosis}]}``."""
+        """``{"run_id", "status", "diagnosis", "stream", "on_board", "issues": [{number,
+        title, state, round, merge_sha, diagnosis}]}``."""
         return {
             "run_id": self.run_id,
             "status": self.status,
             "diagnosis": self.diagnosis,
             "stream": str(self.stream),
+            "on_board": self.on_board,
             "issues": [issue_json(i) for i in self.issues],
         }
 
@@ -286,6 +290,84 @@ class Board:
             raise gg.UserError(f"no issue #{number}: this workspace has no board yet")
         return self.store.detail(number)
 
+    def retry(self, number: int) -> Issue:
+        """Give a ``stuck`` issue another go: back to the state it was stuck in (issue 12).
+
+        An issue stuck because every reviewer answered and changes were still
+        asked for after ``board.max_rounds`` rounds goes back to
+        ``implementing`` for one more round with their items; any other
+        (a ceiling stopped a session, a git refusal) goes back to the state it left
+        (``open``, ``implementing``, ``reviewing`` or ``merging``), its
+        diagnosis cleared. The next ``gg board run`` (or one running now)
+        takes it.
+
+        Raises:
+            UserError: no such issue, or it is not ``stuck`` (an issue left
+                paused in another state is resumed by ``gg board run`` itself).
+        """
+        issue = self._issue(number)
+        if issue.state is not IssueState.STUCK:
+            raise gg.UserError(_not_state(issue, "stuck", "retry"))
+        record = self.store.detail(number)
+        came_from = _stuck_from(record)
+        fields: dict[str, Any] = {"diagnosis": None}
+        detail: dict[str, Any] = {"by": "retry", "stuck": issue.diagnosis}
+        verdicts = [v for v in record.verdicts if v.round == issue.round]
+        if (
+            came_from is IssueState.REVIEWING
+            and len(verdicts) >= self.settings.board.reviewers
+            and any(v.call == "request_changes" for v in verdicts)
+        ):  # every reviewer answered and changes were still asked for: one more round
+            came_from = IssueState.IMPLEMENTING
+            fields["round"] = issue.round + 1
+            detail["items"] = list(dict.fromkeys(i for v in verdicts for i in v.items))
+        return self.store.transition(
+            number,
+            event="retried",
+            to=came_from,
+            expect={IssueState.STUCK},
+            detail=detail,
+            **fields,
+        )
+
+    def reopen(self, number: int) -> Issue:
+        """Open a ``done`` issue again: the next run works on it from the current base.
+
+        Its branch (merged, so every commit of it is on the base branch) is
+        moved to the base branch when the implementer starts; its merge commit
+        and diagnosis are cleared; rounds go on numbering (a round's records
+        stay its own) while ``board.max_rounds`` counts this go's rounds only;
+        its history keeps everything.
+
+        Raises:
+            UserError: no such issue, or it is not ``done`` (use :meth:`retry`
+                for a stuck one).
+        """
+        issue = self._issue(number)
+        if issue.state is not IssueState.DONE:
+            hint = "; use retry for a stuck issue" if issue.state is IssueState.STUCK else ""
+            raise gg.UserError(_not_state(issue, "done", "reopen") + hint)
+        return self.store.transition(
+            number,
+            event="reopened",
+            to=IssueState.OPEN,
+            expect={IssueState.DONE},
+            detail={"by": "reopen", "merge_sha": issue.merge_sha},
+            merge_sha=None,
+            diagnosis=None,
+        )
+
+    def _issue(self, number: int) -> Issue:
+        if not self._exists():
+            raise gg.UserError(f"no issue #{number}: this workspace has no board yet")
+        return self.store.issue(number)
+
+    def _say(self, text: str) -> None:
+        """A status line for the operator (the ``progress`` callback), if any."""
+        if self._progress is not None:
+            with contextlib.suppress(Exception):
+                self._progress(text)
+
     def notify(self, progress: Progress) -> None:
         """Tell every observer (an observer's failure is ignored)."""
         for observer in self.observers:
@@ -355,7 +437,7 @@ class Board:
             diagnosis: str | None = "the board run was interrupted"
             try:
                 taken = await self._schedule(ctx, k)
-                status, diagnosis = _outcome(taken, ctx.halt)
+                status, diagnosis = _outcome(taken, self.store.issues(), ctx.halt)
             finally:
                 await run.aclose()
                 run.end(status, diagnosis)
@@ -365,14 +447,17 @@ class Board:
             issues=tuple(taken),
             diagnosis=diagnosis,
             stream=run.stream.path,
+            on_board=len(self.store.issues()),
         )
 
     async def _recover(self, git: Git) -> None:
         """After a crash: abandon sessions still marked running, clear stale git locks,
         remove the worktrees of issues already done."""
+        locked_at = time.time()
         _ignore_gg_dir(self.workspace)
         self.store.abandon_running()
-        git.clear_stale_locks(worktree_path(self.workspace, "."))
+        for lock in await git.clear_stale_locks(locked_at):
+            self._say(f"removed a stale git lock a killed git left: {lock}")
         for issue in self.store.issues():
             if issue.state is IssueState.DONE:
                 for name in (f"issue-{issue.number}", f"issue-{issue.number}-review"):
@@ -416,17 +501,48 @@ class Board:
 
 
 def _outcome(
-    issues: list[Issue], halt: str | None
+    taken: list[Issue], board: list[Issue], halt: str | None
 ) -> tuple[Literal["ended", "stopped"], str | None]:
-    left = [i for i in issues if i.state is not IssueState.DONE]
+    """The run's status and diagnosis: ``ended`` only when every issue on the board is done.
+
+    An issue the run did not take because it was already ``stuck`` still makes
+    the run ``stopped`` (exit 1), with the command that retries it (issue 12).
+    """
+    numbers = {i.number for i in taken}
+    left = [i for i in taken if i.state is not IssueState.DONE]
+    left += [i for i in board if i.number not in numbers and i.state is not IssueState.DONE]
     if not left and halt is None:
         return "ended", None
-    parts = [
-        f"#{i.number} {i.state.value}" + (f": {i.diagnosis}" if i.diagnosis else "") for i in left
-    ]
+    parts = [_why(i, taken=i.number in numbers) for i in sorted(left, key=lambda i: i.number)]
     if halt:
         parts.insert(0, f"the run stopped early: {halt}")
-    return "stopped", f"{len(left)} of {len(issues)} issue(s) not done. " + " | ".join(parts)
+    return "stopped", f"{len(left)} of {len(board)} issue(s) not done. " + " | ".join(parts)
+
+
+def _why(issue: Issue, *, taken: bool) -> str:
+    """One issue's line in the diagnosis, with what the operator can do."""
+    text = f"#{issue.number} {issue.state.value}" + (
+        f": {issue.diagnosis}" if issue.diagnosis else ""
+    )
+    if issue.state is IssueState.STUCK:
+        text += f" (to try again: gg board retry {issue.number})"
+        if not taken:
+            text = "already " + text
+    elif not taken:
+        text += " (not taken by this run)"
+    return text
+
+
+def _not_state(issue: Issue, want: str, verb: str) -> str:
+    return f"cannot {verb} issue #{issue.number}: it is {issue.state.value}, not {want}"
+
+
+def _stuck_from(detail: IssueDetail) -> IssueState:
+    """The state the issue was in when it last became ``stuck`` (``open`` if unknown)."""
+    for entry in reversed(detail.history):
+        if entry.to_state is IssueState.STUCK and entry.from_state is not None:
+            return entry.from_state
+    return IssueState.OPEN
 
 
 def _ignore_gg_dir(workspace: Path) -> None:

@@ -1,11 +1,13 @@
-"""``gg board add|list|show|run`` (SPEC §10 CLI, B1-B5). Thin: parses, calls :class:`Board`.
+"""``gg board add|list|show|retry|reopen|run`` (SPEC §10 CLI, B1-B5): thin, calls :class:`Board`.
 
 Mounted by the main command with ``app.add_typer(board_app, name="board")``.
 
-Exit codes (SPEC O3): ``run``: 0 when every issue it took is done, 1 when
-any is stuck or left for the next run (the reasons are printed), 2 bad usage
-or configuration (a one-line message naming the flag or key). ``add``,
-``list``, ``show``: 0, or 2 on bad usage (an unknown issue number).
+Exit codes (SPEC O3): ``run``: 0 when every issue on the board is done, 1
+when any is stuck (taken by this run or already stuck before it) or left
+for the next run (the reasons are printed, with ``gg board retry N`` for a
+stuck one), 2 bad usage or configuration (a one-line message naming the
+flag or key). ``add``, ``list``, ``show``, ``retry``, ``reopen``: 0, or 2 on
+bad usage (an unknown issue number, an issue not in the right state).
 """
 
 from __future__ import annotations
@@ -141,6 +143,49 @@ def show(
         Console(highlight=False).print(detail_view(detail))
 
 
+def _change(number: int, workspace: Path, config: Path | None, json_out: bool, verb: str) -> None:
+    """``retry`` / ``reopen``: move issue ``number`` back into the workflow."""
+    with _board(workspace, config) as board:
+        try:
+            issue = board.retry(number) if verb == "retry" else board.reopen(number)
+        except gg.UserError as e:
+            raise _fail(str(e)) from None
+    if json_out:
+        sys.stdout.write(inert_json(issue_json(issue)) + "\n")
+    else:
+        Console(highlight=False).print(
+            line(f"#{issue.number} is {issue.state.value} again: gg board run takes it")
+        )
+
+
+@board_app.command("retry")
+def retry(
+    number: Annotated[int, typer.Argument(metavar="N", help="The stuck issue's number.")],
+    workspace: Workspace = Path("."),
+    config: Config = None,
+    json_out: JsonOut = False,
+) -> None:
+    """Give stuck issue N another go, from the state it was stuck in.
+
+    Stuck after board.max_rounds review rounds: one more implementing round
+    with the reviewers' items. Stuck on a ceiling or a git refusal: the same
+    state again, with fresh ceilings. Exit 2 if N is not stuck.
+    """
+    _change(number, workspace, config, json_out, "retry")
+
+
+@board_app.command("reopen")
+def reopen(
+    number: Annotated[int, typer.Argument(metavar="N", help="The done issue's number.")],
+    workspace: Workspace = Path("."),
+    config: Config = None,
+    json_out: JsonOut = False,
+) -> None:
+    """Open done issue N again: the next run implements, reviews and merges it anew
+    from the current base branch. Exit 2 if N is not done."""
+    _change(number, workspace, config, json_out, "reopen")
+
+
 @board_app.command("run")
 def run(
     concurrency: Annotated[
@@ -204,9 +249,16 @@ def run(
 
 def _print_result(console: Console, result: BoardResult) -> None:
     """The board run's outcome: every value shown inert (issue 9 item 8, issue 12)."""
-    console.print(issues_table(list(result.issues)))
+    if result.issues:
+        console.print(issues_table(list(result.issues)))
+    else:
+        console.print(line(("this run had no issue to take", "dim")))
     if result.diagnosis:
         console.print(line(("not all done:", "bold red"), f" {result.diagnosis}"))
-    else:
+    elif result.issues:
         console.print(line((f"all {len(result.issues)} issue(s) done", "bold green")))
+    elif result.on_board:
+        console.print(line((f"all {result.on_board} issue(s) on the board are done", "bold green")))
+    else:
+        console.print(line("the board has no issues yet: add one with gg board add TITLE"))
     console.print(line((f"stream: {result.stream}  (replay: gg show {result.run_id})", "dim")))

@@ -46,6 +46,7 @@ from gg.board.gitsafe import (
     read_regular,
     real_dirs,
 )
+from gg.board.locks import clear_stale_locks
 from gg.sandbox.tree import remove_tree
 from gg.state import private_dir, workspace_state
 
@@ -473,24 +474,15 @@ class Git:
                 await self.run("worktree", "remove", "--force", str(path), check=False)
             await self._fresh(path)
 
-    def clear_stale_locks(self, under: Path) -> list[Path]:
-        """Remove ``index.lock`` files of the worktrees below ``under`` (a killed git left them).
+    async def clear_stale_locks(self, older_than: float) -> list[Path]:
+        """Remove the git lock files a killed git left (:mod:`gg.board.locks`).
 
-        Only call this while no git process can be using those worktrees (the
-        board holds its run lock). Returns the files removed.
+        Only locks older than ``older_than`` (Unix seconds: when the board took
+        its run lock) go, and none while any git process works in the
+        repository. Returns the files removed.
         """
-        removed: list[Path] = []
-        common = self._dirs[1] if self._dirs else self.repo / ".git"
-        for admin in (common / "worktrees").glob("*"):
-            try:
-                target = Path((admin / "gitdir").read_text().strip()).parent
-            except OSError:
-                continue
-            lock = admin / "index.lock"
-            if target.resolve().is_relative_to(under.resolve()) and lock.exists():
-                lock.unlink()
-                removed.append(lock)
-        return removed
+        _git_dir, common = await self._main()
+        return clear_stale_locks(self.repo, common, older_than=older_than)
 
     async def reset_clean(self, path: Path) -> None:
         """Throw away uncommitted work in ``path``: abort a merge, reset, remove untracked."""

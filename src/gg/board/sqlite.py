@@ -21,6 +21,7 @@ takes a file lock for that).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -42,6 +43,7 @@ from gg.board.store import (
     Verdict,
     now_iso,
 )
+from gg.disk import disk_full, is_disk_full
 from gg.state import workspace_state
 
 __all__ = ["MIGRATIONS", "SqliteStore", "default_path"]
@@ -164,14 +166,34 @@ class SqliteStore:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One transaction; a full disk becomes :class:`~gg.errors.DiskFull` (issue 12).
+
+        Raises:
+            DiskFull: SQLite could not write (``SQLITE_FULL`` or ``ENOSPC``); nothing of
+                the transaction is kept.
+        """
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                    raise
+                self._commit()
+            except (sqlite3.Error, OSError) as e:
+                if is_disk_full(e):
+                    raise disk_full(self.path, "the board store", e) from None
                 raise
+
+    def _commit(self) -> None:
+        try:
             self._db.execute("COMMIT")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise
 
     def _migrate(self) -> None:
         with self._tx() as db:

@@ -286,10 +286,38 @@ class IssueFlow:
                 code="git",
                 operation=f"create {self.branch}",
             )
+        await self._catch_up(issue)
         await git.branch_worktree(self.worktree, self.branch, self.base)
         return self.transition(
-            event="started", to=S.IMPLEMENTING, expect={S.OPEN}, round=1, branch=self.branch
+            event="started",
+            to=S.IMPLEMENTING,
+            expect={S.OPEN},
+            round=issue.round + 1,
+            branch=self.branch,
         )
+
+    async def _catch_up(self, issue: Issue) -> None:
+        """A reopened issue's merged branch moves to the base branch before work starts.
+
+        Only a branch whose every commit is on the base branch is moved (checked
+        by the caller), so nothing is lost; its old worktree goes first.
+        """
+        git = self.ctx.git
+        old = await git.ref(f"refs/heads/{self.branch}")
+        base = await git.rev(f"refs/heads/{self.base}")
+        if old is None or old == base:
+            return
+        await git.remove_worktree(self.worktree)
+        await git.run("update-ref", f"refs/heads/{self.branch}", base, old)
+
+    def go_round(self, issue: Issue) -> int:
+        """The issue's round counted from its last start (1-based): a reopened issue's
+        rounds go on numbering, but ``board.max_rounds`` counts this go's only."""
+        for entry in reversed(self.ctx.store.detail(self.number).history):
+            if entry.event == "started":
+                first = entry.detail.get("round", 1)
+                return issue.round - (first if isinstance(first, int) else 1) + 1
+        return issue.round
 
     def _finished_this_round(self, issue: Issue) -> str | None:
         """The summary of this round's implementer finish if one was recorded (crash-resume)."""
@@ -321,7 +349,8 @@ class IssueFlow:
 
     async def _implementer(self, issue: Issue) -> gg.SessionResult:
         label = f"implementer (round {issue.round})"
-        if issue.round <= 1:
+        go = self.go_round(issue)
+        if go <= 1:
             task = implement_task(issue, branch=self.branch, base=self.base)
             result, _ = await self.session(
                 issue, kind="implementer", label=label, task=task, workspace=self.worktree
@@ -336,11 +365,11 @@ class IssueFlow:
                 items,
                 branch=self.branch,
                 base=self.base,
-                round=issue.round,
+                round=go,
                 max_rounds=rounds,
             )
         else:
-            task = rework_task(items, round=issue.round, max_rounds=rounds)
+            task = rework_task(items, round=go, max_rounds=rounds)
         result, _ = await self.session(
             issue,
             kind="implementer",
@@ -410,14 +439,15 @@ class IssueFlow:
         if not changes:
             return self.transition(event="approved", to=S.MERGING, expect=expect)
         items = self.requested(issue.round)
-        if issue.round >= self.ctx.settings.max_rounds:
+        go = self.go_round(issue)
+        if go >= self.ctx.settings.max_rounds:
             listed = "; ".join(f"{n}. {t}" for n, t in enumerate(items, 1))
             return self.transition(
                 event="stuck",
                 to=S.STUCK,
                 expect=expect,
                 diagnosis=(
-                    f"the reviewers still requested changes after {issue.round} "
+                    f"the reviewers still requested changes after {go} "
                     f"round(s) (board.max_rounds = {self.ctx.settings.max_rounds}): "
                     f"{listed}"
                 ),
