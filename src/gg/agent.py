@@ -194,20 +194,7 @@ class Agent:
         )
         self._spec_given = model is not None
         self.trust_config = trust_config
-        self.registry: Registry = default_registry()
-        wanted = {
-            *self.settings.tools.capabilities,
-            *(c for a in self.settings.tools.arms.values() for c in a.capabilities or ()),
-        }
-        for cap, extra in (
-            ("agents", AGENT_TOOLS),
-            ("skills", SKILL_TOOLS),
-            ("memory", MEMORY_TOOLS),
-        ):
-            for extra_tool in extra if cap in wanted else ():  # opt-in: no name clashes
-                self.registry.register(extra_tool, capability=cap)
-        for t in tools:
-            self.registry.register(t if isinstance(t, Tool) else tool(t), capability="user")
+        self.registry: Registry = self._registry(tools)
         self._check_budget()
         if record is not None:
             record = _writable(Path(record))
@@ -228,6 +215,24 @@ class Agent:
         self.toolset: Toolset = self._check_arm()
         """The toolset arm resolved once (SPEC §1); every run of this agent offers it."""
         skills_section(self.toolset, self.workspace)  # a malformed skill: UserError now
+
+    def _registry(self, tools: Sequence[Callable[..., Any] | Tool]) -> Registry:
+        """The built-ins, the opt-in capabilities the settings name, and ``tools``."""
+        registry = default_registry()
+        wanted = {
+            *self.settings.tools.capabilities,
+            *(c for a in self.settings.tools.arms.values() for c in a.capabilities or ()),
+        }
+        for cap, extra in (
+            ("agents", AGENT_TOOLS),
+            ("skills", SKILL_TOOLS),
+            ("memory", MEMORY_TOOLS),
+        ):
+            for extra_tool in extra if cap in wanted else ():  # opt-in: no name clashes
+                registry.register(extra_tool, capability=cap)
+        for t in tools:
+            registry.register(t if isinstance(t, Tool) else tool(t), capability="user")
+        return registry
 
     def _make_model(
         self, progress: Callable[[str], None] | None, on_delta: Callable[[str], None] | None

@@ -136,28 +136,10 @@ class Run:
         self.snapshot = self._snapshot(configs)
         """Digests of gg.toml and the hook scripts at run start (issue 9 item 2)."""
         self.config_changed = changed_since_last_run(self.snapshot)
-        if self.config_changed:
-            print(
-                f"gg: warning: changed since this workspace's last run: "
-                f"{inert(', '.join(self.config_changed))} (check them before trusting this run's "
-                "settings and hooks)",
-                file=sys.stderr,
-            )
+        self._warn_changed()
         self._install = install_inside(self.workspace)  # before the probe makes the sandbox
         self.isolation = isolation or self._probe()
-        if self._install == self.workspace:
-            raise UserError(
-                "the workspace is on gg's import path (python -m gg started inside it, or "
-                "PYTHONPATH): a module an agent writes there would run in the next gg, with "
-                "your keys. Run the gg command, or start Python outside the workspace"
-            )
-        if self._install is not None and not self.isolation.startswith("bwrap"):
-            raise UserError(
-                f"gg's own installation ({self._install}) is inside the workspace, and the "
-                f"sandbox layer in force ({self.isolation}) cannot make it read-only: an agent "
-                "could change gg itself and run code in the next gg, with your keys. Install "
-                "gg outside the workspace (or run where bubblewrap works)"
-            )
+        self._check_install()
         self._git_before = git_state(self.workspace)
         self._repos_before = nested_repos(self.workspace)
         self.ceilings = Ceilings(**settings.ceilings.model_dump())
@@ -176,25 +158,64 @@ class Run:
             "stopped",
             "the run ended before an outcome was given",
         )
-        self.env = SessionEnv(
+        self.env = self._session_env()
+        """What the turn loop gets of this run (:mod:`gg.session` knows no more of it)."""
+        self._started()
+
+    def _session_env(self) -> SessionEnv:
+        """The parts of this run the turn loop gets (one for every session)."""
+        return SessionEnv(
             run_id=self.run_id,
-            model=model,
+            model=self.model,
             stream=self.stream,
-            gate=gate,
+            gate=self.gate,
             hook_place=self.hook_place(),
             ceilings=self.ceilings,
             budget=self.budget,
         )
-        """What the turn loop gets of this run (:mod:`gg.session` knows no more of it)."""
+
+    def _warn_changed(self) -> None:
+        """Warn on stderr when ``gg.toml`` or a hook script changed since the last run."""
+        if self.config_changed:
+            print(
+                f"gg: warning: changed since this workspace's last run: "
+                f"{inert(', '.join(self.config_changed))} (check them before trusting this run's "
+                "settings and hooks)",
+                file=sys.stderr,
+            )
+
+    def _check_install(self) -> None:
+        """Refuse a gg installation the agent could change (issue 9 item 5).
+
+        Raises:
+            UserError: the workspace is on gg's import path, or gg is installed inside it
+                and the sandbox layer in force cannot make it read-only.
+        """
+        if self._install == self.workspace:
+            raise UserError(
+                "the workspace is on gg's import path (python -m gg started inside it, or "
+                "PYTHONPATH): a module an agent writes there would run in the next gg, with "
+                "your keys. Run the gg command, or start Python outside the workspace"
+            )
+        if self._install is not None and not self.isolation.startswith("bwrap"):
+            raise UserError(
+                f"gg's own installation ({self._install}) is inside the workspace, and the "
+                f"sandbox layer in force ({self.isolation}) cannot make it read-only: an agent "
+                "could change gg itself and run code in the next gg, with your keys. Install "
+                "gg outside the workspace (or run where bubblewrap works)"
+            )
+
+    def _started(self) -> None:
+        """Write ``run_started`` (SPEC O1)."""
         self.stream.emit(
             RunStarted(
                 run_id=self.run_id,
-                settings=settings.model_dump(mode="json"),
+                settings=self.settings.model_dump(mode="json"),
                 isolation=self.isolation,
                 sandbox=self.sandbox_facts,
                 pid=os.getpid(),
                 workspace=str(self.workspace),
-                commands=settings.sandbox.commands,
+                commands=self.settings.sandbox.commands,
                 config_changed=list(self.config_changed),
             )
         )
