@@ -29,11 +29,13 @@ from gg.errors import ConfigError, ToolError, UserError
 from gg.hooks import CallableHook, CommandHook, Gate
 from gg.memory import MEMORY_TOOLS
 from gg.models.base import Model
+from gg.models.factory import model_from_spec
 from gg.models.recording import RecordingModel
-from gg.run import Run, arm_from_settings
+from gg.run import Run
 from gg.session import SessionResult
 from gg.skills import SKILL_TOOLS, skills_section
 from gg.tools.agents import AGENT_TOOLS
+from gg.tools.arms import Toolset, resolve_toolset
 from gg.tools.builtins import default_registry
 from gg.tools.registry import Registry, Tool, tool
 from gg.tools.safefs import open_beneath
@@ -192,20 +194,7 @@ class Agent:
         )
         self._spec_given = model is not None
         self.trust_config = trust_config
-        self.registry: Registry = default_registry()
-        wanted = {
-            *self.settings.tools.capabilities,
-            *(c for a in self.settings.tools.arms.values() for c in a.capabilities or ()),
-        }
-        for cap, extra in (
-            ("agents", AGENT_TOOLS),
-            ("skills", SKILL_TOOLS),
-            ("memory", MEMORY_TOOLS),
-        ):
-            for extra_tool in extra if cap in wanted else ():  # opt-in: no name clashes
-                self.registry.register(extra_tool, capability=cap)
-        for t in tools:
-            self.registry.register(t if isinstance(t, Tool) else tool(t), capability="user")
+        self.registry: Registry = self._registry(tools)
         self._check_budget()
         if record is not None:
             record = _writable(Path(record))
@@ -223,14 +212,31 @@ class Agent:
         ]
         self.hooks += [_hook(h) for h in hooks]
         self.listeners = list(listeners)
-        self._check_arm()
-        self.skills_prompt = skills_section(self.settings, self.registry, self.workspace)
+        self.toolset: Toolset = self._check_arm()
+        """The toolset arm resolved once (SPEC §1); every run of this agent offers it."""
+        skills_section(self.toolset, self.workspace)  # a malformed skill: UserError now
+
+    def _registry(self, tools: Sequence[Callable[..., Any] | Tool]) -> Registry:
+        """The built-ins, the opt-in capabilities the settings name, and ``tools``."""
+        registry = default_registry()
+        wanted = {
+            *self.settings.tools.capabilities,
+            *(c for a in self.settings.tools.arms.values() for c in a.capabilities or ()),
+        }
+        for cap, extra in (
+            ("agents", AGENT_TOOLS),
+            ("skills", SKILL_TOOLS),
+            ("memory", MEMORY_TOOLS),
+        ):
+            for extra_tool in extra if cap in wanted else ():  # opt-in: no name clashes
+                registry.register(extra_tool, capability=cap)
+        for t in tools:
+            registry.register(t if isinstance(t, Tool) else tool(t), capability="user")
+        return registry
 
     def _make_model(
         self, progress: Callable[[str], None] | None, on_delta: Callable[[str], None] | None
     ) -> Model:
-        from gg.models.factory import model_from_spec
-
         m = self.settings.model
         extra: dict[str, Any] = {"max_tokens": m.max_output_tokens} if m.max_output_tokens else {}
         if on_delta is not None:
@@ -259,14 +265,14 @@ class Agent:
             trusted=h.trusted,
         )
 
-    def _check_arm(self) -> None:
+    def _check_arm(self) -> Toolset:
         tools = self.settings.tools
         if self.registry.capabilities.get("user") and "user" not in tools.capabilities:
             self.settings = _merge(
                 self.settings, {"tools": {"capabilities": [*tools.capabilities, "user"]}}
             )
         try:
-            arm_from_settings(self.settings.tools).select(self.registry)
+            return resolve_toolset(self.settings.tools, self.registry)
         except UserError as e:
             raise UserError(f"[tools]: {e}") from None
 
@@ -280,7 +286,11 @@ class Agent:
             )
 
     def new_run(self, *, run_id: str | None = None) -> Run:
-        """A new :class:`Run` with this agent's model, settings, tools and hooks."""
+        """A new :class:`Run` with this agent's model, settings, tools and hooks.
+
+        Use it as ``async with agent.new_run() as run:`` (then ``run.conclude(...)``):
+        the run ends on the way out however the block left (:meth:`Run.__aexit__`).
+        """
         return Run(
             workspace=self.workspace,
             model=self.model,
@@ -289,6 +299,7 @@ class Agent:
             gate=Gate(self.hooks),
             run_id=run_id,
             listeners=self.listeners,
+            toolset=self.toolset,
             configs=self.configs,
             trust_config=self.trust_config,
         )
@@ -297,30 +308,13 @@ class Agent:
         """Run ``task`` in a new run's root session (async). Never raises for model output."""
         if not task.strip():
             raise UserError("the task is empty")
-        run = self.new_run()
-        try:
-            session = await run.session(task, extra_prompt=self.skills_prompt)
-        except BaseException as e:  # interrupted (Ctrl-C, cancelled) or a bug: say so
-            await run.aclose()
-            interrupted = isinstance(e, asyncio.CancelledError | KeyboardInterrupt)
-            why = (
-                "interrupted by the operator"
-                if interrupted
-                else f"gg failed: {type(e).__name__}: {e}"
-            )
-            run.end(
-                "stopped",
-                f"the run was {why}" if interrupted else why,
-                exit_code=130 if interrupted else 1,
-            )
-            raise
-        await run.aclose()
-        status = session.status
-        diagnosis = str(session.diagnosis) if session.diagnosis else None
-        run.end(status, diagnosis)
+        async with self.new_run() as run:
+            session = await run.session(task)
+            diagnosis = str(session.diagnosis) if session.diagnosis else None
+            run.conclude(session.status, diagnosis)
         return RunResult(
             run_id=run.run_id,
-            status=status,
+            status=session.status,
             ending=session.ending,
             diagnosis=diagnosis,
             stream=run.stream.path,

@@ -23,7 +23,7 @@ better text match, then the newer note. An empty query returns the newest notes.
 
 On-use script (S13): ``[memory] on_recall = "path/script.py"`` (or ``.js``,
 relative to the workspace) runs on every recall through
-:func:`gg.skills.run_on_use`, with no ending group. Before its first line,
+:func:`gg.onuse.run_on_use`, with no ending group. Before its first line,
 gg defines ``recall``: ``{"query": str, "notes": [{"id", "text", "tags"}]}``
 (so the script's line numbers in errors are one more than in its file). What
 it prints is appended to the recall's result.
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -49,6 +48,7 @@ from pydantic import Field
 
 from gg.endings import Language
 from gg.errors import ToolError, UserError
+from gg.onuse import run_on_use, with_data
 from gg.state import StateError, private_file, warn_legacy, workspace_state
 from gg.stream import now_iso
 from gg.tools.registry import Tool, ToolContext, tool
@@ -284,7 +284,7 @@ def _memory(row: Sequence[Any]) -> Memory:
 
 def _store(ctx: ToolContext) -> MemoryStore:
     """The store of the run's workspace (not a session's worktree: memories are shared)."""
-    workspace = Path(ctx.run.workspace if ctx.run is not None else ctx.workspace)
+    workspace = ctx.run.workspace if ctx.run is not None else ctx.workspace
     warn_legacy(workspace)
     try:
         return MemoryStore(db_path(workspace))
@@ -308,7 +308,7 @@ async def remember(text: str, tags: tuple[str, ...] = (), *, ctx: ToolContext) -
         )
     clean = normalize_tags(tags)
     store = await asyncio.to_thread(_store, ctx)
-    run_id = getattr(ctx.run, "run_id", None)
+    run_id = ctx.run.run_id if ctx.run is not None else None
     note = await asyncio.to_thread(
         store.add, text.strip(), clean, run_id=run_id, session_id=ctx.session_id
     )
@@ -336,8 +336,6 @@ async def recall(
         text = f"No note matches {query!r} ({total} stored)."
     script = _on_recall(ctx)
     if script is not None:
-        from gg.skills import run_on_use
-
         source, language = script
         data = {
             "query": query,
@@ -345,7 +343,7 @@ async def recall(
         }
         text += "\n\n" + await run_on_use(
             ctx,
-            _with_data(source, language, data),
+            with_data(source, language, name="recall", data=data),
             language=language,
             label="the memory's on-recall script",
         )
@@ -360,26 +358,19 @@ def _on_recall(ctx: ToolContext) -> tuple[str, Language] | None:
     """
     run = ctx.run
     name = run.settings.memory.on_recall if run is not None else None
-    if not name:
+    if run is None or not name:
         return None
-    path = Path(run.workspace) / name
+    path = run.workspace / name
     try:  # in the workspace: agent-written, so opened beneath it (issue 9 item 1)
         data = (
             path.read_bytes()
             if Path(name).is_absolute()
-            else read_beneath(Path(run.workspace), name, cap=_SCRIPT_CAP)
+            else read_beneath(run.workspace, name, cap=_SCRIPT_CAP)
         )
         source = data.decode("utf-8")
     except (OSError, UnicodeDecodeError, ToolError) as e:
         raise ToolError(f"[memory] on_recall: cannot read {str(path)!r}: {e}") from e
     return source, "javascript" if name.endswith(".js") else "python"
-
-
-def _with_data(source: str, language: Language, data: dict[str, Any]) -> str:
-    blob = json.dumps(data, ensure_ascii=False)
-    if language == "javascript":
-        return f"const recall = {blob};\n{source}"
-    return f"recall = __import__('json').loads({blob!r})\n{source}"
 
 
 MEMORY_TOOLS: tuple[Tool, ...] = (remember, recall)

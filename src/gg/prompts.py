@@ -1,4 +1,5 @@
-"""System prompts. The ending rule is stated here, once (SPEC S10).
+"""System prompts: every session's whole system prompt is assembled here, once
+(:func:`session_prompt`), and the ending rule is stated here, once (SPEC S10).
 
 The rule covers: sessions end only by the role's ending calls; the ending
 gate (agent-stop hooks) checks an ending before the session ends; declaring
@@ -13,10 +14,17 @@ import functools
 
 from gg.endings import Language, Role, spell
 
-__all__ = ["ENDING_RULE_MARK", "ending_rule", "system_prompt"]
+__all__ = ["ENDING_RULE_MARK", "SUBAGENT_NOTE", "ending_rule", "session_prompt", "system_prompt"]
 
 ENDING_RULE_MARK = "How your session ends"
 """The heading of the rule; tests count it to check the rule is stated once."""
+
+SUBAGENT_NOTE = (
+    "## You are a subagent\n"
+    "Another agent (session {parent}) gave you this task. Do it yourself with your tools; "
+    "your finish summary is the answer it receives, so make it complete and self-contained."
+)
+"""What a subagent's prompt adds (SPEC T2); ``{parent}`` is the spawning session's id."""
 
 
 def _endings_text(role: Role, language: Language) -> str:
@@ -88,3 +96,38 @@ def system_prompt(
     if extra:
         parts.append(extra)
     return "\n\n".join(parts)
+
+
+def session_prompt(
+    role: Role,
+    *,
+    mode: str,
+    language: Language,
+    mode_part: str = "",
+    overview: str = "",
+    parent: str | None = None,
+    skills: str = "",
+    instructions: str = "",
+) -> str:
+    """The whole system prompt of any session: root, subagent and board sessions alike.
+
+    The parts, in order: gg's opening, the ending rule (SPEC S10), the mode's part,
+    the workspace overview, the subagent note (when ``parent`` is given, SPEC T2), the
+    skills section (SPEC T3) and the caller's instructions; empty parts are left out.
+
+    Args:
+        role: the session's role.
+        mode: ``"tool-calling"`` or ``"code"``.
+        language: the language arm.
+        mode_part: what the mode adds (:meth:`gg.modes.base.Mode.prompt_part`).
+        overview: the workspace's top level (:meth:`gg.Run.workspace_overview`).
+        parent: the spawning session's id, for a subagent.
+        skills: the skills section (:func:`gg.skills.skills_section`).
+        instructions: anything else the caller adds.
+
+    Returns:
+        The prompt text.
+    """
+    note = SUBAGENT_NOTE.format(parent=parent) if parent is not None else ""
+    extra = "\n\n".join(p for p in (overview, note, skills, instructions) if p)
+    return system_prompt(role, mode=mode, language=language, mode_part=mode_part, extra=extra)

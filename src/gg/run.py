@@ -3,10 +3,17 @@
 :class:`Run` wires the parts; the loop lives in :mod:`gg.session`. Sessions of
 one run may run concurrently (``asyncio.gather``); they share the model, the
 stream, the budget and the gate, and each keeps its own ceiling counts.
+
+Seams: the loop gets the run as a :class:`~gg.session.SessionEnv` and each
+session as one :class:`~gg.session.SessionSpec`; tools, skills and memories get
+it as :class:`~gg.tools.registry.RunServices` (which :class:`Run` implements).
+The toolset arm is resolved once per run (:attr:`Run.toolset`). ``async with
+run:`` ends the run on the way out, whatever happened (:meth:`Run.__aexit__`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import secrets
@@ -14,11 +21,12 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Literal
 
 from gg import trust
 from gg.ceilings import Budget, Ceilings
-from gg.config import Settings, ToolsSettings
+from gg.config import Settings
 from gg.endings import Language, Role
 from gg.errors import UserError
 from gg.guard import (
@@ -33,13 +41,18 @@ from gg.guard import (
 from gg.hooks import CommandHook, Gate, HookPlace
 from gg.models.base import Model
 from gg.modes.base import Mode
+from gg.modes.code import CodeMode
 from gg.modes.tool_calling import ToolCallingMode
-from gg.session import SessionResult, run_session
+from gg.onuse import NO_SCRIPT_CAPABILITIES
+from gg.prompts import session_prompt
+from gg.sandbox import Isolation, Limits, Sandbox
+from gg.session import SessionEnv, SessionResult, SessionSpec, run_session
+from gg.skills import skills_section
 from gg.state import run_dir, warn_legacy
-from gg.stream import RunEnded, RunStarted, StreamWriter
+from gg.stream import Event, RunEnded, RunStarted, StreamWriter
 from gg.terminal import inert
-from gg.tools.arms import ToolsetArm
-from gg.tools.registry import Registry, ToolContext
+from gg.tools.arms import Toolset, ToolsetArm, arm_from_settings, resolve_toolset
+from gg.tools.registry import Registry, Tool, ToolContext
 
 __all__ = ["Run", "arm_from_settings", "new_run_id", "stream_path"]
 
@@ -61,26 +74,6 @@ def stream_path(workspace: Path, run_id: str) -> Path:
     return run_dir(workspace, run_id) / "stream.jsonl"
 
 
-def arm_from_settings(tools: ToolsSettings) -> ToolsetArm:
-    """The toolset arm named by ``[tools] arm`` (``"all"``: every configured capability).
-
-    Raises:
-        UserError: no arm of that name in ``[tools.arms]``.
-    """
-    if tools.arm == "all" and "all" not in tools.arms:
-        return ToolsetArm(name="all", capabilities=tuple(tools.capabilities))
-    if tools.arm not in tools.arms:
-        raise UserError(f"tools.arm: no toolset arm named {tools.arm!r} in [tools.arms]")
-    spec = tools.arms[tools.arm]
-    caps = spec.capabilities if spec.capabilities is not None else tools.capabilities
-    return ToolsetArm(
-        name=tools.arm,
-        capabilities=tuple(caps),
-        offer=None if spec.offer is None else tuple(spec.offer),
-        withhold=tuple(spec.withhold),
-    )
-
-
 class Run:
     """One invocation of gg: a stream, ceilings, a budget, a gate and sessions.
 
@@ -93,8 +86,8 @@ class Run:
         run_id: an id to use (default: a new one).
         listeners: callables that get every event as it is written (live display).
         isolation: the sandbox layer in force, for ``run_started``.
-        mode_factory: builds the mode for a session (default: tool-calling, or
-            code mode when registered by :mod:`gg.modes.code`).
+        toolset: ``registry`` already resolved by ``[tools] arm``
+            (:func:`gg.tools.arms.resolve_toolset`); default: resolved here, once.
         configs: the config files the run's settings came from (the workspace's
             ``gg.toml`` is always protected): hashed at start with the hook scripts,
             bound read-only in the sandbox, compared with the last run (issue 9 item 2).
@@ -120,7 +113,7 @@ class Run:
         run_id: str | None = None,
         listeners: Sequence[Callable[[Any], None]] = (),
         isolation: str | None = None,
-        mode_factory: Callable[..., Mode] | None = None,
+        toolset: Toolset | None = None,
         configs: Sequence[Path] = (),
         trust_config: bool = False,
     ) -> None:
@@ -131,7 +124,11 @@ class Run:
         self.registry = registry
         self.gate = gate
         self.run_id = run_id or new_run_id()
-        self._sandbox: Any = None
+        self.toolset = toolset or resolve_toolset(settings.tools, registry)
+        """The run's toolset arm, resolved once: every session is offered these tools."""
+        self.subagents_started = 0
+        """Subagents started so far in this run, over every depth (SPEC T2)."""
+        self._sandbox: Sandbox | None = None
         self.sandbox_facts: dict[str, Any] = {}
         approval = trust.check(
             self.workspace, settings, configs=self._config_keys(configs), trust=trust_config
@@ -139,6 +136,46 @@ class Run:
         self.snapshot = self._snapshot(configs)
         """Digests of gg.toml and the hook scripts at run start (issue 9 item 2)."""
         self.config_changed = changed_since_last_run(self.snapshot)
+        self._warn_changed()
+        self._install = install_inside(self.workspace)  # before the probe makes the sandbox
+        self.isolation = isolation or self._probe()
+        self._check_install()
+        self._git_before = git_state(self.workspace)
+        self._repos_before = nested_repos(self.workspace)
+        self.ceilings = Ceilings(**settings.ceilings.model_dump())
+        self.budget = Budget(self.ceilings)
+        self.stream = StreamWriter(  # gg writes nothing in the workspace (issue 9 item 2)
+            stream_path(self.workspace, self.run_id),
+            fsync=settings.stream.fsync,
+            listeners=list(listeners),
+        )
+        approval.record()  # the run started: its config is the workspace's approved one
+        warn_legacy(self.workspace)
+        self._sessions = 0
+        self._overviews: dict[Path, str] = {}
+        self._skills: dict[Path, str] = {}
+        self._outcome: tuple[Literal["ended", "stopped"], str | None] = (
+            "stopped",
+            "the run ended before an outcome was given",
+        )
+        self.env = self._session_env()
+        """What the turn loop gets of this run (:mod:`gg.session` knows no more of it)."""
+        self._started()
+
+    def _session_env(self) -> SessionEnv:
+        """The parts of this run the turn loop gets (one for every session)."""
+        return SessionEnv(
+            run_id=self.run_id,
+            model=self.model,
+            stream=self.stream,
+            gate=self.gate,
+            hook_place=self.hook_place(),
+            ceilings=self.ceilings,
+            budget=self.budget,
+        )
+
+    def _warn_changed(self) -> None:
+        """Warn on stderr when ``gg.toml`` or a hook script changed since the last run."""
         if self.config_changed:
             print(
                 f"gg: warning: changed since this workspace's last run: "
@@ -146,8 +183,14 @@ class Run:
                 "settings and hooks)",
                 file=sys.stderr,
             )
-        self._install = install_inside(self.workspace)  # before the probe makes the sandbox
-        self.isolation = isolation or self._probe()
+
+    def _check_install(self) -> None:
+        """Refuse a gg installation the agent could change (issue 9 item 5).
+
+        Raises:
+            UserError: the workspace is on gg's import path, or gg is installed inside it
+                and the sandbox layer in force cannot make it read-only.
+        """
         if self._install == self.workspace:
             raise UserError(
                 "the workspace is on gg's import path (python -m gg started inside it, or "
@@ -161,29 +204,18 @@ class Run:
                 "could change gg itself and run code in the next gg, with your keys. Install "
                 "gg outside the workspace (or run where bubblewrap works)"
             )
-        self._git_before = git_state(self.workspace)
-        self._repos_before = nested_repos(self.workspace)
-        self.ceilings = Ceilings(**settings.ceilings.model_dump())
-        self.budget = Budget(self.ceilings)
-        self.stream = StreamWriter(  # gg writes nothing in the workspace (issue 9 item 2)
-            stream_path(self.workspace, self.run_id),
-            fsync=settings.stream.fsync,
-            listeners=list(listeners),
-        )
-        approval.record()  # the run started: its config is the workspace's approved one
-        self._mode_factory = mode_factory
-        warn_legacy(self.workspace)
-        self._sessions = 0
-        self._overviews: dict[Path, str] = {}
+
+    def _started(self) -> None:
+        """Write ``run_started`` (SPEC O1)."""
         self.stream.emit(
             RunStarted(
                 run_id=self.run_id,
-                settings=settings.model_dump(mode="json"),
+                settings=self.settings.model_dump(mode="json"),
                 isolation=self.isolation,
                 sandbox=self.sandbox_facts,
                 pid=os.getpid(),
                 workspace=str(self.workspace),
-                commands=settings.sandbox.commands,
+                commands=self.settings.sandbox.commands,
                 config_changed=list(self.config_changed),
             )
         )
@@ -220,7 +252,7 @@ class Run:
         self.sandbox_facts = description
         return str(description["isolation"])
 
-    def sandbox(self) -> Any:
+    def sandbox(self) -> Sandbox:
         """The run's sandbox (responses as code, ``run_command``, on-use scripts).
 
         Raises:
@@ -228,8 +260,6 @@ class Run:
             gg.errors.UserError: ``GG_SANDBOX`` names no layer.
         """
         if self._sandbox is None:
-            from gg.sandbox import Isolation, Limits, Sandbox
-
             cfg = self.settings.sandbox
             forced = None if cfg.isolation == "auto" else Isolation(cfg.isolation)
             limits = Limits(
@@ -272,37 +302,54 @@ class Run:
         )
 
     def arm(self) -> ToolsetArm:
-        """The toolset arm the run uses (``[tools] arm``), a filter over the registry."""
-        return arm_from_settings(self.settings.tools)
+        """The toolset arm the run uses (``[tools] arm``), resolved once at start."""
+        return self.toolset.arm
 
-    def make_mode(
-        self,
-        *,
-        role: Role,
-        mode: str,
-        language: Language,
-        workspace: Path | None = None,
-        session_id: str | None = None,
-        depth: int = 0,
-    ) -> Mode:
-        """Build the execution mode of a session (SPEC M1, M2)."""
-        if self._mode_factory is not None:
-            return self._mode_factory(run=self, role=role, mode=mode, language=language)
-        arm = self.arm()
-        tools = arm.select(self.registry)
-        context = self.tool_context(workspace, session_id=session_id, depth=depth)
-        if mode == "code":
-            from gg.modes.code import CodeMode
+    def script_tools(self) -> Sequence[Tool]:
+        """The tools an on-use script's SDK offers: the arm minus the capabilities of
+        :data:`gg.onuse.NO_SCRIPT_CAPABILITIES` (SPEC S13)."""
+        return self.toolset.without(NO_SCRIPT_CAPABILITIES)
 
+    def emit(self, event: Event) -> None:
+        """Write ``event`` on the run's stream (:class:`~gg.tools.registry.RunServices`)."""
+        self.stream.emit(event)
+
+    def make_mode(self, spec: SessionSpec) -> Mode:
+        """Build the execution mode of the session ``spec`` describes (SPEC M1, M2)."""
+        tools = list(self.toolset.tools)
+        context = self.tool_context(spec.workspace, session_id=spec.session_id, depth=spec.depth)
+        arm = self.toolset.arm.name
+        if spec.mode == "code":
             return CodeMode(
-                role=role,
-                language=language,
+                role=spec.role,
+                language=spec.language,
                 tools=tools,
                 context=context,
                 sandbox=self.sandbox(),
-                arm=arm.name,
+                arm=arm,
             )
-        return ToolCallingMode(role=role, tools=tools, context=context, arm=arm.name)
+        return ToolCallingMode(role=spec.role, tools=tools, context=context, arm=arm)
+
+    def system_prompt(self, spec: SessionSpec, mode: Mode) -> str:
+        """The whole system prompt of the session ``spec`` describes, for every session
+        alike (root, subagent, board), by :func:`gg.prompts.session_prompt`.
+
+        Raises:
+            UserError: a malformed skill in the session's workspace (SPEC T3).
+        """
+        ws = spec.workspace
+        if ws not in self._skills:
+            self._skills[ws] = skills_section(self.toolset, ws)
+        return session_prompt(
+            spec.role,
+            mode=mode.name,
+            language=mode.language,
+            mode_part=mode.prompt_part(),
+            overview=self.workspace_overview(ws),
+            parent=spec.parent,
+            skills=self._skills[ws],
+            instructions=spec.instructions,
+        )
 
     async def session(
         self,
@@ -319,6 +366,9 @@ class Run:
     ) -> SessionResult:
         """Run one session of this run to its ending or a ceiling.
 
+        Builds the session's :class:`~gg.session.SessionSpec` (defaults from
+        ``[session]``) and runs it with :meth:`start`.
+
         Args:
             task: the task text.
             role: ``standard`` or ``review``; default from ``[session] role``.
@@ -331,28 +381,43 @@ class Run:
             depth: 0 for a root session; a subagent's is its parent's + 1 (SPEC T2).
         """
         s = self.settings.session
-        r = Role(role) if role is not None else s.role
-        ws = workspace.resolve() if workspace is not None else self.workspace
-        sid = resume.session_id if resume is not None else self.new_session_id()
-        m = self.make_mode(
-            role=r,
+        spec = SessionSpec(
+            task=task,
+            role=Role(role) if role is not None else s.role,
             mode=mode or s.mode,
             language=language or s.language,
-            workspace=ws,
-            session_id=sid,
-            depth=depth,
-        )
-        extra = "\n\n".join(p for p in (self.workspace_overview(ws), extra_prompt) if p)
-        return await run_session(
-            self,
-            task=task,
-            role=r,
-            mode=m,
+            workspace=workspace.resolve() if workspace is not None else self.workspace,
+            session_id=resume.session_id if resume is not None else self.new_session_id(),
             parent=parent,
-            extra_prompt=extra,
-            workspace=ws,
             resume=resume,
-            session_id=sid,
+            depth=depth,
+            instructions=extra_prompt,
+        )
+        return await self.start(spec)
+
+    async def start(self, spec: SessionSpec) -> SessionResult:
+        """Run the session ``spec`` describes to its ending or a ceiling (SPEC S1).
+
+        Raises:
+            UserError: a malformed skill; gg.errors.SandboxError: code mode without a
+                working sandbox.
+        """
+        mode = self.make_mode(spec)
+        return await run_session(self.env, spec, mode=mode, prompt=self.system_prompt(spec, mode))
+
+    async def spawn(
+        self, task: str, *, parent: str | None, workspace: Path, depth: int
+    ) -> SessionResult:
+        """A subagent: a Standard-role session of this run (SPEC T2; ``spawn`` tools).
+
+        Args:
+            task: its task.
+            parent: the spawning session's id.
+            workspace: where it works.
+            depth: its depth (the parent's + 1).
+        """
+        return await self.session(
+            task, role=Role.STANDARD, parent=parent, workspace=workspace, depth=depth
         )
 
     def workspace_overview(self, workspace: Path, limit: int = 40) -> str:
@@ -400,3 +465,25 @@ class Run:
             )
             self.stream.close()
         return code
+
+    def conclude(self, status: Literal["ended", "stopped"], diagnosis: str | None) -> None:
+        """Give the outcome ``async with run:`` ends the run with (SPEC O3)."""
+        self._outcome = (status, diagnosis)
+
+    async def __aenter__(self) -> Run:
+        return self
+
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Release the sandbox, then end the run: with the outcome :meth:`conclude` gave,
+        or, when the block raised, stopped as interrupted (exit code 130, Ctrl-C or
+        cancelled) or as failed in gg (1). The exception goes on."""
+        await self.aclose()
+        if e is None:
+            self.end(*self._outcome)
+            return
+        if isinstance(e, asyncio.CancelledError | KeyboardInterrupt):
+            self.end("stopped", "the run was interrupted by the operator", exit_code=130)
+        else:
+            self.end("stopped", f"gg failed: {type(e).__name__}: {e}", exit_code=1)

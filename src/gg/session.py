@@ -9,6 +9,11 @@ first, whatever the provider, and the conversation sent passes
 :func:`gg.models.boundary.clean_messages`); hand the reply to the mode, which runs calls or the
 program and checks endings; record error turns; put a declared ending
 through the gate (agent-stop hooks); check ceilings; sync the stream.
+
+The loop knows the run only through a :class:`SessionEnv` (the model, the
+stream, the gate, the ceilings and budget) and the session through one
+:class:`SessionSpec`; :class:`gg.Run` builds both, the mode and the system
+prompt, so this module imports nothing of :mod:`gg.run`.
 """
 
 from __future__ import annotations
@@ -17,16 +22,15 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from gg.ceilings import Diagnosis, SessionCeilings
-from gg.endings import Ending, Role
+from gg.ceilings import Budget, Ceilings, Diagnosis, SessionCeilings
+from gg.endings import Ending, Language, Role
 from gg.errors import ModelError, ScriptExhausted
-from gg.hooks import StopEvent
-from gg.models.base import AssistantMessage, Message, Reply, SystemMessage, UserMessage
+from gg.hooks import Gate, HookPlace, StopEvent
+from gg.models.base import AssistantMessage, Message, Model, Reply, SystemMessage, UserMessage
 from gg.models.boundary import clean_messages, clean_reply
 from gg.modes.base import Mode, TurnContext, TurnOutcome
-from gg.prompts import system_prompt
 from gg.stream import (
     CeilingTripped,
     ErrorTurn,
@@ -34,15 +38,36 @@ from gg.stream import (
     GatePassed,
     SessionEnded,
     SessionStarted,
+    StreamWriter,
     TurnEvent,
     Usage,
     excerpt,
 )
 
-if TYPE_CHECKING:
-    from gg.run import Run
+__all__ = ["SessionEnv", "SessionResult", "SessionSpec", "run_session"]
 
-__all__ = ["SessionResult", "run_session"]
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionEnv:
+    """What the turn loop gets of its run: shared by every session of one run (SPEC §1).
+
+    Attributes:
+        run_id: the run's id.
+        model: the model every session asks.
+        stream: the run's stream writer.
+        gate: the ending gate (agent-stop hooks, SPEC H1).
+        hook_place: where the gate's command hooks run (the run's sandbox, its snapshot).
+        ceilings: the per-session ceilings (SPEC S12).
+        budget: the run's shared token and cost budget.
+    """
+
+    run_id: str
+    model: Model
+    stream: StreamWriter
+    gate: Gate
+    hook_place: HookPlace
+    ceilings: Ceilings
+    budget: Budget
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +93,38 @@ class SessionResult:
     """The workspace the session worked in."""
     messages: list[Message] = dataclasses.field(default_factory=list, repr=False)
     """The conversation, for resuming the session (see :func:`run_session`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSpec:
+    """One session, described once: :meth:`gg.Run.session` builds it, and the mode, the
+    system prompt and the loop all read it.
+
+    Attributes:
+        task: the user's task, the session's first (or, resumed, next) user message.
+        role: decides the ending group (SPEC S2).
+        mode: ``"tool-calling"`` or ``"code"`` (SPEC M1, M2).
+        language: the language arm, ``"python"`` or ``"javascript"``.
+        workspace: the session's own workspace (absolute, resolved): the run's, or an
+            issue's worktree.
+        session_id: its id in the run's stream (the resumed session's when resuming).
+        parent: the spawning session's id (a subagent, SPEC T2), else ``None``.
+        resume: an earlier result of the same session to continue (the board's
+            implementer after a review, B3).
+        depth: 0 for a root session; a subagent's is its parent's + 1 (SPEC T2).
+        instructions: text the caller adds at the end of the system prompt.
+    """
+
+    task: str
+    role: Role
+    mode: str
+    language: Language
+    workspace: Path
+    session_id: str
+    parent: str | None = None
+    resume: SessionResult | None = None
+    depth: int = 0
+    instructions: str = ""
 
 
 def _with_ids(reply: Reply, turn: int) -> Reply:
@@ -109,47 +166,28 @@ def _hook_broken(block: Any) -> bool:
 class _Loop:
     """The state of one running session; :func:`run_session` drives it."""
 
-    def __init__(
-        self,
-        run: Run,
-        *,
-        task: str,
-        role: Role,
-        mode: Mode,
-        parent: str | None,
-        extra_prompt: str,
-        workspace: Path,
-        resume: SessionResult | None,
-        session_id: str | None,
-    ) -> None:
-        self.run = run
-        self.workspace = workspace
-        self.role = role
+    def __init__(self, env: SessionEnv, spec: SessionSpec, *, mode: Mode, prompt: str) -> None:
+        self.env = env
+        self.spec = spec
+        self.workspace = spec.workspace
+        self.role = spec.role
         self.mode = mode
-        self.parent = parent
-        self.task = task
-        self.session_id = session_id or (resume.session_id if resume else run.new_session_id())
-        self.ceilings = SessionCeilings(run.ceilings)
+        self.session_id = spec.session_id
+        self.ceilings = SessionCeilings(env.ceilings)
         self.blocked_total = 0
         self.turn = 0
         self.cleaned = 0
         """Messages before this index had their lone surrogates replaced (issue 9 F4)."""
-        if resume is not None:
-            self.messages: list[Message] = [*resume.messages, UserMessage(content=task)]
+        task = UserMessage(content=spec.task)
+        if spec.resume is not None:
+            self.messages: list[Message] = [*spec.resume.messages, task]
         else:
-            prompt = system_prompt(
-                role,
-                mode=mode.name,
-                language=mode.language,
-                mode_part=mode.prompt_part(),
-                extra=extra_prompt,
-            )
-            self.messages = [SystemMessage(content=prompt), UserMessage(content=task)]
+            self.messages = [SystemMessage(content=prompt), task]
 
     def emit(self, cls: Any, **fields: Any) -> None:
-        self.run.stream.emit(
+        self.env.stream.emit(
             cls(
-                run_id=self.run.run_id, session_id=self.session_id, turn=self.turn or None, **fields
+                run_id=self.env.run_id, session_id=self.session_id, turn=self.turn or None, **fields
             )
         )
 
@@ -162,7 +200,7 @@ class _Loop:
             diagnosis=diagnosis.message if diagnosis else None,
             turns=self.turn,
         )
-        await self.run.stream.sync_turn()
+        await self.env.stream.sync_turn()
         return SessionResult(
             session_id=self.session_id,
             role=self.role,
@@ -180,7 +218,7 @@ class _Loop:
         self.cleaned = len(self.messages)
         started = time.perf_counter()
         try:
-            reply = await self.run.model.respond(self.messages, tools)
+            reply = await self.env.model.respond(self.messages, tools)
         except ScriptExhausted as e:
             return Diagnosis(ceiling=None, message=f"{e}; the run stops here.")
         except ModelError as e:
@@ -194,7 +232,7 @@ class _Loop:
             usage=Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost=u.cost),
             seconds=round(time.perf_counter() - started, 6),
         )
-        self.run.budget.add(tokens=u.input_tokens + u.output_tokens, cost=u.cost)
+        self.env.budget.add(tokens=u.input_tokens + u.output_tokens, cost=u.cost)
         self.messages.append(AssistantMessage(content=reply.text, tool_calls=reply.tool_calls))
         if self.cleaned == len(self.messages) - 1:
             self.cleaned += 1  # made from the cleaned reply: nothing to clean again
@@ -208,7 +246,7 @@ class _Loop:
             workspace=self.workspace,
             blocked_before=self.blocked_total,
         )
-        result = await self.run.gate.check(event, place=self.run.hook_place())
+        result = await self.env.gate.check(event, place=self.env.hook_place)
         if result.passed:
             self.ceilings.record_gate(blocked=False)
             self.emit(GatePassed, call=ending.call, hooks=len(result.outcomes))
@@ -246,48 +284,23 @@ class _Loop:
 
 
 async def run_session(
-    run: Run,
-    *,
-    task: str,
-    role: Role,
-    mode: Mode,
-    parent: str | None = None,
-    extra_prompt: str = "",
-    workspace: Path | None = None,
-    resume: SessionResult | None = None,
-    session_id: str | None = None,
+    env: SessionEnv, spec: SessionSpec, *, mode: Mode, prompt: str
 ) -> SessionResult:
     """Drive one session to its ending or to a ceiling (SPEC S1).
 
     Args:
-        run: the run the session belongs to (stream, gate, ceilings, budget, model).
-        task: the user's task, the session's first user message.
-        role: decides the ending group (SPEC S2).
-        mode: the execution mode, already built for this role.
-        parent: the spawning session's id, for subagents.
-        extra_prompt: text appended to the system prompt.
-        workspace: the session's own workspace (e.g. an issue's worktree);
-            default: the run's.
-        resume: an earlier result of the same session to continue: its
-            conversation goes on with ``task`` as the next user message, under
-            the same session id (the board's implementer after a review, B3).
-        session_id: the id to use (default: the resumed one, or the run's next).
+        env: what the session gets of its run (model, stream, gate, ceilings, budget).
+        spec: the session: task, role, workspace, id, parent, what it resumes.
+        mode: the execution mode, already built for this spec.
+        prompt: the whole system prompt (:func:`gg.prompts.session_prompt`); unused
+            when ``spec.resume`` continues a conversation that has one.
 
     Returns:
         The :class:`SessionResult`. Never raises for anything a model sends.
     """
-    ws = workspace or run.workspace
-    loop = _Loop(
-        run,
-        task=task,
-        role=role,
-        mode=mode,
-        parent=parent,
-        extra_prompt=extra_prompt,
-        workspace=ws,
-        resume=resume,
-        session_id=session_id,
-    )
+    loop = _Loop(env, spec, mode=mode, prompt=prompt)
+    role, ws, task, parent, resume = spec.role, spec.workspace, spec.task, spec.parent, spec.resume
+    run = env  # the run's parts, as the loop sees them
     loop.emit(
         SessionStarted,
         role=role.value,

@@ -23,14 +23,13 @@ error. A sub-folder without ``SKILL.md`` is not a skill and is skipped.
 
 The capability ``skills`` offers one tool, ``use_skill(name)``: it returns the
 skill's instructions followed by what its on-use script printed and
-returned. The script runs in the run's sandbox with the SDK and **no ending
-group** (S13): every ending call from it is refused as unavailable, the
-refusal is on the stream (``ending_refused``), and the session goes on. The
-script's SDK offers the arm's tools except those of the capabilities
-``agents``, ``skills`` and ``memory`` (no subagents, no recursion).
+returned. The script runs through :func:`gg.onuse.run_on_use`, the one place
+on-use scripts run from: in the run's sandbox with the SDK and **no ending
+group** (S13).
 
 :func:`skills_section` is the system-prompt part listing the skills by name
-and description, for sessions whose arm offers ``use_skill``.
+and description, for sessions whose arm offers ``use_skill``
+(:func:`gg.prompts.session_prompt` puts it in every session's prompt).
 """
 
 from __future__ import annotations
@@ -40,16 +39,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from gg.endings import Language
-from gg.errors import GGError, ToolError, UserError
-from gg.modes.base import Emit
-from gg.tools.registry import Registry, Tool, ToolContext, tool
+from gg.errors import ToolError, UserError
+from gg.onuse import NO_SCRIPT_CAPABILITIES, run_on_use
+from gg.tools.arms import Toolset
+from gg.tools.registry import Tool, ToolContext, tool
 from gg.tools.safefs import open_beneath, read_beneath
-
-if TYPE_CHECKING:
-    from gg.config import Settings
 
 __all__ = [
     "NO_SCRIPT_CAPABILITIES",
@@ -71,8 +67,6 @@ SCRIPTS: dict[str, Language] = {"on_use.py": "python", "on_use.js": "javascript"
 """On-use script file names and their languages."""
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _BLOCK_MARKS = frozenset({">", "|", ">-", "|-", ">+", "|+"})
-NO_SCRIPT_CAPABILITIES = frozenset({"agents", "skills", "memory"})
-"""Capabilities whose tools an on-use script's SDK does not offer."""
 _SECTION_MAX = 100  # skills listed in the system prompt
 _DESCRIPTION_MAX = 300  # characters of a description in the system prompt
 _FILE_CAP = 1_000_000  # bytes of a SKILL.md or an on-use script
@@ -286,12 +280,11 @@ def discover_skills(workspace: Path) -> dict[str, Skill]:
     return found
 
 
-def skills_section(settings: Settings, registry: Registry, workspace: Path) -> str:
+def skills_section(toolset: Toolset, workspace: Path) -> str:
     """The system prompt's list of skills, or ``""`` when the arm does not offer ``use_skill``.
 
     Args:
-        settings: the run's settings (its toolset arm).
-        registry: the shared registry.
+        toolset: the run's resolved toolset arm.
         workspace: the session's workspace, where skills are looked for.
 
     Returns:
@@ -300,10 +293,7 @@ def skills_section(settings: Settings, registry: Registry, workspace: Path) -> s
     Raises:
         UserError: a malformed skill (see :func:`discover_skills`).
     """
-    from gg.run import arm_from_settings
-
-    offered = {t.name for t in arm_from_settings(settings.tools).select(registry)}
-    if "use_skill" not in offered:
+    if not toolset.offers("use_skill"):
         return ""
     skills = sorted(discover_skills(workspace).values(), key=lambda s: s.name)
     if not skills:
@@ -320,67 +310,6 @@ def skills_section(settings: Settings, registry: Registry, workspace: Path) -> s
 def _one_line(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= _DESCRIPTION_MAX else flat[: _DESCRIPTION_MAX - 1] + "…"
-
-
-def _emitter(run: Any, session_id: str | None) -> Emit:
-    def emit(cls: Any, **fields: Any) -> None:
-        run.stream.emit(cls(run_id=run.run_id, session_id=session_id, **fields))
-
-    return emit
-
-
-def _script_tools(run: Any) -> list[Tool]:
-    tools: list[Tool] = run.arm().select(run.registry)
-    return [t for t in tools if run.registry.capability_of(t.name) not in NO_SCRIPT_CAPABILITIES]
-
-
-async def run_on_use(ctx: ToolContext, source: str, *, language: Language, label: str) -> str:
-    """Run an on-use script in the run's sandbox with no ending group (SPEC S13).
-
-    Ending calls from the script are refused as unavailable and written on the
-    stream as ``ending_refused`` under the calling session's id; the refusal
-    raises inside the script, and the calling session goes on.
-
-    Args:
-        ctx: the calling tool's context (its run, session id, workspace).
-        source: the script's source.
-        language: ``"python"`` or ``"javascript"``.
-        label: how to name the script in the text, e.g. ``"the on-use script"``.
-
-    Returns:
-        What the script printed and returned, and its error if it failed.
-
-    Raises:
-        ToolError: no run, no working sandbox (or it failed to start the script), or
-            the script does not compile.
-    """
-    run = ctx.run
-    if run is None:
-        raise ToolError(f"{label} runs only inside a run")
-    try:
-        from gg.modes.code import program_feedback, run_on_use_script
-
-        sandbox = run.sandbox()
-    except (ImportError, GGError) as e:
-        raise ToolError(f"{label} could not run: the sandbox is not available ({e})") from e
-    try:
-        problem = await sandbox.acompile(source, language=language)
-        if problem is not None:
-            where = f" (line {problem.line}, column {problem.column})" if problem.line else ""
-            raise ToolError(f"{label} does not compile{where}: {problem.message}")
-        result = await run_on_use_script(
-            source,
-            language=language,
-            sandbox=sandbox,
-            tools=_script_tools(run),
-            context=ctx,
-            emit=_emitter(run, ctx.session_id),
-        )
-    except ToolError:
-        raise
-    except GGError as e:
-        raise ToolError(f"{label} could not run: {e}") from e
-    return program_feedback(result, label=label)
 
 
 @tool

@@ -65,6 +65,7 @@ def make_repo(
         ".gitignore": "__pycache__/\n",
         "gg.toml": toml if toml is not None else gg_toml(),
     }.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
         (path / name).write_text(text)
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "initial")

@@ -423,24 +423,19 @@ class Board:
         )
         with _RunLock(workspace_state(self.workspace) / "board.lock"):
             await self._recover(git)
-            run = agent.new_run()
-            ctx = BoardContext(
-                run=run,
-                store=self.store,
-                git=git,
-                settings=self.settings.board,
-                workspace=self.workspace,
-                notify=self.notify,
-                guard=guard,
-            )
-            status: Literal["ended", "stopped"] = "stopped"
-            diagnosis: str | None = "the board run was interrupted"
-            try:
+            async with agent.new_run() as run:  # ends the run however this block leaves
+                ctx = BoardContext(
+                    run=run,
+                    store=self.store,
+                    git=git,
+                    settings=self.settings.board,
+                    workspace=self.workspace,
+                    notify=self.notify,
+                    guard=guard,
+                )
                 taken = await self._schedule(ctx, k)
                 status, diagnosis = _outcome(taken, self.store.issues(), ctx.halt)
-            finally:
-                await run.aclose()
-                run.end(status, diagnosis)
+                run.conclude(status, diagnosis)
         return BoardResult(
             run_id=run.run_id,
             status=status,

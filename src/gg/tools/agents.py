@@ -1,6 +1,7 @@
 """Subagents: the ``spawn`` and ``spawn_all`` registry tools, capability ``agents`` (SPEC T2).
 
-``spawn(task)`` starts a **subagent**: a new session of the caller's run, in
+``spawn(task)`` starts a **subagent** (through
+:meth:`gg.tools.registry.RunServices.spawn`): a new session of the caller's run, in
 the Standard role, on the same model and stream, in the caller's workspace,
 with ``parent`` set to the caller's session id and a depth one more than the
 caller's. It keeps its own ceiling counts (every session does) and shares
@@ -18,32 +19,25 @@ others or the call.
 Limits, from ``[agents]`` (checked before anything starts, refused as tool
 errors): ``max_depth`` (the root session is depth 0; a session at
 ``max_depth`` cannot spawn) and ``max_subagents`` per run, counted over every
-depth. ``spawn_all`` that asks for more subagents than the run has left
-starts none.
+depth on the run itself (:attr:`~gg.tools.registry.RunServices.subagents_started`),
+so two runs never share a count. ``spawn_all`` that asks for more subagents
+than the run has left starts none. The subagent's system prompt (the note
+that it is one, the skills) is assembled with every other session's
+(:func:`gg.prompts.session_prompt`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import weakref
 from typing import Any
 
 from gg.errors import GGError, ToolError
-from gg.tools.registry import Tool, ToolContext, tool
+from gg.tools.registry import RunServices, Tool, ToolContext, tool
 
 __all__ = ["AGENT_TOOLS", "spawn", "spawn_all"]
 
-_started: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-"""Subagents started so far, per :class:`gg.Run` (forgotten with the run)."""
 
-_SUBAGENT_NOTE = (
-    "## You are a subagent\n"
-    "Another agent (session {parent}) gave you this task. Do it yourself with your tools; "
-    "your finish summary is the answer it receives, so make it complete and self-contained."
-)
-
-
-def _reserve(ctx: ToolContext, count: int) -> Any:
+def _reserve(ctx: ToolContext, count: int) -> RunServices:
     """Check depth and count limits, then count ``count`` new subagents (SPEC T2).
 
     Returns:
@@ -62,7 +56,7 @@ def _reserve(ctx: ToolContext, count: int) -> Any:
             f"cannot spawn: this session is at depth {ctx.depth} and [agents] max_depth is "
             f"{limits.max_depth}, so it may not start subagents. Do the task yourself."
         )
-    used = _started.get(run, 0)
+    used = run.subagents_started
     left = limits.max_subagents - used
     if count > left:
         asked = "a subagent" if count == 1 else f"{count} subagents"
@@ -71,7 +65,7 @@ def _reserve(ctx: ToolContext, count: int) -> Any:
             f"max_subagents = {limits.max_subagents}, so {max(left, 0)} can still be started. "
             "Do the remaining work yourself, or spawn fewer."
         )
-    _started[run] = used + count
+    run.subagents_started = used + count
     return run
 
 
@@ -81,30 +75,15 @@ def _check_task(task: str) -> str:
     return task.strip()
 
 
-async def _subagent(run: Any, task: str, ctx: ToolContext) -> str:
+async def _subagent(run: RunServices, task: str, ctx: ToolContext) -> str:
     """Run one subagent to its ending and return its summary.
 
     Raises:
         ToolError: the subagent was stopped (its diagnosis), or could not start.
     """
-    from gg.skills import skills_section
-
     try:
-        extra = "\n\n".join(
-            p
-            for p in (
-                _SUBAGENT_NOTE.format(parent=ctx.session_id or "?"),
-                skills_section(run.settings, run.registry, ctx.workspace),
-            )
-            if p
-        )
-        result = await run.session(
-            task,
-            role="standard",
-            parent=ctx.session_id,
-            workspace=ctx.workspace,
-            depth=ctx.depth + 1,
-            extra_prompt=extra,
+        result = await run.spawn(
+            task, parent=ctx.session_id, workspace=ctx.workspace, depth=ctx.depth + 1
         )
     except GGError as e:
         raise ToolError(f"the subagent could not start: {e}") from e

@@ -1,7 +1,9 @@
 """Toolset arms: named selections over the registry's offered tools (SPEC §1).
 
 An arm is a filter, not a copy: :meth:`ToolsetArm.select` reads the shared
-:class:`~gg.tools.registry.Registry` each time. Ending calls are never
+:class:`~gg.tools.registry.Registry` each time. A run resolves its arm once
+(:func:`resolve_toolset`) and keeps the :class:`Toolset` it got: every session,
+the skills section and on-use scripts read that one selection. Ending calls are never
 registry tools, so no arm may offer or withhold one: every agent always has
 the endings its role gives it (SPEC §1, S2).
 """
@@ -11,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gg.config import ToolsSettings
 from gg.endings import is_ending_name
 from gg.errors import UserError
 from gg.tools.registry import Registry, Tool
 
-__all__ = ["ToolsetArm"]
+__all__ = ["Toolset", "ToolsetArm", "arm_from_settings", "resolve_toolset"]
 
 _ENDING_REFUSAL = "ending calls are never registry tools: no arm offers or withholds them"
 
@@ -114,3 +117,75 @@ class ToolsetArm:
                 f"toolset arm {self.name!r} names unknown tool {name!r}; "
                 f"known tools: {', '.join(map(repr, registry.names)) or 'none'}"
             )
+
+
+def arm_from_settings(tools: ToolsSettings) -> ToolsetArm:
+    """The toolset arm named by ``[tools] arm`` (``"all"``: every configured capability).
+
+    Args:
+        tools: the ``[tools]`` settings.
+
+    Returns:
+        The arm (not yet checked against a registry: see :func:`resolve_toolset`).
+
+    Raises:
+        UserError: no arm of that name in ``[tools.arms]``.
+    """
+    if tools.arm == "all" and "all" not in tools.arms:
+        return ToolsetArm(name="all", capabilities=tuple(tools.capabilities))
+    if tools.arm not in tools.arms:
+        raise UserError(f"tools.arm: no toolset arm named {tools.arm!r} in [tools.arms]")
+    spec = tools.arms[tools.arm]
+    caps = spec.capabilities if spec.capabilities is not None else tools.capabilities
+    return ToolsetArm(
+        name=tools.arm,
+        capabilities=tuple(caps),
+        offer=None if spec.offer is None else tuple(spec.offer),
+        withhold=tuple(spec.withhold),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Toolset:
+    """A toolset arm resolved against a registry, once: what a run's sessions are offered.
+
+    Attributes:
+        arm: the arm.
+        tools: the tools it selected, in its order.
+        capabilities: the capability of each tool of ``tools``, index for index.
+    """
+
+    arm: ToolsetArm
+    tools: tuple[Tool, ...]
+    capabilities: tuple[str, ...]
+
+    def offers(self, name: str) -> bool:
+        """Whether a tool named ``name`` is among :attr:`tools`."""
+        return any(t.name == name for t in self.tools)
+
+    def without(self, capabilities: Iterable[str]) -> tuple[Tool, ...]:
+        """:attr:`tools` minus those of ``capabilities`` (on-use scripts' SDK, SPEC S13)."""
+        dropped = frozenset(capabilities)
+        return tuple(
+            t for t, c in zip(self.tools, self.capabilities, strict=True) if c not in dropped
+        )
+
+
+def resolve_toolset(tools: ToolsSettings, registry: Registry) -> Toolset:
+    """Resolve the arm ``[tools] arm`` names against ``registry`` (SPEC §1).
+
+    Args:
+        tools: the ``[tools]`` settings.
+        registry: the shared registry.
+
+    Returns:
+        The :class:`Toolset`: the arm, its tools and their capabilities.
+
+    Raises:
+        UserError: an unknown arm, capability or tool, or an ending call named
+            (:meth:`ToolsetArm.select`).
+    """
+    arm = arm_from_settings(tools)
+    selected = tuple(arm.select(registry))
+    caps = tuple(registry.capability_of(t.name) or "" for t in selected)
+    return Toolset(arm=arm, tools=selected, capabilities=caps)

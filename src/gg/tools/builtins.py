@@ -129,7 +129,7 @@ def _protected_guard(ctx: ToolContext, root: Beneath) -> Callable[[int, str], No
     """A :meth:`Beneath.write` guard refusing gg's own files: ``gg.toml`` and the hook
     scripts the run hashed at start (issue 9 item 2), found by their directory's identity
     and name in this session's workspace, so no alias path or link reaches them."""
-    snapshot = getattr(ctx.run, "snapshot", None)
+    snapshot = ctx.run.snapshot if ctx.run is not None else None
     if snapshot is None:
         return None
     keys = {p.relative_to(snapshot.workspace).as_posix() for p in snapshot.inside()}

@@ -24,23 +24,31 @@ from __future__ import annotations
 import inspect
 import json
 import keyword
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, Protocol, get_type_hints, overload
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import SchemaValidator
 
-from gg.endings import is_ending_name
+from gg.config import Settings
+from gg.endings import Ending, is_ending_name
 from gg.errors import GGError, ToolError, UserError
+from gg.guard import Snapshot
 from gg.models.base import ToolSpec
+from gg.stream import Event
+
+if TYPE_CHECKING:  # an annotation only: the sandbox package is loaded by the run
+    from gg.sandbox import Sandbox
 
 __all__ = [
     "ArgumentsError",
     "FunctionTool",
     "Registry",
+    "RunServices",
+    "SessionOutcome",
     "Tool",
     "ToolContext",
     "cap_text",
@@ -49,6 +57,87 @@ __all__ = [
 
 _MAX_NAME = 64
 _ENDING_REFUSAL = "ending calls are never registry tools (SPEC §1)"
+
+
+class SessionOutcome(Protocol):
+    """What a tool learns of a session it started (a subagent, SPEC T2):
+    :class:`gg.SessionResult` is one."""
+
+    @property
+    def session_id(self) -> str:
+        """The session's id in the run's stream."""
+
+    @property
+    def turns(self) -> int:
+        """How many turns it took."""
+
+    @property
+    def ending(self) -> Ending | None:
+        """Its ending when it ended; ``None`` when it was stopped."""
+
+    @property
+    def diagnosis(self) -> object:
+        """Why it stopped (its ``str`` is the operator's text), ``None`` when it ended."""
+
+
+class RunServices(Protocol):
+    """What the run lends to tools, skills and memories: the one seam between a tool call
+    and the :class:`gg.Run` it runs in (:class:`gg.Run` implements it).
+
+    It promises nothing about sessions beyond :meth:`spawn`, and nothing about the
+    stream beyond :meth:`emit`: a tool never sees the model, the gate or the budget.
+    """
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+
+    @property
+    def workspace(self) -> Path:
+        """The run's workspace (resolved); a session's own may be a worktree beneath it."""
+
+    @property
+    def settings(self) -> Settings:
+        """The run's effective settings (read-only by contract)."""
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The digests of ``gg.toml`` and the hook scripts taken at run start (issue 9)."""
+
+    subagents_started: int
+    """Subagents started so far in this run, over every depth (``[agents]``, SPEC T2)."""
+
+    def sandbox(self) -> Sandbox:
+        """The run's sandbox, made on first use.
+
+        Raises:
+            gg.errors.SandboxError: no isolation layer works here.
+        """
+
+    def script_tools(self) -> Sequence[Tool]:
+        """The tools an on-use script's SDK offers: the run's arm minus the
+        ``agents``, ``skills`` and ``memory`` capabilities (SPEC S13)."""
+
+    def emit(self, event: Event) -> None:
+        """Write ``event`` on the run's stream."""
+
+    async def spawn(
+        self, task: str, *, parent: str | None, workspace: Path, depth: int
+    ) -> SessionOutcome:
+        """Run a Standard-role session of this run to its ending or a ceiling (SPEC T2).
+
+        Args:
+            task: the session's task.
+            parent: the spawning session's id.
+            workspace: where it works.
+            depth: its depth (the parent's + 1).
+
+        Returns:
+            How it ended.
+
+        Raises:
+            gg.errors.GGError: the session could not start (e.g. a malformed skill).
+        """
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,8 +152,9 @@ class ToolContext:
     """The session's workspace: absolute, resolved. Tool paths are relative to it."""
     output_cap: int = 64_000
     """Most characters of a tool's result text; longer results are cut with a marker."""
-    run: Any = None
-    """The :class:`gg.Run` the calling session belongs to (``None`` outside a run)."""
+    run: RunServices | None = None
+    """The run the calling session belongs to, through its narrow seam (``None`` outside
+    a run)."""
     session_id: str | None = None
     """The calling session's id (the parent of any subagent it spawns, SPEC T2)."""
     depth: int = 0
