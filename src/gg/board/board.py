@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 import gg
+from gg.board.errors import BoardError
 from gg.board.git import Git, worktree_path
 from gg.board.gitsafe import write_gg_ignore
 from gg.board.merge import MergeGuard
@@ -253,7 +254,14 @@ class Board:
     def store(self) -> Store:
         """The board's store, opened on first use."""
         if self._store is None:
-            self._store = open_store(self.settings.board.store, self.workspace)
+            spec = self.settings.board.store
+            try:
+                self._store = open_store(spec, self.workspace)
+            except (OSError, BoardError) as e:
+                why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                raise gg.ConfigError(
+                    f"board.store: cannot open {spec!r}: {why}", key="board.store"
+                ) from None
             _ignore_gg_dir(self.workspace)
         return self._store
 

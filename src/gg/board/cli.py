@@ -85,6 +85,9 @@ def add(
             issue = board.add(title, body)
     except OSError as e:
         raise _fail(f"--body-file: cannot read {str(body_file)!r}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        where = "stdin" if str(body_file) == "-" else repr(str(body_file))
+        raise _fail(f"--body-file: {where} is not UTF-8 text (byte {e.start})") from None
     except gg.UserError as e:
         raise _fail(str(e)) from None
     if json_out:
@@ -99,7 +102,10 @@ def list_(
 ) -> None:
     """List the board's issues with their states."""
     with _board(workspace, config) as board:
-        issues = board.list()
+        try:
+            issues = board.list()
+        except gg.UserError as e:
+            raise _fail(str(e)) from None
     if json_out:
         sys.stdout.write(inert_json([issue_json(i) for i in issues]) + "\n")
     else:
