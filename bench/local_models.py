@@ -14,7 +14,7 @@ import asyncio
 import sys
 import time
 
-from gg.models.base import AssistantMessage, Message, ToolCall, ToolMessage, ToolSpec, UserMessage
+from gg.models.base import AssistantMessage, Message, ToolMessage, ToolSpec, UserMessage
 from gg.models.catalogue import CATALOGUE
 from gg.models.local import LocalModel
 
@@ -55,7 +55,8 @@ async def speed(names: list[str]) -> None:
             grammar = await _rate(model, ask, [WRITE])
             model.close()
             print(
-                f"{name:22} threads={threads}  free {free:5.1f} tok/s  grammar {grammar:5.1f} tok/s",
+                f"{name:22} threads={threads}  free {free:5.1f} tok/s  "
+                f"grammar {grammar:5.1f} tok/s",
                 flush=True,
             )
 

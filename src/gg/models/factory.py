@@ -32,7 +32,10 @@ __all__ = ["VALID_FORMS", "ModelSpec", "Scheme", "model_from_spec", "parse_spec"
 
 Scheme: TypeAlias = Literal["local", "scripted", "openai", "anthropic", "openai-compat"]
 
-VALID_FORMS = "local, local:NAME, local:PATH, scripted:PATH, openai:MODEL, anthropic:MODEL, openai-compat:MODEL@BASE_URL"
+VALID_FORMS = (
+    "local, local:NAME, local:PATH, scripted:PATH, openai:MODEL, anthropic:MODEL, "
+    "openai-compat:MODEL@BASE_URL"
+)
 """The valid spec forms, as error messages list them."""
 
 _COMPAT = re.compile(r"^(?P<model>[^\s@][^\s]*?)@(?P<url>https?://[^\s/@][^\s]*)$")
