@@ -88,7 +88,8 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
             out.append(f"[[hooks.agent_stop]] pass_env = {sorted(hook.pass_env)}: {hook.command}")
     if "@" in settings.model.spec:
         out.append(f"[model] spec = {settings.model.spec!r}")
-    local = settings.model.spec.removeprefix("local:") if settings.model.spec[:6] == "local:" else ""
+    spec = settings.model.spec
+    local = spec.removeprefix("local:") if spec.startswith("local:") else ""
     if settings.model.path or "/" in local or local.endswith(".gguf"):  # any file llama.cpp parses
         out.append(f"[model] local file = {settings.model.path or local!r}")
     if settings.board.store != "sqlite":
