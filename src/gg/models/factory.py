@@ -3,6 +3,8 @@
 A spec is one of::
 
     local                           the embedded model (the default)
+    local:NAME                      a model of the local catalogue (gg.models.catalogue)
+    local:PATH                      any GGUF file (a path: has a ``/`` or ends in ``.gguf``)
     scripted:PATH                   replies from a JSON file
     openai:MODEL                    OpenAI (OPENAI_API_KEY, OPENAI_BASE_URL)
     anthropic:MODEL                 Anthropic (ANTHROPIC_API_KEY)
@@ -23,13 +25,17 @@ from typing import Any, Literal, TypeAlias
 
 from gg.errors import ModelUnavailable, UserError
 from gg.models.base import Model
+from gg.models.catalogue import CATALOGUE
 from gg.models.retry import Prices, RetryPolicy
 
 __all__ = ["VALID_FORMS", "ModelSpec", "Scheme", "model_from_spec", "parse_spec", "validate_spec"]
 
 Scheme: TypeAlias = Literal["local", "scripted", "openai", "anthropic", "openai-compat"]
 
-VALID_FORMS = "local, scripted:PATH, openai:MODEL, anthropic:MODEL, openai-compat:MODEL@BASE_URL"
+VALID_FORMS = (
+    "local, local:NAME, local:PATH, scripted:PATH, openai:MODEL, anthropic:MODEL, "
+    "openai-compat:MODEL@BASE_URL"
+)
 """The valid spec forms, as error messages list them."""
 
 _COMPAT = re.compile(r"^(?P<model>[^\s@][^\s]*?)@(?P<url>https?://[^\s/@][^\s]*)$")
@@ -42,7 +48,9 @@ class ModelSpec:
 
     Attributes:
         scheme: which provider.
-        target: the model name, or the file path for ``scripted``; ``""`` for ``local``.
+        target: the model name, or the file path for ``scripted``; for
+            ``local``, ``""`` (the configured model), a catalogue name or a
+            GGUF path.
         base_url: the endpoint, for ``openai-compat`` only.
     """
 
@@ -75,6 +83,8 @@ def parse_spec(spec: str) -> ModelSpec:
     scheme, colon, rest = text.partition(":")
     if not colon:
         return _fail_unknown(spec, scheme)
+    if scheme == "local":
+        return ModelSpec(scheme="local", target=_local_target(spec, rest.strip()))
     if scheme == "scripted":
         if not rest.strip():
             raise _bad(spec, "scripted needs a file path")
@@ -89,6 +99,31 @@ def parse_spec(spec: str) -> ModelSpec:
             raise _bad(spec, "openai-compat needs MODEL@BASE_URL with an http(s) URL")
         return ModelSpec(scheme="openai-compat", target=match["model"], base_url=match["url"])
     return _fail_unknown(spec, scheme)
+
+
+def _local_target(spec: str, target: str) -> str:
+    """A ``local:`` target checked: a catalogue name, or something that names a file."""
+    if target in CATALOGUE or _is_path(target):
+        return target
+    known = ", ".join(sorted(CATALOGUE))
+    raise _bad(spec, f"local needs a known model ({known}) or a GGUF file path")
+
+
+def _is_path(target: str) -> bool:
+    """Whether a ``local:`` target names a file rather than a catalogue model."""
+    return "/" in target or target.lower().endswith(".gguf") or target.startswith("~")
+
+
+def _local_options(target: str, opts: dict[str, Any]) -> dict[str, Any]:
+    """``opts`` for :class:`~gg.models.local.LocalModel` with the spec's target applied.
+
+    The spec's target wins over ``[model] local`` / ``path`` (passed as
+    ``model`` / ``model_path`` options).
+    """
+    if not target:
+        return opts
+    rest = {k: v for k, v in opts.items() if k not in ("model", "model_path")}
+    return {**rest, "model_path": target} if _is_path(target) else {**rest, "model": target}
 
 
 def _fail_unknown(spec: str, scheme: str) -> ModelSpec:
@@ -127,7 +162,8 @@ def model_from_spec(
             default. Both are ignored when ``opts`` holds a ``retry`` policy.
         **opts: keyword options for the provider's constructor, e.g.
             ``on_delta``, ``retry``, ``text_tools`` (HTTP providers),
-            ``constrained``, ``progress`` (local). Options the chosen
+            ``constrained``, ``progress``, ``model`` (a catalogue name),
+            ``model_path`` (a GGUF file) (local). Options the chosen
             provider does not take are dropped, so one call site can pass
             them for any spec.
 
@@ -153,7 +189,7 @@ def model_from_spec(
         return ScriptedModel.from_file(parsed.target)
     if parsed.scheme == "local":
         factory: Callable[..., Model] = _import_local()
-        return factory(**_accepted(factory, opts))
+        return factory(**_accepted(factory, _local_options(parsed.target, opts)))
     if parsed.scheme == "anthropic":
         cls: Callable[..., Model] = _import_provider("anthropic", "AnthropicModel")
         kwargs = _accepted(cls, {**opts, "prices": prices})

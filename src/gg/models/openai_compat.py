@@ -7,9 +7,10 @@ else a placeholder, since such servers mostly want none; ``OPENAI_API_KEY`` is
 never sent to them, so a real OpenAI key cannot leak to a third-party server). It talks through the
 official ``openai`` SDK's async client to ``POST {base}/chat/completions``.
 
-Tool calls come one of three ways, set by ``text_tools``:
+Tool calls come one of three ways, set by ``text_tools`` (default: ``"auto"``
+for ``openai-compat``, ``False`` for ``openai``; ``[model] text_tool_calls``):
 
-- ``False`` (default): native. Tools go out as ``tools``; calls come back as
+- ``False``: native. Tools go out as ``tools``; calls come back as
   ``tool_calls``.
 - ``True``: for servers that do not handle tools at all. Tools are described
   in the system prompt, the conversation is sent as plain text (tool results
@@ -136,7 +137,7 @@ class OpenAICompatModel:
         stream: bool = True,
         stream_usage: bool = True,
         on_delta: Callable[[str], None] | None = None,
-        text_tools: TextTools = False,
+        text_tools: TextTools | None = None,
         tool_format: TextFormat = "auto",
         prices: Prices | None = None,
         retry: RetryPolicy | None = None,
@@ -156,7 +157,8 @@ class OpenAICompatModel:
             stream_usage: ask a stream for usage (``stream_options``); turn
                 off for servers that reject the field.
             on_delta: called with each piece of reply text as it arrives.
-            text_tools: see the module docstring.
+            text_tools: see the module docstring; ``None`` for the provider's
+                default (``"auto"`` for ``openai-compat``, ``False`` for ``openai``).
             tool_format: the text call format for the parser (``"auto"``,
                 ``"hermes"``...), when calls are parsed from text.
             prices: ``{model: {"input_per_mtok", "output_per_mtok"}}`` for cost.
@@ -192,7 +194,10 @@ class OpenAICompatModel:
         self._secrets = (key,) if key else ()
         self._retry = retry or RetryPolicy()
         self._stream, self._stream_usage, self._on_delta = stream, stream_usage, on_delta
-        self._text_tools, self._tool_format = text_tools, tool_format
+        if text_tools is None:
+            text_tools = "auto" if provider == "openai-compat" else False
+        self._text_tools: TextTools = text_tools
+        self._tool_format = tool_format
         self._prices, self._max_tokens, self._temperature = prices, max_tokens, temperature
         self._fold_system = fold_system
         self._client: AsyncOpenAI = openai.AsyncOpenAI(
@@ -388,7 +393,9 @@ def native_messages(messages: list[Message]) -> list[dict[str, Any]]:
 
     Returns:
         ``[{"role": ..., "content": ...}, ...]``; an assistant turn with calls
-        carries ``tool_calls``; a tool result carries ``tool_call_id``.
+        carries ``tool_calls`` and a string ``content`` (``""`` when it has no
+        text: never ``null``, which llama.cpp's server answers with HTTP 500);
+        a tool result carries ``tool_call_id``.
     """
     out: list[dict[str, Any]] = []
     for message in messages:
@@ -398,7 +405,6 @@ def native_messages(messages: list[Message]) -> list[dict[str, Any]]:
             case AssistantMessage():
                 item: dict[str, Any] = {"role": "assistant", "content": message.content}
                 if message.tool_calls:
-                    item["content"] = message.content or None
                     item["tool_calls"] = [
                         {
                             "id": call.id,
