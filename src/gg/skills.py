@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from gg.endings import Language
 from gg.errors import GGError, ToolError, UserError
-from gg.modes.base import Emit
+from gg.stream import EventIds
 from gg.tools.registry import Registry, Tool, ToolContext, tool
 from gg.tools.safefs import open_beneath, read_beneath
 
@@ -322,13 +322,6 @@ def _one_line(text: str) -> str:
     return flat if len(flat) <= _DESCRIPTION_MAX else flat[: _DESCRIPTION_MAX - 1] + "…"
 
 
-def _emitter(run: Any, session_id: str | None) -> Emit:
-    def emit(cls: Any, **fields: Any) -> None:
-        run.stream.emit(cls(run_id=run.run_id, session_id=session_id, **fields))
-
-    return emit
-
-
 def _script_tools(run: Any) -> list[Tool]:
     tools: list[Tool] = run.arm().select(run.registry)
     return [t for t in tools if run.registry.capability_of(t.name) not in NO_SCRIPT_CAPABILITIES]
@@ -374,7 +367,8 @@ async def run_on_use(ctx: ToolContext, source: str, *, language: Language, label
             sandbox=sandbox,
             tools=_script_tools(run),
             context=ctx,
-            emit=_emitter(run, ctx.session_id),
+            emit=run.stream.emit,
+            ids=EventIds(run_id=run.run_id, session_id=ctx.session_id, turn=None),
         )
     except ToolError:
         raise
