@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -29,15 +30,15 @@ def _raises(event: StopEvent) -> None:
     raise RuntimeError("the hook's own bug")
 
 
-def _answers_nonsense(event: StopEvent) -> object:
-    return 42
+def _answers_nonsense(event: StopEvent) -> Any:
+    return 42  # not a HookAnswer: the hook answers nonsense
 
 
 def _blocks(event: StopEvent) -> str:
     return "say how you tested it"
 
 
-def _unknown_decision(event: StopEvent) -> object:
+def _unknown_decision(event: StopEvent) -> dict[str, str]:
     return {"decision": "maybe", "reason": "?"}
 
 
