@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,14 +12,18 @@ from hypothesis import strategies as st
 from gg.endings import (
     Approve,
     Declarations,
+    Ending,
     Finish,
     Refusal,
     RequestChanges,
     Role,
     check_ending,
+    ending_from_record,
     ending_group,
     ending_tool_specs,
 )
+from gg.hooks import StopEvent
+from gg.stream import SessionEnded, parse_event
 
 blank = st.text(alphabet=" \t\n\r\f\v", max_size=12)
 
@@ -122,3 +129,64 @@ def test_declarations_last_wins_and_revoke() -> None:
     assert d.current == Finish(summary="c") and d.superseded == 2
     assert d.revoke() == Finish(summary="c")
     assert d.current is None and d.revoked == Finish(summary="c")
+
+
+# ---------------------------------------------------------------- the ending record
+
+endings = st.one_of(
+    st.builds(Finish, summary=st.text(min_size=1).map(str.strip).filter(bool)),
+    st.just(Approve()),
+    st.builds(
+        RequestChanges,
+        items=st.lists(st.text(min_size=1).map(str.strip).filter(bool), min_size=1).map(tuple),
+    ),
+)
+
+
+@given(endings)
+def test_an_ending_record_round_trips(ending: Ending) -> None:
+    # The record is what the stream, the hook's stdin, --json and the board store hold:
+    # through JSON text and back it is the same typed ending.
+    record = ending.record()
+    assert record["call"] == ending.call
+    assert {k: v for k, v in record.items() if k != "call"} == ending.arguments()
+    assert ending_from_record(record) == ending
+    assert ending_from_record(json.loads(json.dumps(record))) == ending
+
+
+def test_records_are_the_spec_objects() -> None:
+    assert Finish(summary="did it").record() == {"call": "finish", "summary": "did it"}
+    assert Approve().record() == {"call": "approve"}
+    assert RequestChanges(items=("a", "b")).record() == {
+        "call": "request_changes",
+        "items": ["a", "b"],
+    }
+    assert ending_from_record({"call": "requestChanges", "items": [" a "]}) == RequestChanges(
+        items=("a",)
+    )
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {},
+        {"call": "submit_program"},
+        {"call": 3},
+        {"call": "finish"},
+        {"call": "finish", "summary": "  "},
+        {"call": "approve", "items": ["x"]},
+        {"call": "request_changes", "items": []},
+    ],
+)
+def test_a_bad_record_is_refused(record: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="not an ending record"):
+        ending_from_record(record)
+
+
+@given(endings)
+def test_every_place_holds_the_same_record(ending: Ending) -> None:
+    event = StopEvent.for_ending(ending, role=Role.STANDARD, session_id="s1", workspace=Path("/w"))
+    assert event.as_json()["ending"] == ending.record()
+    ended = SessionEnded(run_id="r", ending=ending.record(), turns=1)
+    parsed = parse_event(ended.model_dump_json())
+    assert isinstance(parsed, SessionEnded) and parsed.ending == ending.record()

@@ -296,12 +296,13 @@ def test_user_function_named_like_an_ending_is_refused(workspace: Path) -> None:
 
 
 def test_failing_check_is_not_called_broken(run_scripted: RunScripted) -> None:
-    # A test command that exits 1 with output blocks (on_error="block") but the diagnosis
-    # must not call the hook broken: the model's work is what fails the check.
+    # A check that blocks the way SPEC H1 says (exit 2, the reason on stderr) blocks, and
+    # the diagnosis does not call the hook broken: the model's work is what fails the check.
+    # (Exit 1 is the hook itself failing: tests/test_hook_outcome.py.)
     replies = [call("finish", summary=f"try {i}") for i in range(2)]
     result, _ = run_scripted(
         replies,
-        hooks=[gg.CommandHook(command="echo '1 test failed'; exit 1")],
+        hooks=[gg.CommandHook(command="echo '1 test failed' >&2; exit 2")],
         ceilings={"gate_blocks": 2},
     )
     assert result.status == "stopped" and result.diagnosis is not None

@@ -72,13 +72,10 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         """``{"run_id", "status", "ending", "diagnosis", "stream"}`` exactly as SPEC §10."""
-        ending = (
-            None if self.ending is None else {"call": self.ending.call, **self.ending.arguments()}
-        )
         return {
             "run_id": self.run_id,
             "status": self.status,
-            "ending": ending,
+            "ending": None if self.ending is None else self.ending.record(),
             "diagnosis": self.diagnosis,
             "stream": str(self.stream),
         }

@@ -270,7 +270,9 @@ class SessionCeilings:
             message = (
                 f"the agent-stop hook {hook!r} is broken: it failed on each of the last {n} "
                 f"endings ({reason}). The endings were blocked by the hook failing, not by the "
-                'model\'s work: fix the hook, raise its timeout_s, or set on_error = "pass".'
+                'model\'s work: fix the hook, raise its timeout_s, or set on_error = "pass". '
+                "(A check that blocks on purpose exits 2 or answers "
+                '{"decision": "block"}; any other exit is the hook failing, SPEC H1.)'
             )
         else:
             message = (

@@ -30,13 +30,16 @@ __all__ = [
     "Approve",
     "Declarations",
     "Ending",
+    "EndingRecord",
     "Finish",
     "Language",
     "Refusal",
     "RequestChanges",
     "Role",
+    "TurnClose",
     "canonical_call",
     "check_ending",
+    "ending_from_record",
     "ending_group",
     "ending_tool_specs",
     "is_ending_name",
@@ -66,6 +69,13 @@ _GROUPS: dict[Role, tuple[str, ...]] = {
 }
 _ALIASES = {"requestChanges": "request_changes"}
 
+EndingRecord: TypeAlias = dict[str, Any]
+"""An ending as one JSON object: ``{"call": "finish", "summary": ...}``,
+``{"call": "approve"}`` or ``{"call": "request_changes", "items": [...]}`` (SPEC §10).
+It is what ``session_ended.ending``, the agent-stop hook's stdin ``ending``, ``--json``'s
+``ending`` and the board's store hold; :meth:`Finish.record` and its peers make it,
+:func:`ending_from_record` reads it back."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finish:
@@ -78,6 +88,10 @@ class Finish:
         """The ending's arguments as the stream and ``--json`` show them."""
         return {"summary": self.summary}
 
+    def record(self) -> EndingRecord:
+        """The ending as one record, ``{"call": "finish", "summary": ...}`` (SPEC §10)."""
+        return {"call": self.call, **self.arguments()}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Approve:
@@ -88,6 +102,10 @@ class Approve:
     def arguments(self) -> dict[str, Any]:
         """The ending's arguments (none)."""
         return {}
+
+    def record(self) -> EndingRecord:
+        """The ending as one record, ``{"call": "approve"}`` (SPEC §10)."""
+        return {"call": self.call}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,6 +118,10 @@ class RequestChanges:
     def arguments(self) -> dict[str, Any]:
         """The ending's arguments as the stream and ``--json`` show them."""
         return {"items": list(self.items)}
+
+    def record(self) -> EndingRecord:
+        """The ending as one record, ``{"call": "request_changes", "items": [...]}`` (SPEC §10)."""
+        return {"call": self.call, **self.arguments()}
 
 
 Ending: TypeAlias = Finish | Approve | RequestChanges
@@ -236,6 +258,32 @@ def check_ending(
     return _check_shape(name, arguments or {}, language)
 
 
+def ending_from_record(record: Mapping[str, Any]) -> Ending:
+    """Read an :data:`EndingRecord` back into its typed ending (the inverse of ``record()``).
+
+    The record is checked like a declaration's arguments (SPEC S4: trimmed summary,
+    trimmed non-blank items, no other keys), whatever role made it.
+
+    Args:
+        record: ``{"call": <a canonical or JavaScript spelling>, **arguments}``.
+
+    Returns:
+        The :data:`Ending`; ``ending_from_record(e.record()) == e`` for every ending ``e``.
+
+    Raises:
+        ValueError: ``call`` is missing or not an ending call, or the arguments do not
+            fit its shape (the message says why).
+    """
+    call = record.get("call")
+    if not isinstance(call, str) or not is_ending_name(call):
+        raise ValueError(f"not an ending record: its call is {call!r}")
+    arguments = {k: v for k, v in record.items() if k != "call"}
+    result = _check_shape(canonical_call(call), arguments, "python")
+    if isinstance(result, Refusal):
+        raise ValueError(f"not an ending record: {result.message}")
+    return result
+
+
 _TOOL_SPECS: dict[str, dict[str, Any]] = {
     "finish": {
         "name": "finish",
@@ -286,6 +334,22 @@ def ending_tool_specs(role: Role) -> list[dict[str, Any]]:
     return [_TOOL_SPECS[c] for c in ending_group(role)]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnClose:
+    """What one turn's declarations come to once the turn is over (SPEC S8, S9).
+
+    Both modes close a turn into one of these and report it the same way
+    (:func:`gg.modes.base.close_turn`).
+    """
+
+    ending: Ending | None
+    """The declaration read: the last one, ``None`` when there was none or it was revoked."""
+    superseded: int
+    """How many declarations of the turn a later one replaced (SPEC S8)."""
+    revoked: Ending | None
+    """The declaration withdrawn because the turn failed after it (SPEC S9), if any."""
+
+
 @dataclass(slots=True)
 class Declarations:
     """The declarations of one turn (SPEC S8, S9): last one read, superseded count, revoke.
@@ -315,3 +379,17 @@ class Declarations:
         """Withdraw the current declaration (SPEC S9); returns what was withdrawn."""
         self.revoked, self.current = self.current, None
         return self.revoked
+
+    def close(self, *, failed: bool) -> TurnClose:
+        """Close the turn: the last declaration counts unless the turn ``failed`` after
+        declaring, which revokes it (SPEC S8, S9).
+
+        Args:
+            failed: whether the turn failed (a program raised; a call of the reply failed).
+
+        Returns:
+            The :class:`TurnClose`: ending read, superseded count, revoked ending.
+        """
+        if failed and self.current is not None:
+            self.revoke()
+        return TurnClose(ending=self.current, superseded=self.superseded, revoked=self.revoked)

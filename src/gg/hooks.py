@@ -15,10 +15,17 @@ exit 2                                  block; the reason is stderr (else stdout
 any other exit, no start, a timeout     a failure, handled by ``on_error``
 ======================================  ==========================================
 
-A failure (crash, timeout, nonsense answer) is recorded with ``failed=True``
-so a diagnosis can blame the hook, not the model (S6). With
-``on_error="block"`` (the default, H1) it blocks with the failure as the
-reason; with ``"pass"`` it passes.
+This module is the one place that classifies an outcome
+(:attr:`HookOutcome.status`, SPEC H1, §10 Hooks): ``passed``; ``blocked`` (the
+hook's own answer: exit 2, a JSON or callable block); or ``failed`` (the hook
+itself failed: any other exit, 1 included, a signal, no start, a timeout, an
+unreadable answer, a callable that raised, a script changed since run start).
+A failed hook is recorded with ``failed=True``; the stream's ``gate_blocked``,
+the live view and the ceiling diagnosis all read that one flag, so all three
+blame the hook, not the model (S6). A check that means to block (a test
+command) exits 2 or answers ``{"decision": "block"}``. With
+``on_error="block"`` (the default, H1) a failure blocks with the failure as
+the reason; with ``"pass"`` it passes.
 
 Where a command hook runs (issue 9 item 5). Inside a run (the gate is given
 a :class:`HookPlace`), by default in the run's sandbox: the workspace
@@ -56,7 +63,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from gg import bounded
-from gg.endings import Ending, Role
+from gg.endings import Ending, EndingRecord, Role
 from gg.errors import GGError, UserError
 from gg.guard import Snapshot, host_command
 from gg.tools.builtins import ShellResult, run_shell, scrubbed_env
@@ -70,6 +77,7 @@ __all__ = [
     "HookAnswer",
     "HookOutcome",
     "HookPlace",
+    "HookStatus",
     "StopEvent",
 ]
 
@@ -82,6 +90,11 @@ HookAnswer: TypeAlias = bool | str | Mapping[str, Any] | None
 block (the string is the reason); a dict ``{"decision": "pass"|"block", "reason": str}``."""
 
 
+HookStatus: TypeAlias = Literal["passed", "blocked", "failed"]
+"""How one hook's outcome is classified (SPEC H1): it let the ending through; it blocked
+it by its own answer; or the hook itself failed (whatever ``on_error`` then decided)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class StopEvent:
     """The ``agent-stop`` event: a session is about to end with ``ending`` (SPEC §10)."""
@@ -90,8 +103,8 @@ class StopEvent:
     """The event's name; always ``"agent-stop"``."""
     role: Role
     """The session's role."""
-    ending: dict[str, Any]
-    """The declared ending: ``{"call": "finish", "summary": ...}`` and so on."""
+    ending: EndingRecord
+    """The declared ending's record: ``{"call": "finish", "summary": ...}`` and so on."""
     session_id: str
     """The session about to end."""
     workspace: Path
@@ -109,10 +122,11 @@ class StopEvent:
         workspace: Path,
         blocked_before: int = 0,
     ) -> StopEvent:
-        """The event for a typed ending (``{"call": ending.call, **ending.arguments()}``)."""
+        """The event for a typed ending: the one way gg builds it (its ``ending`` is
+        :meth:`gg.endings.Finish.record` and its peers)."""
         return cls(
             role=role,
-            ending={"call": ending.call, **ending.arguments()},
+            ending=ending.record(),
             session_id=session_id,
             workspace=workspace,
             blocked_before=blocked_before,
@@ -146,7 +160,8 @@ class HookOutcome:
     reason: str = ""
     """Why it blocked (handed to the model), or what went wrong when ``failed``."""
     failed: bool = False
-    """True when the hook itself crashed, timed out or answered nonsense (S6 blame)."""
+    """True when the hook itself failed: crashed, timed out, could not start, exited other
+    than 0 or 2, answered nonsense, or its script changed (S6 blame; see :attr:`status`)."""
     exit_code: int | None = None
     """A command hook's exit status (``None`` for callables, timeouts, no start)."""
     seconds: float = 0.0
@@ -154,6 +169,16 @@ class HookOutcome:
     script_changed: bool = False
     """True when gg did not run the hook because a script it names changed since the run
     started (issue 9 item 2); the diagnosis then says so, not the hook's own words."""
+
+    @property
+    def status(self) -> HookStatus:
+        """The one classification of this outcome (SPEC H1): ``"failed"`` whenever the hook
+        itself failed (even when ``on_error="pass"`` let the ending through), else
+        ``"blocked"`` or ``"passed"`` by its answer. The stream, the live view and the
+        diagnosis read it (through :attr:`failed`)."""
+        if self.failed:
+            return "failed"
+        return "blocked" if self.decision == "block" else "passed"
 
 
 def _tail(text: str, cap: int = _REASON_CAP) -> str:

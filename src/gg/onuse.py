@@ -17,21 +17,14 @@ from typing import Any
 
 from gg.endings import Language
 from gg.errors import GGError, ToolError
-from gg.modes.base import Emit
 from gg.modes.code import program_feedback, run_on_use_script
-from gg.tools.registry import RunServices, ToolContext
+from gg.stream import EventIds
+from gg.tools.registry import ToolContext
 
 __all__ = ["NO_SCRIPT_CAPABILITIES", "run_on_use", "with_data"]
 
 NO_SCRIPT_CAPABILITIES = frozenset({"agents", "skills", "memory"})
 """Capabilities whose tools an on-use script's SDK does not offer."""
-
-
-def _emitter(run: RunServices, session_id: str | None) -> Emit:
-    def emit(cls: Any, **fields: Any) -> None:
-        run.emit(cls(run_id=run.run_id, session_id=session_id, **fields))
-
-    return emit
 
 
 async def run_on_use(ctx: ToolContext, source: str, *, language: Language, label: str) -> str:
@@ -68,7 +61,8 @@ async def run_on_use(ctx: ToolContext, source: str, *, language: Language, label
             sandbox=sandbox,
             tools=run.script_tools(),
             context=ctx,
-            emit=_emitter(run, ctx.session_id),
+            emit=run.emit,
+            ids=EventIds(run_id=run.run_id, session_id=ctx.session_id, turn=None),
         )
     except ToolError:
         raise

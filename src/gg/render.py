@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any, TypeAlias
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypeAlias, assert_never
 
 from rich.console import Console
 from rich.panel import Panel
@@ -18,7 +20,24 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
-from gg.stream import Event
+from gg.stream import (
+    CeilingTripped,
+    EndingDeclared,
+    EndingRefused,
+    EndingRevoked,
+    EndingSuperseded,
+    ErrorTurn,
+    Event,
+    GateBlocked,
+    GatePassed,
+    RunEnded,
+    RunStarted,
+    SessionEnded,
+    SessionStarted,
+    ToolCalled,
+    ToolResult,
+    TurnEvent,
+)
 from gg.terminal import inert, inert_text, line
 
 __all__ = ["Renderer", "summary_table"]
@@ -26,8 +45,23 @@ __all__ = ["Renderer", "summary_table"]
 Part: TypeAlias = str | tuple[str, str]
 """A piece of a rendered line: text, or (text, gg's own style)."""
 
+_Progress: TypeAlias = RunStarted | SessionStarted | TurnEvent | ToolCalled | ToolResult
+"""The events of a run's and a session's progress."""
+_Declaring: TypeAlias = (
+    ErrorTurn
+    | EndingDeclared
+    | EndingRefused
+    | EndingSuperseded
+    | EndingRevoked
+    | GatePassed
+    | GateBlocked
+)
+"""The events of a turn's error, declarations and gate."""
+_Ends: TypeAlias = CeilingTripped | SessionEnded | RunEnded
+"""The events that stop or end a session or the run."""
 
-def _args(arguments: dict[str, Any] | str, limit: int = 120) -> str:
+
+def _args(arguments: Mapping[str, object] | str, limit: int = 120) -> str:
     """A call's arguments on one line: values as JSON literals (so JSON's own escapes,
     ``\\u001b``, for C0), then made inert (issue 9 item 8), cut to ``limit``."""
     if isinstance(arguments, str):
@@ -44,26 +78,30 @@ def _one_line(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
-def _spec(settings: Any) -> object:
+def _spec(settings: object) -> object:
     """``settings["model"]["spec"]``, or ``None`` when a stream (perhaps unverified) holds
     something else there: a replay never crashes on a field's shape."""
     model = settings.get("model") if isinstance(settings, dict) else None
     return model.get("spec") if isinstance(model, dict) else None
 
 
-def _run_warnings(e: Any) -> list[Part]:
+def _ended_by(ending: Mapping[str, object]) -> str:
+    """The call of a ``session_ended`` ending record, ``?`` when a forged one has none."""
+    return str(ending.get("call", "?"))
+
+
+def _run_warnings(e: RunStarted) -> list[Part]:
     """run_started's warnings (issue 9): commands on the host, protected files changed."""
     out: list[Part] = []
-    if getattr(e, "commands", "sandbox") == "host":
+    if e.commands == "host":
         out += [
             ("\n   run_command runs on the host", "yellow"),
             ' ([sandbox] commands = "host"): commands run as gg\'s user, outside the sandbox',
         ]
-    changed = getattr(e, "config_changed", None) or []
-    if changed:
+    if e.config_changed:
         out += [
             ("\n   changed since the last run:", "yellow"),
-            " " + ", ".join(str(c) for c in changed),
+            " " + ", ".join(str(c) for c in e.config_changed),
         ]
     return out
 
@@ -88,7 +126,7 @@ class Renderer:
         self._turns: dict[str | None, int] = {}
         self._written = ""
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: Event) -> None:
         """Render one event."""
         text = self._line(event)
         if text is not None:
@@ -103,30 +141,69 @@ class Renderer:
         tail = " ".join(inert(self._written).split())[-70:]
         self._status.update(line(("the model is writing: " + tail, "dim")))
 
-    def _spin(self, event: Any) -> None:
-        if event.type == "turn":
+    def _spin(self, event: Event) -> None:
+        if isinstance(event, TurnEvent):
             self._written = ""
         if self._status is None:
             return
-        if event.type in ("session_started", "turn", "gate_blocked", "error_turn"):
-            turn = (event.turn or 0) + (0 if event.type == "turn" else 1)
+        if isinstance(event, SessionStarted | TurnEvent | GateBlocked | ErrorTurn):
+            turn = (event.turn or 0) + (0 if isinstance(event, TurnEvent) else 1)
             self._status.update(
                 line((f"{event.session_id}: waiting for the model (turn {turn})…", "dim"))
             )
             self._status.start()
-        if event.type == "run_ended":
+        if isinstance(event, RunEnded):
             self._status.stop()
 
-    def _line(self, e: Any) -> Text | None:
-        t = e.type
-        sid: Part = (f"{e.session_id} ", "dim") if getattr(e, "session_id", None) else ""
-        if t == "run_started":
+    def _line(self, e: Event) -> Text | None:
+        sid: Part = (f"{e.session_id} ", "dim") if e.session_id else ""
+        match e:
+            case RunStarted() | SessionStarted() | TurnEvent() | ToolCalled() | ToolResult():
+                return _progress_line(e, sid)
+            case (
+                ErrorTurn()
+                | EndingDeclared()
+                | EndingRefused()
+                | EndingSuperseded()
+                | EndingRevoked()
+                | GatePassed()
+                | GateBlocked()
+            ):
+                return _declaring_line(e, sid)
+            case CeilingTripped() | SessionEnded() | RunEnded():
+                return self._end_line(e, sid)
+            case _:
+                assert_never(e)
+
+    def _end_line(self, e: _Ends, sid: Part) -> Text | None:
+        match e:
+            case CeilingTripped():
+                title = line(f"ceiling: {e.ceiling}")
+                self.console.print(Panel(inert_text(e.diagnosis), title=title, border_style="red"))
+                return None
+            case SessionEnded():
+                turns = f"{e.turns} turn{'' if e.turns == 1 else 's'}"
+                if e.ending:
+                    ended = f"■ session ended by {_ended_by(e.ending)}"
+                    return line(sid, (ended, "bold green"), f" after {turns}")
+                return line(sid, ("■ session stopped", "bold red"), f" after {turns}")
+            case RunEnded():
+                colour = "green" if e.status == "ended" else "red"
+                return line((f"run {e.status}", f"bold {colour}"), f" (exit {e.exit_code})")
+            case _:
+                assert_never(e)
+
+
+def _progress_line(e: _Progress, sid: Part) -> Text:
+    """A run's or a session's start, a turn, a call or its result."""
+    match e:
+        case RunStarted():
             return line(
                 (f"gg run {e.run_id}", "bold"),
                 f" · workspace {e.workspace} · model {_spec(e.settings)} · sandbox {e.isolation}",
                 *_run_warnings(e),
             )
-        if t == "session_started":
+        case SessionStarted():
             parent = f" · parent {e.parent}" if e.parent else ""
             return line(
                 sid,
@@ -134,7 +211,7 @@ class Renderer:
                 f" role {e.role} · mode {e.mode} · "
                 f"model {e.model}{parent}\n   task: {_one_line(e.task)}",
             )
-        if t == "turn":
+        case TurnEvent():
             u = e.usage
             calls = ", ".join(e.calls) or "no calls"
             said: Part = (f"\n   “{_one_line(e.text)}”", "dim") if e.text.strip() else ""
@@ -144,28 +221,34 @@ class Renderer:
                 f" · {e.seconds:.2f} s · {u.input_tokens}→{u.output_tokens} tok · {calls}",
                 said,
             )
-        if t == "tool_call":
+        case ToolCalled():
             return line(f"   → {e.name}({_args(e.arguments)})")
-        if t == "tool_result":
+        case ToolResult():
             return line("   ", ("←", "green" if e.ok else "red"), " ", _one_line(e.excerpt, 140))
-        return self._line_ending(e, t, sid)
+        case _:
+            assert_never(e)
 
-    def _line_ending(self, e: Any, t: str, sid: Part) -> Text | None:
-        if t == "error_turn":
+
+def _declaring_line(e: _Declaring, sid: Part) -> Text:
+    """An error turn, a declaration, a refusal, a supersede or revoke, a gate result.
+
+    ``gate_blocked`` says "the hook itself failed" exactly when its ``failed`` flag, the
+    one classification of :attr:`gg.hooks.HookOutcome.status`, says so (SPEC H1, S6)."""
+    match e:
+        case ErrorTurn():
             return line(sid, ("✗ error turn", "red"), f" {e.kind}: {_one_line(e.message)}")
-        if t == "ending_declared":
+        case EndingDeclared():
             return line(sid, (f"◆ {e.call} declared", "magenta"), " ", _args(e.arguments, 200))
-        if t == "ending_refused":
-            return line(
-                sid, (f"✗ {e.call} refused ({e.reason})", "red"), f": {_one_line(e.message)}"
-            )
-        if t == "ending_superseded":
+        case EndingRefused():
+            refused = f"✗ {e.call} refused ({e.reason})"
+            return line(sid, (refused, "red"), f": {_one_line(e.message)}")
+        case EndingSuperseded():
             return line(sid, (f"{e.count} earlier declaration(s) superseded", "yellow"))
-        if t == "ending_revoked":
+        case EndingRevoked():
             return line(sid, (f"↺ {e.call} revoked", "yellow"), f": {_one_line(e.error)}")
-        if t == "gate_passed":
+        case GatePassed():
             return line(sid, ("✓ ending gate passed", "green"), f" ({e.hooks} agent-stop hook(s))")
-        if t == "gate_blocked":
+        case GateBlocked():
             broken: Part = (" (the hook itself failed)", "red") if e.failed else ""
             return line(
                 sid,
@@ -173,30 +256,17 @@ class Renderer:
                 broken,
                 f": {_one_line(e.reason, 300)}",
             )
-        if t == "ceiling_tripped":
-            self.console.print(
-                Panel(
-                    inert_text(e.diagnosis), title=line(f"ceiling: {e.ceiling}"), border_style="red"
-                )
-            )
-            return None
-        return self._line_end(e, t, sid)
+        case _:
+            assert_never(e)
 
-    @staticmethod
-    def _line_end(e: Any, t: str, sid: Part) -> Text | None:
-        if t == "session_ended":
-            turns = f"{e.turns} turn{'' if e.turns == 1 else 's'}"
-            if e.ending:
-                return line(
-                    sid,
-                    (f"■ session ended by {e.ending.get('call', '?')}", "bold green"),
-                    f" after {turns}",
-                )
-            return line(sid, ("■ session stopped", "bold red"), f" after {turns}")
-        if t == "run_ended":
-            colour = "green" if e.status == "ended" else "red"
-            return line((f"run {e.status}", f"bold {colour}"), f" (exit {e.exit_code})")
-        return None
+
+@dataclass(slots=True)
+class _Row:
+    """One session's row of :func:`summary_table`."""
+
+    role: str
+    turns: int = 0
+    end: str = "unfinished"
 
 
 def summary_table(events: list[Event]) -> Table:
@@ -208,31 +278,34 @@ def summary_table(events: list[Event]) -> Table:
     table = Table(title="sessions", show_lines=False)
     for col in ("session", "role", "turns", "error turns", "gate blocks", "ended by"):
         table.add_column(col)
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, _Row] = {}
     errors: Counter[str] = Counter()
     blocks: Counter[str] = Counter()
     for e in events:
-        sid = getattr(e, "session_id", None)
+        sid = e.session_id
         if sid is None:
             continue
-        if e.type == "session_started":
-            rows.setdefault(sid, {"role": e.role, "turns": 0})["end"] = "unfinished"
-        elif e.type == "turn" and sid in rows:
-            rows[sid]["turns"] = max(rows[sid]["turns"], e.turn or 0)
-        elif e.type == "error_turn":
-            errors[sid] += 1
-        elif e.type == "gate_blocked":
-            blocks[sid] += 1
-        elif e.type == "session_ended" and sid in rows:
-            rows[sid]["turns"] = e.turns
-            rows[sid]["end"] = (
-                str(e.ending.get("call", "?")) if e.ending else f"stopped ({e.ceiling or 'model'})"
-            )
+        match e:
+            case SessionStarted():
+                rows.setdefault(sid, _Row(role=e.role)).end = "unfinished"
+            case TurnEvent() if sid in rows:
+                rows[sid].turns = max(rows[sid].turns, e.turn or 0)
+            case ErrorTurn():
+                errors[sid] += 1
+            case GateBlocked():
+                blocks[sid] += 1
+            case SessionEnded() if sid in rows:
+                rows[sid].turns = e.turns
+                rows[sid].end = (
+                    _ended_by(e.ending) if e.ending else f"stopped ({e.ceiling or 'model'})"
+                )
+            case _:
+                pass  # the other events add nothing to the summary
     for sid, r in rows.items():
         table.add_row(
             *(
                 inert_text(str(cell))
-                for cell in (sid, r["role"], r["turns"], errors[sid], blocks[sid], r["end"])
+                for cell in (sid, r.role, r.turns, errors[sid], blocks[sid], r.end)
             )
         )
     return table

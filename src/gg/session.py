@@ -34,13 +34,14 @@ from gg.modes.base import Mode, TurnContext, TurnOutcome
 from gg.stream import (
     CeilingTripped,
     ErrorTurn,
+    Event,
+    EventIds,
     GateBlocked,
     GatePassed,
     SessionEnded,
     SessionStarted,
     StreamWriter,
     TurnEvent,
-    Usage,
     excerpt,
 )
 
@@ -155,14 +156,6 @@ def _reply_excerpt(reply: Reply) -> str:
     return (text or calls)[:200] or "(empty reply)"
 
 
-def _hook_broken(block: Any) -> bool:
-    """A hook is broken (not merely failing) when it timed out, could not start, was
-    killed by a signal, or its command was not found / not executable (126, 127).
-    A test command exiting 1 with its output is a failing check, not a broken hook."""
-    code = getattr(block, "exit_code", None)
-    return code is None or code < 0 or code in (126, 127)
-
-
 class _Loop:
     """The state of one running session; :func:`run_session` drives it."""
 
@@ -184,21 +177,24 @@ class _Loop:
         else:
             self.messages = [SystemMessage(content=prompt), task]
 
-    def emit(self, cls: Any, **fields: Any) -> None:
-        self.env.stream.emit(
-            cls(
-                run_id=self.env.run_id, session_id=self.session_id, turn=self.turn or None, **fields
-            )
-        )
+    @property
+    def ids(self) -> EventIds:
+        """The ids this session's events carry now (no turn before the first)."""
+        return EventIds(run_id=self.env.run_id, session_id=self.session_id, turn=self.turn or None)
+
+    def emit(self, event: Event) -> None:
+        """Write ``event`` on the run's stream."""
+        self.env.stream.emit(event)
 
     async def result(self, ending: Ending | None, diagnosis: Diagnosis | None) -> SessionResult:
-        ending_obj = None if ending is None else {"call": ending.call, **ending.arguments()}
         self.emit(
-            SessionEnded,
-            ending=ending_obj,
-            ceiling=diagnosis.ceiling if diagnosis else None,
-            diagnosis=diagnosis.message if diagnosis else None,
-            turns=self.turn,
+            SessionEnded(
+                **self.ids,
+                ending=None if ending is None else ending.record(),
+                ceiling=diagnosis.ceiling if diagnosis else None,
+                diagnosis=diagnosis.message if diagnosis else None,
+                turns=self.turn,
+            )
         )
         await self.env.stream.sync_turn()
         return SessionResult(
@@ -226,11 +222,13 @@ class _Loop:
         reply = _with_ids(clean_reply(reply), self.turn)  # the model boundary (issue 9 F4)
         u = reply.usage
         self.emit(
-            TurnEvent,
-            text=excerpt(reply.text, 500),
-            calls=[c.name for c in reply.tool_calls],
-            usage=Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost=u.cost),
-            seconds=round(time.perf_counter() - started, 6),
+            TurnEvent(
+                **self.ids,
+                text=excerpt(reply.text, 500),
+                calls=[c.name for c in reply.tool_calls],
+                usage=u,
+                seconds=round(time.perf_counter() - started, 6),
+            )
         )
         self.env.budget.add(tokens=u.input_tokens + u.output_tokens, cost=u.cost)
         self.messages.append(AssistantMessage(content=reply.text, tool_calls=reply.tool_calls))
@@ -239,32 +237,30 @@ class _Loop:
         return reply
 
     async def gate(self, ending: Ending) -> bool:
-        event = StopEvent(
+        event = StopEvent.for_ending(
+            ending,
             role=self.role,
-            ending={"call": ending.call, **ending.arguments()},
             session_id=self.session_id,
             workspace=self.workspace,
             blocked_before=self.blocked_total,
         )
         result = await self.env.gate.check(event, place=self.env.hook_place)
-        if result.passed:
-            self.ceilings.record_gate(blocked=False)
-            self.emit(GatePassed, call=ending.call, hooks=len(result.outcomes))
-            return True
         block = result.blocking
-        hook, reason, failed = ("", "", False)
-        if block is not None:
-            hook, reason, failed = block.hook, block.reason, block.failed
-        broken = failed and _hook_broken(block)
+        if result.passed or block is None:
+            self.ceilings.record_gate(blocked=False)
+            self.emit(GatePassed(**self.ids, call=ending.call, hooks=len(result.outcomes)))
+            return True
+        hook, reason = block.hook, block.reason
+        failed = block.status == "failed"  # the one classification (gg.hooks, SPEC H1)
         self.blocked_total += 1
         self.ceilings.record_gate(
             blocked=True,
             hook=hook,
             reason=reason,
-            failed=broken,
-            script_changed=block is not None and block.script_changed,
+            failed=failed,
+            script_changed=block.script_changed,
         )
-        self.emit(GateBlocked, hook=hook, reason=excerpt(reason, 2000), failed=failed)
+        self.emit(GateBlocked(**self.ids, hook=hook, reason=excerpt(reason, 2000), failed=failed))
         self.messages.append(
             UserMessage(
                 content=(
@@ -279,7 +275,8 @@ class _Loop:
     def record(self, reply: Reply, outcome: TurnOutcome) -> None:
         self.messages.extend(outcome.messages)
         if outcome.error is not None:
-            self.emit(ErrorTurn, kind=outcome.error, message=excerpt(outcome.error_message, 1000))
+            message = excerpt(outcome.error_message, 1000)
+            self.emit(ErrorTurn(**self.ids, kind=outcome.error, message=message))
         self.ceilings.record_turn(outcome.error, _reply_excerpt(reply))
 
 
@@ -302,15 +299,17 @@ async def run_session(
     role, ws, task, parent, resume = spec.role, spec.workspace, spec.task, spec.parent, spec.resume
     run = env  # the run's parts, as the loop sees them
     loop.emit(
-        SessionStarted,
-        role=role.value,
-        mode=mode.name,
-        language=mode.language,
-        arm=str(mode.describe().get("arm", "")),
-        model=run.model.name,
-        parent=parent,
-        task=excerpt(task, 500),
-        resumed=resume is not None,
+        SessionStarted(
+            **loop.ids,
+            role=role.value,
+            mode=mode.name,
+            language=mode.language,
+            arm=str(mode.describe().get("arm", "")),
+            model=run.model.name,
+            parent=parent,
+            task=excerpt(task, 500),
+            resumed=resume is not None,
+        )
     )
     while True:
         loop.turn += 1
@@ -332,6 +331,8 @@ async def run_session(
             return await loop.result(outcome.ending, None)
         diagnosis = loop.ceilings.check() or run.budget.check()
         if diagnosis is not None:
-            loop.emit(CeilingTripped, ceiling=diagnosis.ceiling, diagnosis=diagnosis.message)
+            if diagnosis.ceiling is not None:  # a ceiling's and the budget's always name it
+                ceiling, message = diagnosis.ceiling, diagnosis.message
+                loop.emit(CeilingTripped(**loop.ids, ceiling=ceiling, diagnosis=message))
             return await loop.result(None, diagnosis)
         await run.stream.sync_turn()

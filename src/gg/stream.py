@@ -28,21 +28,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from gg import bounded
 from gg.ceilings import CeilingName, ErrorKind
 from gg.disk import disk_full, is_disk_full
+from gg.endings import EndingRecord
 from gg.errors import UserError
+from gg.models.base import Usage
 from gg.seal import Checker, Sealer, StreamAltered, Verdict, verify
 from gg.state import open_private, private_dir
 
@@ -54,8 +57,10 @@ __all__ = [
     "EndingSuperseded",
     "ErrorTurn",
     "Event",
+    "EventIds",
     "GateBlocked",
     "GatePassed",
+    "Listener",
     "RunEnded",
     "RunStarted",
     "SessionEnded",
@@ -176,17 +181,9 @@ class SessionStarted(_Base):
     resumed: bool = False
 
 
-class Usage(BaseModel):
-    """Token usage of one reply."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float = 0.0
-
-
 class TurnEvent(_Base):
-    """One model reply: text excerpt, called tool names, usage, model latency in seconds."""
+    """One model reply: text excerpt, called tool names, usage (the reply's own
+    :class:`gg.models.base.Usage`), model latency in seconds."""
 
     type: Literal["turn"] = "turn"
     text: str
@@ -278,10 +275,10 @@ class CeilingTripped(_Base):
 
 
 class SessionEnded(_Base):
-    """A session is over: by an ``ending`` (``{"call", **arguments}``) or stopped."""
+    """A session is over: by an ``ending`` (its :data:`gg.endings.EndingRecord`) or stopped."""
 
     type: Literal["session_ended"] = "session_ended"
-    ending: dict[str, Any] | None
+    ending: EndingRecord | None
     ceiling: CeilingName | None = None
     diagnosis: str | None = None
     turns: int = 0
@@ -316,6 +313,18 @@ Event: TypeAlias = Annotated[
 ]
 """Any stream event, discriminated by ``type``."""
 
+Listener: TypeAlias = Callable[[Event], None]
+"""Gets each event after it is written (the live view, the board's tracker)."""
+
+
+class EventIds(TypedDict):
+    """The ids every event of a session carries: ``Event(**ids, ...)`` builds one."""
+
+    run_id: str
+    session_id: str | None
+    turn: int | None
+
+
 _ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 _SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
@@ -349,11 +358,15 @@ def _fields(model: BaseModel) -> dict[str, Any]:
         if info.exclude:
             continue
         value = getattr(model, name)
-        out[name] = _fields(value) if isinstance(value, BaseModel) else value
+        if isinstance(value, BaseModel):
+            value = _fields(value)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = dataclasses.asdict(value)
+        out[name] = value
     return out
 
 
-def _fallback_line(event: _Base) -> str:
+def _fallback_line(event: Event) -> str:
     """``event`` as one JSON object when pydantic cannot serialise it (issue 9 F4).
 
     Every value goes through :func:`gg.bounded.jsonable`: lone surrogates become
@@ -380,7 +393,7 @@ def _unreadable(line: str) -> bool:
     return False
 
 
-def _reparsed(line: str, event: _Base) -> _Base:
+def _reparsed(line: str, event: Event) -> Event:
     """The event a fallback line holds, for the listeners (``event`` if it does not parse)."""
     try:
         return parse_event(line)
@@ -420,7 +433,7 @@ class StreamWriter:
         path: Path,
         *,
         fsync: Literal["turn", "never"] = "turn",
-        listeners: list[Any] | None = None,
+        listeners: Sequence[Listener] | None = None,
         seal_dir: Path | None = None,
     ) -> None:
         private_dir(path.parent)
@@ -429,7 +442,7 @@ class StreamWriter:
         self._seal = Sealer(private_dir(seal_dir or path.parent), durable=self._fsync)
         self._fd = open_private(path, os.O_WRONLY | os.O_APPEND, create=True)
         self._secrets = _secret_values()
-        self.listeners: list[Any] = list(listeners or [])
+        self.listeners: list[Listener] = list(listeners or [])
         self.closed = False
         self._written = 0
         """Events written so far."""
@@ -442,7 +455,7 @@ class StreamWriter:
         self._torn = False
         """A failed write could not be cut back yet (repaired before the next write)."""
 
-    def emit(self, event: _Base) -> None:
+    def emit(self, event: Event) -> None:
         """Append ``event`` as one sealed line (one ``write``); then tell the listeners
         (they get the redacted event, so the live view shows no secret either).
 

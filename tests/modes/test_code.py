@@ -13,6 +13,7 @@ import pytest
 
 import gg
 from gg.modes.code import run_on_use_script
+from gg.stream import Event, EventIds
 from gg.testing import text
 from support import RunScripted, events_of
 
@@ -166,10 +167,7 @@ def test_gate_blocks_then_passes(run_scripted: RunScripted, lang: str) -> None:
 def test_on_use_script_cannot_end_a_session(workspace: Path, lang: str) -> None:
     agent = gg.Agent(model=gg.testing.ScriptedModel([]), workspace=workspace)
     run = agent.new_run()
-    emitted: list[Any] = []
-
-    def emit(cls: Any, **fields: Any) -> None:
-        emitted.append(cls(run_id=run.run_id, **fields))
+    emitted: list[Event] = []
 
     async def go() -> Any:
         try:
@@ -179,7 +177,8 @@ def test_on_use_script_cannot_end_a_session(workspace: Path, lang: str) -> None:
                 sandbox=run.sandbox(),  # type: ignore[arg-type]
                 tools=[],
                 context=run.tool_context(),
-                emit=emit,
+                emit=emitted.append,
+                ids=EventIds(run_id=run.run_id, session_id=None, turn=None),
             )
         finally:
             await run.aclose()

@@ -12,6 +12,7 @@ Modules: :mod:`~gg.board.store` (records, the ``Store`` seam),
 :mod:`~gg.board.sqlite` (the default store), :mod:`~gg.board.git` (worktrees,
 commits, merges), :mod:`~gg.board.workflow` (one issue's steps),
 :mod:`~gg.board.merge` (the merge step), :mod:`~gg.board.board` (the API),
+:mod:`~gg.board.tracker` (stream events to progress lines),
 :mod:`~gg.board.display` and :mod:`~gg.board.cli` (``gg board ...``).
 """
 

@@ -40,7 +40,8 @@ from gg.board.gitsafe import write_gg_ignore
 from gg.board.merge import MergeGuard
 from gg.board.sqlite import SqliteStore, default_path
 from gg.board.store import TERMINAL, Issue, IssueDetail, IssueState, Store
-from gg.board.workflow import CURRENT, BoardContext, IssueFlow, Progress
+from gg.board.tracker import Tracker
+from gg.board.workflow import BoardContext, IssueFlow, Progress
 from gg.config import settings_from_dict
 from gg.state import (
     open_private,
@@ -120,37 +121,6 @@ def issue_json(issue: Issue) -> dict[str, Any]:
         "merge_sha": issue.merge_sha,
         "diagnosis": issue.diagnosis,
     }
-
-
-class _Tracker:
-    """A stream listener that tells observers what each issue's session is doing."""
-
-    def __init__(self, board: Board) -> None:
-        self.board = board
-
-    def __call__(self, event: Any) -> None:
-        slot = CURRENT.get()
-        if slot is None:
-            return
-        with contextlib.suppress(Exception):  # the display never stops a session
-            if event.type == "session_started" and slot.session_id is None:
-                slot.session_id = event.session_id
-                self.board.store.session_started(slot.record, event.session_id)
-                return
-            if event.session_id != slot.session_id:
-                return  # a subagent's event
-            head = f"{slot.label} {slot.session_id}"
-            if event.type == "turn":
-                slot.turn = event.turn or slot.turn
-                what = ", ".join(event.calls) or "no call"
-                activity = f"{head} · turn {slot.turn} · {what}"
-            elif event.type == "gate_blocked":
-                activity = f"{head} · gate blocked by {event.hook}"
-            elif event.type == "error_turn":
-                activity = f"{head} · error turn ({event.kind})"
-            else:
-                return
-            self.board.notify(Progress(issue=slot.issue, activity=activity, event="turn"))
 
 
 class _RunLock:
@@ -425,7 +395,7 @@ class Board:
             ceilings=self._ceilings,
             tools=self._tools,
             hooks=[*self._hooks, guard.hook()],
-            listeners=[_Tracker(self), *self._listeners],
+            listeners=[Tracker(self), *self._listeners],
             progress=self._progress,
             trust_config=self._trust_config,
         )

@@ -14,7 +14,8 @@ written by agents (or by whoever filed the issue): every cell is inert text
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import assert_never
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -23,6 +24,7 @@ from rich.text import Text
 
 from gg.board.store import Issue, IssueDetail, IssueState
 from gg.board.workflow import Progress
+from gg.endings import Approve, Finish, RequestChanges, ending_from_record
 from gg.terminal import inert, inert_text, line
 
 __all__ = ["STATE_STYLE", "BoardDisplay", "detail_view", "issues_table"]
@@ -138,19 +140,29 @@ def issues_table(issues: list[Issue]) -> Table:
     return table
 
 
-def _detail_text(detail: dict[str, Any]) -> str:
+def _detail_text(detail: Mapping[str, object]) -> str:
     shown = {k: v for k, v in detail.items() if v not in (None, [], {}, "") and k != "record"}
     return _cut(json.dumps(shown, ensure_ascii=False), 160) if shown else ""
 
 
-def _ending_text(ending: dict[str, Any] | None, diagnosis: str | None) -> str:
+def _ending_text(ending: Mapping[str, object] | None, diagnosis: str | None) -> str:
+    """A stored session's ending (its :data:`gg.endings.EndingRecord`, read back typed),
+    or its diagnosis when it stopped; a record that is no ending shows its call."""
     if ending is None:
         return _cut(diagnosis or "", 100)
-    if "summary" in ending:
-        return f"finish: {_cut(ending['summary'], 80)}"
-    if "items" in ending:
-        return f"request_changes: {len(ending['items'])} item(s)"
-    return inert(str(ending.get("call", "")))
+    try:
+        typed = ending_from_record(ending)
+    except ValueError:
+        return inert(str(ending.get("call", "")))
+    match typed:
+        case Finish():
+            return f"finish: {_cut(typed.summary, 80)}"
+        case RequestChanges():
+            return f"request_changes: {len(typed.items)} item(s)"
+        case Approve():
+            return "approve"
+        case _:
+            assert_never(typed)
 
 
 _SESSION_EVENTS = ("session_started", "session_ended")

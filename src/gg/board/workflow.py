@@ -247,11 +247,7 @@ class IssueFlow:
         verdict = None
         if kind == "reviewer" and result.status == "ended":
             verdict = verdict_of(result.ending, round=issue.round, reviewer=reviewer or 1)
-        ending = (
-            None
-            if result.ending is None
-            else {"call": result.ending.call, **result.ending.arguments()}
-        )
+        ending = None if result.ending is None else result.ending.record()
         keep = kind == "implementer" and result.status == "ended"
         ctx.store.end_session(
             record,

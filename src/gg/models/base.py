@@ -13,7 +13,9 @@ no reply could be had at all (provider down, retries exhausted, script done).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
+
+from pydantic import ConfigDict
 
 __all__ = [
     "AssistantMessage",
@@ -68,7 +70,14 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
-    """Token usage of one reply (0 when the provider does not say)."""
+    """Token usage of one reply (0 when the provider does not say).
+
+    The one usage type: a model's reply carries it and the stream's ``turn`` event
+    records it as ``{"input_tokens", "output_tokens", "cost"}`` (SPEC O1); reading a
+    stream back, any other key is refused.
+    """
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     input_tokens: int = 0
     output_tokens: int = 0

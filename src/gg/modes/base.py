@@ -3,8 +3,9 @@
 The session loop is mode-agnostic. Each turn it hands the reply to
 :meth:`Mode.act` with a :class:`TurnContext`; the mode runs the calls (or the
 program), checks ending calls through :mod:`gg.endings`, emits the events it
-owns, and returns a :class:`TurnOutcome`. The gate and the ceilings stay with
-the loop.
+owns (built events, :data:`Emit`), closes the turn's declarations with
+:func:`close_turn`, and returns a :class:`TurnOutcome`. The gate and the
+ceilings stay with the loop.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 from gg.ceilings import ErrorKind
-from gg.endings import Ending, Language, Role
+from gg.endings import Declarations, Ending, Language, Role, TurnClose
 from gg.models.base import Message, Reply, ToolSpec
+from gg.stream import EndingRevoked, EndingSuperseded, Event, EventIds
 
-__all__ = ["Emit", "Mode", "TurnContext", "TurnOutcome"]
+__all__ = ["Emit", "Mode", "TurnContext", "TurnOutcome", "close_turn"]
 
-Emit = Callable[..., None]
-"""``emit(EventClass, **fields)``: write one event with the turn's ids filled in."""
+Emit: TypeAlias = Callable[[Event], None]
+"""Writes one built event on the run's stream (``emit(ToolCalled(**ctx.ids, ...))``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,7 +36,34 @@ class TurnContext:
     role: Role
     workspace: Path
     emit: Emit
-    """Writes an event; the run, session and turn ids are filled in."""
+    """Writes a built event on the run's stream."""
+
+    @property
+    def ids(self) -> EventIds:
+        """The run, session and turn ids this turn's events carry."""
+        return EventIds(run_id=self.run_id, session_id=self.session_id, turn=self.turn)
+
+
+def close_turn(decl: Declarations, *, error: str | None, ids: EventIds, emit: Emit) -> TurnClose:
+    """Close a turn's declarations and report it, the same way in both modes (SPEC S8, S9).
+
+    Args:
+        decl: the turn's declarations.
+        error: why the turn failed after declaring (already cut for the stream), or
+            ``None``: a failed turn revokes its declaration.
+        ids: the ids the events carry.
+        emit: where ``ending_superseded`` (when a declaration was replaced) and
+            ``ending_revoked`` (when one was withdrawn) go.
+
+    Returns:
+        The :class:`gg.endings.TurnClose`: its ``ending`` is the one to gate.
+    """
+    closed = decl.close(failed=error is not None)
+    if closed.superseded:
+        emit(EndingSuperseded(**ids, count=closed.superseded))
+    if closed.revoked is not None and error is not None:
+        emit(EndingRevoked(**ids, call=closed.revoked.call, error=error))
+    return closed
 
 
 @dataclass(slots=True, kw_only=True)

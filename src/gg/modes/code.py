@@ -37,7 +37,7 @@ from gg.ceilings import ErrorKind
 from gg.endings import Declarations, Language, Refusal, Role, check_ending, is_ending_name
 from gg.errors import ToolError
 from gg.models.base import Reply, ToolCall, ToolMessage, ToolSpec, UserMessage
-from gg.modes.base import Emit, TurnContext, TurnOutcome
+from gg.modes.base import Emit, TurnContext, TurnOutcome, close_turn
 from gg.sandbox import (
     CallAnswer,
     CallRequest,
@@ -49,8 +49,7 @@ from gg.sandbox import (
 from gg.stream import (
     EndingDeclared,
     EndingRefused,
-    EndingRevoked,
-    EndingSuperseded,
+    EventIds,
     ToolCalled,
     ToolResult,
     excerpt,
@@ -82,6 +81,8 @@ class ProgramTurn:
     role: Role | None
     language: Language
     emit: Emit
+    ids: EventIds
+    """The ids its events carry (the turn's; an on-use script's: its session's, no turn)."""
     tools: dict[str, Tool]
     context: ToolContext
     declarations: Declarations = field(default_factory=Declarations)
@@ -99,14 +100,19 @@ class ProgramTurn:
         )
         if isinstance(result, Refusal):
             self.refused.append(result)
-            self.emit(EndingRefused, call=result.call, reason=result.reason, message=result.message)
+            self.emit(
+                EndingRefused(
+                    **self.ids, call=result.call, reason=result.reason, message=result.message
+                )
+            )
             return CallAnswer(ok=False, error=result.message, error_type="ending_refused")
         self.declarations.declare(result)
-        self.emit(EndingDeclared, call=result.call, arguments=result.arguments())
+        self.emit(EndingDeclared(**self.ids, call=result.call, arguments=result.arguments()))
         return CallAnswer(ok=True, value=None)
 
     async def _tool(self, request: CallRequest) -> CallAnswer:
-        self.emit(ToolCalled, name=request.name, arguments=excerpt_arguments(request.arguments))
+        args = excerpt_arguments(request.arguments)
+        self.emit(ToolCalled(**self.ids, name=request.name, arguments=args))
         tool = self.tools.get(request.name)
         if tool is None:
             answer = CallAnswer(
@@ -118,7 +124,9 @@ class ProgramTurn:
         else:
             answer = _valid_text(await _call_tool(tool, request.arguments, self.context))
         text = _shown(answer.value) if answer.ok else answer.error
-        self.emit(ToolResult, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300))
+        self.emit(
+            ToolResult(**self.ids, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300))
+        )
         return answer
 
 
@@ -261,10 +269,12 @@ class CodeMode:
             role=self.role,
             language=self.language,
             emit=ctx.emit,
+            ids=ctx.ids,
             tools=self._tools,
             context=self._context,
         )
-        ctx.emit(ToolCalled, name="submit_program", arguments={"program": excerpt(program, 2000)})
+        shown = {"program": excerpt(program, 2000)}
+        ctx.emit(ToolCalled(**ctx.ids, name="submit_program", arguments=shown))
         result = await self._sandbox.run(
             program,
             language=self.language,
@@ -274,7 +284,11 @@ class CodeMode:
         )
         if result.compile_problem is not None:  # compiled in the sandbox (Python): S5
             message = _problem_text(result.compile_problem)
-            ctx.emit(ToolResult, name="submit_program", ok=False, excerpt=excerpt(message, 300))
+            ctx.emit(
+                ToolResult(
+                    **ctx.ids, name="submit_program", ok=False, excerpt=excerpt(message, 300)
+                )
+            )
             return _error(out, first, "compile_error", message)
         return _read_program(out, first, result, turn, ctx)
 
@@ -290,21 +304,17 @@ def _problem_text(problem: CompileProblem) -> str:
 def _read_program(
     out: TurnOutcome, call: ToolCall, result: ProgramResult, turn: ProgramTurn, ctx: TurnContext
 ) -> TurnOutcome:
-    decl = turn.declarations
-    if decl.superseded:
-        ctx.emit(EndingSuperseded, count=decl.superseded)
+    error = None if result.error is None else excerpt(result.error, 1000)
+    closed = close_turn(turn.declarations, error=error, ids=ctx.ids, emit=ctx.emit)
     feedback = program_feedback(result)
-    if result.error is not None and decl.current is not None:
-        ctx.emit(EndingRevoked, call=decl.current.call, error=excerpt(result.error, 1000))
-        decl.revoke()
+    if closed.revoked is not None and result.error is not None:
         feedback = _runtime_error(result.error)  # S9: the runtime error alone
-    ctx.emit(
-        ToolResult, name="submit_program", ok=result.error is None, excerpt=excerpt(feedback, 300)
-    )
+    ok = result.error is None
+    ctx.emit(ToolResult(**ctx.ids, name="submit_program", ok=ok, excerpt=excerpt(feedback, 300)))
     out.messages.insert(0, ToolMessage(call_id=call.id, name=call.name, content=feedback))
     if turn.refused:
         out.error, out.error_message = "ending_refused", turn.refused[-1].message
-    out.ending = decl.current
+    out.ending = closed.ending
     return out
 
 
@@ -341,17 +351,32 @@ async def run_on_use_script(
     tools: Sequence[Tool],
     context: ToolContext,
     emit: Emit,
+    ids: EventIds,
 ) -> ProgramResult:
     """Run a skill's or memory's on-use script with the SDK and no ending group (SPEC S13).
 
     Every ending call from the script is refused as unavailable ("on-use scripts
     cannot end a session"), raised inside the script, and reported on the stream.
 
+    Args:
+        script: the script's source.
+        language: its language.
+        sandbox: the run's sandbox.
+        tools: the registry tools the script's SDK offers.
+        context: what the tools get.
+        emit: where the script's events go (the run's stream).
+        ids: the ids they carry (the calling session's).
+
     Returns:
         The script's :class:`ProgramResult` (its output is what the use returns).
     """
     turn = ProgramTurn(
-        role=None, language=language, emit=emit, tools={t.name: t for t in tools}, context=context
+        role=None,
+        language=language,
+        emit=emit,
+        ids=ids,
+        tools={t.name: t for t in tools},
+        context=context,
     )
     return await sandbox.run(
         script,

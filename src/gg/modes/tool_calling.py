@@ -32,12 +32,10 @@ from gg.endings import (
 )
 from gg.errors import ToolError
 from gg.models.base import Reply, ToolCall, ToolMessage, ToolSpec, UserMessage
-from gg.modes.base import TurnContext, TurnOutcome
+from gg.modes.base import TurnContext, TurnOutcome, close_turn
 from gg.stream import (
     EndingDeclared,
     EndingRefused,
-    EndingRevoked,
-    EndingSuperseded,
     ToolCalled,
     ToolResult,
     excerpt,
@@ -115,20 +113,18 @@ class ToolCallingMode:
         decl = Declarations()
         failed = ""
         for call in reply.tool_calls:
-            ctx.emit(ToolCalled, name=call.name, arguments=excerpt_arguments(call.arguments))
+            args = excerpt_arguments(call.arguments)
+            ctx.emit(ToolCalled(**ctx.ids, name=call.name, arguments=args))
             res = await self._one(call, decl, ctx)
-            ctx.emit(ToolResult, name=call.name, ok=res.ok, excerpt=excerpt(res.content, 300))
+            shown = excerpt(res.content, 300)
+            ctx.emit(ToolResult(**ctx.ids, name=call.name, ok=res.ok, excerpt=shown))
             out.messages.append(ToolMessage(call_id=call.id, name=call.name, content=res.content))
             if res.kind is not None and out.error is None:
                 out.error, out.error_message = res.kind, res.content
             if not res.ok and not failed:
                 failed = f"{call.name}: {res.content}"
-        if decl.superseded:
-            ctx.emit(EndingSuperseded, count=decl.superseded)
-        if decl.current is not None and failed:
-            ctx.emit(EndingRevoked, call=decl.current.call, error=excerpt(failed, 500))
-            decl.revoke()
-        out.ending = decl.current
+        error = excerpt(failed, 500) if failed else None
+        out.ending = close_turn(decl, error=error, ids=ctx.ids, emit=ctx.emit).ending
         return out
 
     async def _one(self, call: ToolCall, decl: Declarations, ctx: TurnContext) -> _CallOutcome:
@@ -167,10 +163,14 @@ class ToolCallingMode:
             args = {}
         result = check_ending(name, args, role=self.role)
         if isinstance(result, Refusal):
-            ctx.emit(EndingRefused, call=result.call, reason=result.reason, message=result.message)
+            ctx.emit(
+                EndingRefused(
+                    **ctx.ids, call=result.call, reason=result.reason, message=result.message
+                )
+            )
             return _CallOutcome(result.message, ok=False, kind="ending_refused")
         decl.declare(result)
-        ctx.emit(EndingDeclared, call=result.call, arguments=result.arguments())
+        ctx.emit(EndingDeclared(**ctx.ids, call=result.call, arguments=result.arguments()))
         return _CallOutcome(f"{spell(result.call)} declared.")
 
 
