@@ -11,7 +11,7 @@ import gg
 from gg.board import BoardError, IssueState, SqliteStore, Verdict
 from gg.board.sqlite import MIGRATIONS
 from gg.board.transcript import dump_messages, load_messages, resumable
-from gg.models.base import AssistantMessage, SystemMessage, ToolMessage, UserMessage
+from gg.models.base import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 
 S = IssueState
 
@@ -104,7 +104,7 @@ def test_sessions_verdicts_and_abandoned_sessions(tmp_path: Path) -> None:
 def test_an_implementer_conversation_round_trips(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "b.sqlite3")
     store.add_issue("one")
-    messages = [
+    messages: list[Message] = [
         SystemMessage(content="sys"),
         UserMessage(content="Implement issue #1."),
         AssistantMessage(

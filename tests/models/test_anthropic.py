@@ -21,6 +21,7 @@ from gg.errors import ModelError, ModelUnavailable
 from gg.models.anthropic import AnthropicModel, anthropic_messages
 from gg.models.base import (
     AssistantMessage,
+    Message,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -40,7 +41,7 @@ FINISH = ToolSpec(
         "required": ["summary"],
     },
 )
-CONVERSATION = [SystemMessage(content="Be brief."), UserMessage(content="Say done.")]
+CONVERSATION: list[Message] = [SystemMessage(content="Be brief."), UserMessage(content="Say done.")]
 LIVE = bool(os.environ.get("ANTHROPIC_API_KEY")) and os.environ.get("GG_LIVE_TESTS") == "1"
 
 
@@ -116,7 +117,7 @@ TOOL_STREAM = events(
 
 @pytest.mark.usefixtures("fake_key")
 async def test_non_streaming_exchange_with_tool_use_and_cost() -> None:
-    blocks = [
+    blocks: list[dict[str, Any]] = [
         {"type": "text", "text": "Calling."},
         {"type": "tool_use", "id": "toolu_1", "name": "finish", "input": {"summary": "Done."}},
     ]
@@ -268,7 +269,7 @@ async def test_stream_without_message_stop_is_retried() -> None:
 
 
 def test_conversion_merges_roles_and_puts_tool_results_first() -> None:
-    history = [
+    history: list[Message] = [
         SystemMessage(content="one"),
         SystemMessage(content="two"),
         UserMessage(content="task"),

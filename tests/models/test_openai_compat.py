@@ -23,6 +23,7 @@ from _servers import Drop, Json, Sse, Stall, serve, sse_event
 from gg.errors import ModelError, ModelUnavailable
 from gg.models.base import (
     AssistantMessage,
+    Message,
     Reply,
     SystemMessage,
     ToolCall,
@@ -55,7 +56,7 @@ READ = ToolSpec(
     description="Read a file.",
     parameters={"type": "object", "properties": {"path": {"type": "string"}}},
 )
-CONVERSATION = [SystemMessage(content="Be brief."), UserMessage(content="Say done.")]
+CONVERSATION: list[Message] = [SystemMessage(content="Be brief."), UserMessage(content="Say done.")]
 
 
 @pytest.fixture(autouse=True)
@@ -367,7 +368,7 @@ def test_decode_arguments_and_cost() -> None:
 
 # --- message conversion ----------------------------------------------------------------
 
-HISTORY = [
+HISTORY: list[Message] = [
     SystemMessage(content="sys"),
     UserMessage(content="task"),
     AssistantMessage(
@@ -542,7 +543,7 @@ def _wait_ready(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
 
 
 LLAMA_POLICY = RetryPolicy(max_retries=1, timeout_s=120.0, backoff_s=0.1)
-AGENT_PROMPT = [
+AGENT_PROMPT: list[Message] = [
     SystemMessage(content="You are an agent. You act only by calling tools."),
     UserMessage(content="Call the finish tool with the summary 'hello'."),
 ]

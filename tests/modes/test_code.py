@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import gg
+from gg.endings import Language
 from gg.modes.code import run_on_use_script
 from gg.stream import Event, EventIds
 from gg.testing import text
@@ -164,7 +165,7 @@ def test_gate_blocks_then_passes(run_scripted: RunScripted, lang: str) -> None:
     assert any("run the tests first" in m.content for m in model.calls[1][0])
 
 
-def test_on_use_script_cannot_end_a_session(workspace: Path, lang: str) -> None:
+def test_on_use_script_cannot_end_a_session(workspace: Path, lang: Language) -> None:
     agent = gg.Agent(model=gg.testing.ScriptedModel([]), workspace=workspace)
     run = agent.new_run()
     emitted: list[Event] = []
@@ -174,7 +175,7 @@ def test_on_use_script_cannot_end_a_session(workspace: Path, lang: str) -> None:
             return await run_on_use_script(
                 P[lang]["on_use_finish"],
                 language=lang,
-                sandbox=run.sandbox(),  # type: ignore[arg-type]
+                sandbox=run.sandbox(),
                 tools=[],
                 context=run.tool_context(),
                 emit=emitted.append,

@@ -404,17 +404,21 @@ def _worktree(tmp_path: Path) -> tuple[Path, Path, Git]:
     return repo, path, git
 
 
-CHANGES: dict[str, tuple[Callable[[Path], None], str]] = {
+def _replaced(make: Callable[[Path], object]) -> Callable[[Path], object]:
+    """A change that removes the worktree's .git file, then makes ``make(path)`` there."""
+
+    def change(worktree: Path) -> None:
+        (worktree / ".git").unlink()
+        make(worktree / ".git")
+
+    return change
+
+
+CHANGES: dict[str, tuple[Callable[[Path], object], str]] = {
     "removed": (lambda p: (p / ".git").unlink(), "its .git file was removed"),
-    "symlink": (
-        lambda p: ((p / ".git").unlink(), (p / ".git").symlink_to("/etc")),
-        "symbolic link (to '/etc')",
-    ),
-    "directory": (
-        lambda p: ((p / ".git").unlink(), (p / ".git").mkdir()),
-        "replaced by a directory",
-    ),
-    "fifo": (lambda p: ((p / ".git").unlink(), os.mkfifo(p / ".git")), "replaced by a FIFO"),
+    "symlink": (_replaced(lambda g: g.symlink_to("/etc")), "symbolic link (to '/etc')"),
+    "directory": (_replaced(Path.mkdir), "replaced by a directory"),
+    "fifo": (_replaced(os.mkfifo), "replaced by a FIFO"),
     "rewritten": (
         lambda p: (p / ".git").write_text("gitdir: ../../../.git\n"),
         "it reads 'gitdir: ../../../.git'",

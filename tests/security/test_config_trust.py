@@ -21,6 +21,7 @@ import pytest
 import gg
 from gg.config import settings_from_dict
 from gg.errors import ConfigError
+from gg.models.base import Message, Reply, ToolSpec
 from gg.testing import ScriptedModel, call
 from gg.trust import weakening
 from support import write_script
@@ -186,9 +187,9 @@ def test_a_board_merge_that_weakens_gg_toml_is_refused_on_the_next_run(
         ),
     ]
 
-    def answer(messages: list[object], tools: list[object]) -> object:
-        first = next(m.content for m in messages if m.role == "user")  # type: ignore[attr-defined]
-        done = sum(1 for m in messages if m.role == "assistant")  # type: ignore[attr-defined]
+    def answer(messages: list[Message], tools: list[ToolSpec]) -> Reply:
+        first = next(m.content for m in messages if m.role == "user")
+        done = sum(1 for m in messages if m.role == "assistant")
         if first.startswith("Review"):
             return call("approve")
         if first.startswith("Implement") and done < len(attack):

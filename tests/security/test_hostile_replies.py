@@ -19,7 +19,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -168,7 +168,10 @@ CASES: dict[str, tuple[Case, str]] = {
     ),
     "a set": (lambda: call("read_file", {"path": "x", "s": {1, 2}}), "bad_arguments"),
     "bytes": (lambda: call("read_file", {"path": b"\xff"}), "bad_arguments"),
-    "an integer key": (lambda: call("read_file", {"path": "x", 7: "y"}), "bad_arguments"),
+    "an integer key": (
+        lambda: call("read_file", cast(dict[str, Any], {"path": "x", 7: "y"})),
+        "bad_arguments",
+    ),
     "an object": (lambda: call("read_file", {"path": object()}), "bad_arguments"),
     "3 MB text with surrogates": (
         lambda: call("read_file", missing(), text="\ud800" * 3_000_000),

@@ -19,6 +19,7 @@ import pytest
 
 import gg
 from gg.config import SandboxSettings, Settings
+from gg.endings import Language
 from gg.testing import ScriptedModel
 
 FINISH = {"python": "gg.session.finish('ok')", "javascript": "await gg.session.finish('ok');"}
@@ -51,7 +52,7 @@ def huge_int() -> int:
     return 10**5000
 
 
-def play(workspace: Path, lang: str, first: str, *, wall_s: float = 10) -> tuple[Any, Any]:
+def play(workspace: Path, lang: Language, first: str, *, wall_s: float = 10) -> tuple[Any, Any]:
     """Run the hostile program, then a normal finish; return (result, model)."""
     model = ScriptedModel([program(first), program(FINISH[lang])])
     settings = Settings(sandbox=SandboxSettings(wall_s=wall_s, cpu_s=wall_s))
@@ -255,7 +256,7 @@ SDK: dict[str, dict[str, str]] = {
 
 @pytest.mark.parametrize("lang", ["python", "javascript"])
 @pytest.mark.parametrize("case", list(SDK))
-def test_sdk_call_with_lone_surrogate(workspace: Path, lang: str, case: str) -> None:
+def test_sdk_call_with_lone_surrogate(workspace: Path, lang: Language, case: str) -> None:
     result, model = play(workspace, lang, SDK[case][lang])
     feedback = assert_survived(result, model, "not valid Unicode")
     assert "BadCall" in feedback
@@ -291,7 +292,7 @@ SDK_BOUNDS: dict[str, dict[str, tuple[str, str]]] = {
 
 @pytest.mark.parametrize("lang", ["python", "javascript"])
 @pytest.mark.parametrize("case", list(SDK_BOUNDS))
-def test_sdk_call_past_a_bound(workspace: Path, lang: str, case: str) -> None:
+def test_sdk_call_past_a_bound(workspace: Path, lang: Language, case: str) -> None:
     source, expected = SDK_BOUNDS[case][lang]
     result, model = play(workspace, lang, source)
     assert_survived(result, model, expected)
@@ -326,7 +327,7 @@ BACK: dict[str, dict[str, str]] = {
 
 @pytest.mark.parametrize("lang", ["python", "javascript"])
 @pytest.mark.parametrize("case", list(BACK))
-def test_text_flowing_back_is_valid_unicode(workspace: Path, lang: str, case: str) -> None:
+def test_text_flowing_back_is_valid_unicode(workspace: Path, lang: Language, case: str) -> None:
     result, model = play(workspace, lang, BACK[case][lang])
     feedback, failed = first_turn(result, model)
     assert failed, feedback
@@ -379,14 +380,14 @@ PROGRAMS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
 @pytest.mark.parametrize(
     ("lang", "case"), [(lang, case) for lang, cases in PROGRAMS.items() for case in cases]
 )
-def test_pathological_program(workspace: Path, lang: str, case: str) -> None:
+def test_pathological_program(workspace: Path, lang: Language, case: str) -> None:
     source, expected = PROGRAMS[lang][case]
     result, model = play(workspace, lang, source)
     assert_survived(result, model, *expected)
 
 
 @pytest.mark.parametrize("lang", ["python", "javascript"])
-def test_large_valid_program_runs(workspace: Path, lang: str) -> None:
+def test_large_valid_program_runs(workspace: Path, lang: Language) -> None:
     """Just under the cap, a big literal compiles and runs: the cap is not a false alarm."""
     literal = "a" * 900_000
     source = (

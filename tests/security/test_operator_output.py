@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
+from rich.text import Text
 
 from gg.board.display import BoardDisplay, detail_view, issues_table
 from gg.board.git import GIT_IDENTITY
@@ -276,7 +277,7 @@ def test_the_spinner_line_is_inert() -> None:
         renderer.delta(payload + "[/api/users]")
         assert renderer._status is not None
         status = renderer._status.status
-        assert_inert(getattr(status, "plain", status), "spinner")
+        assert_inert(status.plain if isinstance(status, Text) else str(status), "spinner")
 
 
 @pytest.mark.parametrize(

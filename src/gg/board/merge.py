@@ -31,9 +31,10 @@ starts the step over (step 1 first).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Literal, Protocol
 
 import gg
 from gg.board.errors import BoardError, WorktreeChanged
@@ -41,10 +42,7 @@ from gg.board.git import Git, conflict_markers, worktree_path
 from gg.board.prompts import merge_task
 from gg.board.store import Issue, IssueState
 
-if TYPE_CHECKING:
-    from gg.board.workflow import IssueFlow
-
-__all__ = ["MergeGuard", "merge_issue"]
+__all__ = ["MergeFlow", "MergeGuard", "merge_issue"]
 
 
 class MergeGuard:
@@ -105,7 +103,56 @@ class MergeGuard:
         return None
 
 
-async def _already_merged(flow: IssueFlow, tip: str) -> Issue | None:
+class MergeParts(Protocol):
+    """What the merge step uses of a board run's shared parts (``BoardContext``)."""
+
+    git: Git
+    workspace: Path
+    merge_lock: asyncio.Lock
+    guard: MergeGuard
+
+
+class MergeFlow(Protocol):
+    """What the merge step uses of an issue's flow (``gg.board.workflow.IssueFlow``).
+
+    A protocol, so that this module does not import the workflow that imports it.
+    """
+
+    branch: str
+    worktree: Path
+    """The issue's implementer worktree."""
+    view: Path
+    """The issue's reviewers' worktree."""
+
+    @property
+    def ctx(self) -> MergeParts:
+        """The board run's shared parts."""
+
+    @property
+    def base(self) -> str:
+        """The base branch."""
+
+    def transition(
+        self,
+        *,
+        event: str,
+        to: IssueState | None = None,
+        expect: set[IssueState] | None = None,
+        detail: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Issue:
+        """Store a transition of the issue and tell the observers; the issue as stored."""
+
+    async def session(
+        self, issue: Issue, *, kind: Literal["merge"], label: str, task: str, workspace: Path
+    ) -> tuple[gg.SessionResult, object]:
+        """Run one session for the issue and record it; its result (and no verdict)."""
+
+    def stopped(self, result: gg.SessionResult, label: str) -> Issue:
+        """A session stopped without an ending: the issue stuck, or raise a pause."""
+
+
+async def _already_merged(flow: MergeFlow, tip: str) -> Issue | None:
     git = flow.ctx.git
     base_ref = f"refs/heads/{flow.base}"
     if not await git.is_ancestor(tip, base_ref):
@@ -121,7 +168,7 @@ async def _already_merged(flow: IssueFlow, tip: str) -> Issue | None:
     )
 
 
-async def merge_issue(flow: IssueFlow, issue: Issue) -> Issue:
+async def merge_issue(flow: MergeFlow, issue: Issue) -> Issue:
     """``merging`` -> ``done`` (or ``stuck``): the merge step, under the merge lock (B4)."""
     ctx = flow.ctx
     async with ctx.merge_lock:
@@ -163,7 +210,7 @@ async def merge_issue(flow: IssueFlow, issue: Issue) -> Issue:
 
 
 async def _merge_in(
-    flow: IssueFlow, issue: Issue, worktree: Path, tip: str, base_sha: str
+    flow: MergeFlow, issue: Issue, worktree: Path, tip: str, base_sha: str
 ) -> Issue | tuple[str, list[str]]:
     """Start the merge, run the merge agent, commit.
 
@@ -194,7 +241,7 @@ async def _merge_in(
 
 
 async def _commit(
-    flow: IssueFlow, issue: Issue, worktree: Path, summary: str, tip: str, base_sha: str
+    flow: MergeFlow, issue: Issue, worktree: Path, summary: str, tip: str, base_sha: str
 ) -> str:
     """Commit the merge the agent finished; the merge commit's sha (checked with git)."""
     git = flow.ctx.git
@@ -219,7 +266,7 @@ async def _commit(
     return sha
 
 
-async def _cleanup(flow: IssueFlow) -> None:
+async def _cleanup(flow: MergeFlow) -> None:
     """Remove a done issue's worktrees (the branch stays). Best effort."""
     for path in (flow.worktree, flow.view):
         with contextlib.suppress(BoardError, OSError):
