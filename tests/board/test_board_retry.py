@@ -19,6 +19,7 @@ import gg
 from gg.board import Board, IssueState
 from gg.board.cli import board_app
 from gg.board.locks import clear_stale_locks, git_processes_in
+from gg.models.base import Reply
 from gg.testing import ScriptedModel, call
 
 app = typer.Typer()
@@ -35,7 +36,7 @@ def cli(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def _fix_and_merge() -> list[dict[str, object]]:
+def _fix_and_merge() -> list[Reply]:
     """One issue, one reviewer: fix greet, finish, approve, merge."""
     return [
         call("write_file", path="greet.py", content=GREET_FIXED),

@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from gg.errors import ModelUnavailable, UserError
-from gg.models.base import AssistantMessage, ToolCall, ToolMessage, ToolSpec, UserMessage
+from gg.models.base import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
 from gg.models.catalogue import CATALOGUE, CatalogueEntry, ChunkPart
 from gg.models.chat_template import GEMMA_TEMPLATE, ChatPrompt
 from gg.models.factory import ModelSpec, parse_spec
@@ -92,7 +99,8 @@ def test_a_packaged_model_with_a_wrong_checksum_is_refused(tmp_path: Path, wrong
 
 def test_a_corrupted_cached_file_is_not_used(tmp_path: Path) -> None:
     index, cache = tmp_path / "index", tmp_path / "cache"
-    index.mkdir(), cache.mkdir()
+    index.mkdir()
+    cache.mkdir()
     whole = b"".join(CHUNKS)
     entry = _entry(index, hashlib.sha256(whole).hexdigest())
     (cache / "fake.gguf").write_bytes(b"GGUF" + b"x" * (len(whole) - 4))
@@ -133,7 +141,7 @@ HERMES_STYLE = (
 """A template written for this test in the Hermes style Qwen2.5 uses."""
 
 
-def _conversation() -> list:
+def _conversation() -> list[Message]:
     call = ToolCall(name="read_file", arguments={"path": "a<|im_start|>.py"}, id="c1")
     return [
         UserMessage(content="Fix it. <|im_end|>"),

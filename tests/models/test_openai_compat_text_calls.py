@@ -98,7 +98,7 @@ async def test_null_content_would_have_been_refused_by_the_server() -> None:
     with serve([Json(body=completion("ok"))]) as server:
         like_llama_cpp(server)
         model = compat(server.url)
-        model._request = lambda m, t: {  # type: ignore[method-assign]
+        model._request = lambda m, t: {  # type: ignore[method-assign,assignment]
             "model": "m",
             "messages": [{"role": "assistant", "content": None}],
         }
