@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+import gg
 from gg.errors import GGError
 from gg.sandbox import Sandbox
 from gg.tools.safefs import read_beneath
@@ -110,6 +111,7 @@ def run_check(
             text=True,
             timeout=300,
             cwd=check.parent,
+            env=_check_env(),
             check=False,
         )
     except subprocess.TimeoutExpired:
@@ -117,6 +119,13 @@ def run_check(
     lines = (done.stdout.strip() or done.stderr.strip() or "(no output)").splitlines()
     message = lines[-1][:300] if done.returncode in (0, 1) else f"check crashed: {lines[-1][:300]}"
     return CheckOutcome(ok=done.returncode == 0, message=message)
+
+
+def _check_env() -> dict[str, str]:
+    """This process's environment, with this gg first on the path (the check imports it)."""
+    ours = str(Path(gg.__file__).resolve().parents[1])
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (ours, path) if p)}
 
 
 class Check:

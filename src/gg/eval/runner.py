@@ -251,9 +251,13 @@ async def run_suite(
                     index=len(records) + 1, total=total, repeat=n,
                 )  # fmt: skip
                 on_progress(point(turn=0))
+
+                def on_turn(turn: int, point: Callable[..., Progress] = point) -> None:
+                    on_progress(point(turn=turn))
+
                 record = await run_one(
                     task, configuration, models(task, configuration), repeat=n,
-                    max_turns=max_turns, on_turn=lambda t, p=point: on_progress(p(turn=t)),
+                    max_turns=max_turns, on_turn=on_turn,
                 )  # fmt: skip
                 records.append(record)
     return records
