@@ -179,7 +179,7 @@ class Check:
         """``path``'s text beneath the workspace (at most 1 MB); a failure when unreadable."""
         try:
             return read_beneath(self.workspace, path, cap=_CAP).decode("utf-8", "replace")
-        except GGError as e:
+        except (GGError, OSError) as e:
             self.fail(f"cannot read {path}: {e}")
 
     def unchanged(self, *paths: str) -> None:

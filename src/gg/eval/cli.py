@@ -132,14 +132,32 @@ def eval_command(
 
     Example: gg eval --model local --mode tool-calling --mode code --max-turns 8 --chart eval.png
     """
+    _main(
+        models=model or ["local"], modes=mode or ["tool-calling"],
+        languages=language or ["python"], repeat=repeat, pattern=tasks, suite=suite,
+        json_path=json_path, chart=chart, max_turns=max_turns,
+    )  # fmt: skip
+
+
+def _main(
+    *,
+    models: list[str],
+    modes: list[str],
+    languages: list[str],
+    repeat: int,
+    pattern: str,
+    suite: Path | None,
+    json_path: Path | None,
+    chart: Path | None,
+    max_turns: int,
+) -> None:
+    """``gg eval``'s body: check the flags, run, print, write; exit 2 on bad usage."""
     console = Console(stderr=True, highlight=False)
     try:
         if repeat < 1 or max_turns < 1:
             raise _Usage("--repeat and --max-turns must be at least 1")
-        configs = configurations(
-            model or ["local"], mode or ["tool-calling"], language or ["python"]
-        )
-        selected = load_tasks(suite or default_suite(), tasks)
+        configs = configurations(models, modes, languages)
+        selected = load_tasks(suite or default_suite(), pattern)
         records = asyncio.run(_run(selected, configs, console, repeat=repeat, max_turns=max_turns))
         Console(highlight=False).print(summary_table(summarize(records)))
         settings = {"repeat": repeat, "max_turns": max_turns, "tasks": [t.name for t in selected]}

@@ -175,28 +175,7 @@ async def run_one(
     workspace = scratch / "workspace"
     try:
         shutil.copytree(task.workspace, workspace, symlinks=True)
-        collector = _Collector(on_turn)
-        agent = Agent(
-            model=model,
-            workspace=workspace,
-            role=task.role,
-            mode=configuration.mode,
-            language=configuration.language,
-            ceilings={"max_turns": max_turns},
-            listeners=[collector],
-        )
-        started = time.monotonic()
-        try:
-            result = await agent.arun(task.text)
-        except Exception as e:  # gg failed: the record says so, the suite goes on
-            record.error = f"{type(e).__name__}: {e}"[:500]
-        else:
-            _fill(record, result.to_json(), result.session.turns)
-        record.seconds = round(time.monotonic() - started, 3)
-        record.turns = max(record.turns, collector.turns)
-        record.error_turns = dict(sorted(collector.kinds.items()))
-        record.ceiling = collector.ceiling
-        record.input_tokens, record.output_tokens = collector.tokens
+        await _session(record, task, configuration, model, workspace, max_turns, on_turn)
         if record.error is None:
             outcome = run_check(
                 task.check, workspace=workspace, original=task.workspace, ending=record.ending
@@ -205,6 +184,40 @@ async def run_one(
         return record
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+async def _session(
+    record: RunRecord,
+    task: Task,
+    configuration: Configuration,
+    model: Model,
+    workspace: Path,
+    max_turns: int,
+    on_turn: Callable[[int], None],
+) -> None:
+    """Run the task's session in ``workspace``; fill ``record`` from its result and stream."""
+    collector = _Collector(on_turn)
+    agent = Agent(
+        model=model,
+        workspace=workspace,
+        role=task.role,
+        mode=configuration.mode,
+        language=configuration.language,
+        ceilings={"max_turns": max_turns},
+        listeners=[collector],
+    )
+    started = time.monotonic()
+    try:
+        result = await agent.arun(task.text)
+    except Exception as e:  # gg failed: the record says so, the suite goes on
+        record.error = f"{type(e).__name__}: {e}"[:500]
+    else:
+        _fill(record, result.to_json(), result.session.turns)
+    record.seconds = round(time.monotonic() - started, 3)
+    record.turns = max(record.turns, collector.turns)
+    record.error_turns = dict(sorted(collector.kinds.items()))
+    record.ceiling = collector.ceiling
+    record.input_tokens, record.output_tokens = collector.tokens
 
 
 def _fill(record: RunRecord, result: dict[str, Any], turns: int) -> None:
