@@ -159,7 +159,10 @@ def _main(
         configs = configurations(models, modes, languages)
         selected = load_tasks(suite or default_suite(), pattern)
         records = asyncio.run(_run(selected, configs, console, repeat=repeat, max_turns=max_turns))
-        Console(highlight=False).print(summary_table(summarize(records)))
+        out = Console(highlight=False)
+        if not out.is_terminal:  # a file or a pipe: the whole table, unwrapped
+            out = Console(highlight=False, width=200)
+        out.print(summary_table(summarize(records)))
         settings = {"repeat": repeat, "max_turns": max_turns, "tasks": [t.name for t in selected]}
         if json_path is not None:
             write_json(json_path, suite_json(records, settings=settings))
