@@ -26,6 +26,7 @@ from gg.agent import Agent
 from gg.board.cli import board_app
 from gg.config import CONFIG_NAME, default_toml
 from gg.errors import ModelUnavailable, UserError
+from gg.eval.cli import eval_command
 from gg.models.factory import validate_spec
 from gg.render import Renderer, summary_table
 from gg.seal import Checker, StreamAltered, Verdict
@@ -47,6 +48,7 @@ app = typer.Typer(
 
 
 app.add_typer(board_app, name="board")
+app.command("eval")(eval_command)
 
 
 def _fail(message: str) -> typer.Exit:

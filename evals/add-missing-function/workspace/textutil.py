@@ -1,0 +1,6 @@
+"""Text helpers."""
+
+
+def shout(text: str) -> str:
+    """``text`` in upper case with an exclamation mark."""
+    return text.upper() + "!"
