@@ -172,7 +172,7 @@ def test_the_wrong_work_fails_every_check(tmp_path: Path) -> None:
 
 
 def test_a_session_stopped_by_a_ceiling_is_no_success(tmp_path: Path) -> None:
-    prose = {"answer-from-notes": [], "review-good-fix": []}
+    prose: dict[str, list[object]] = {"answer-from-notes": [], "review-good-fix": []}
     scripts = tmp_path / "prose"
     scripts.mkdir()
     for task in prose:
