@@ -26,7 +26,7 @@ read-only, the event JSON on stdin, the hook's timeout, as the sandbox uid
 when gg is root, with an environment built from nothing but ``PATH`` (gg's
 interpreter prefix first, bound read-only), the sandbox's own variables and
 the ``pass_env`` names. ``trusted=True`` runs it on the host as gg's user
-with :func:`gg.tools.builtins.scrubbed_env` plus ``pass_env``. A gate checked
+with :func:`gg.shell.scrubbed_env` plus ``pass_env``. A gate checked
 without a place (a caller running it on its own) runs hooks on the host so.
 As root, a host hook runs without ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN`` and
 ``CAP_PERFMON`` (:func:`gg.guard.host_command`). Before running a command hook
@@ -59,7 +59,8 @@ from gg import bounded
 from gg.endings import Ending, Role
 from gg.errors import GGError, UserError
 from gg.guard import Snapshot, host_command
-from gg.tools.builtins import ShellResult, run_shell, scrubbed_env
+from gg.shell import ShellResult, run_shell, scrubbed_env
+from gg.text import cut
 
 __all__ = [
     "CallableHook",
@@ -157,8 +158,7 @@ class HookOutcome:
 
 
 def _tail(text: str, cap: int = _REASON_CAP) -> str:
-    text = text.strip()
-    return text if len(text) <= cap else f"[... earlier output cut ...]\n{text[-cap:]}"
+    return cut(text.strip(), cap, keep="tail")
 
 
 def _roles(value: Iterable[Role | str]) -> tuple[Role, ...]:
@@ -368,14 +368,9 @@ class CommandHook(_HookBase):
         env = {"PATH": ":".join([*(f"{p}/bin" for p in prefixes), SYSTEM_PATH])}
         env |= {k: os.environ[k] for k in self.pass_env if k in os.environ}
         outside = place.snapshot.outside() if place.snapshot is not None else ()
-        done = await sandbox.run_shell(
+        return await sandbox.run_shell(
             self.command, workspace=event.workspace, timeout_s=self.timeout_s,
             read_only=True, stdin=stdin, env=env, binds=(*prefixes, *outside),
-        )  # fmt: skip
-        return ShellResult(
-            exit_code=None if done.timed_out else done.exit_code,
-            stdout=done.output, stderr=done.stderr or "",
-            timed_out=done.timed_out, seconds=done.seconds,
         )  # fmt: skip
 
     def _read(self, result: ShellResult) -> HookOutcome:
@@ -385,14 +380,14 @@ class CommandHook(_HookBase):
                 f"hook {self._display()!r} timed out after {self.timeout_s:g} s", seconds=seconds
             )
         if code == 0:
-            answer = _stdout_answer(result.stdout)
+            answer = _stdout_answer(result.output)
             return self._judge(answer, seconds=seconds, exit_code=code)
         if code == 2:
-            reason = _tail(result.stderr) or _tail(result.stdout)
+            reason = _tail(result.stderr or "") or _tail(result.output)
             return self._outcome(
                 "block", reason or "exit 2 with no reason", seconds=seconds, exit_code=code
             )
-        output = _tail(f"{result.stdout.rstrip()}\n{result.stderr.rstrip()}")
+        output = _tail(f"{result.output.rstrip()}\n{(result.stderr or '').rstrip()}")
         detail = f"; its output ends:\n{output}" if output else " and printed nothing"
         return self._failure(
             f"hook {self._display()!r} failed with {_describe_exit(code)}{detail}",

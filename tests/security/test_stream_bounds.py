@@ -32,7 +32,7 @@ def test_27_megabytes_of_arguments_leave_a_small_stream(workspace: Path) -> None
     calls = [
         e for e in read_events(result.stream) if e.type == "tool_call" and e.name == "write_file"
     ]
-    assert len(calls) == 30 and "more characters" in calls[0].arguments["content"]
+    assert len(calls) == 30 and "characters cut" in calls[0].arguments["content"]
 
 
 def test_tool_calling_arguments_are_bounded_too(workspace: Path) -> None:

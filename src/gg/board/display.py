@@ -24,6 +24,7 @@ from rich.text import Text
 from gg.board.store import Issue, IssueDetail, IssueState
 from gg.board.workflow import Progress
 from gg.terminal import inert, inert_text, line
+from gg.text import cut
 
 __all__ = ["STATE_STYLE", "BoardDisplay", "detail_view", "issues_table"]
 
@@ -43,8 +44,7 @@ def _state(issue: Issue) -> Text:
 
 def _cut(text: str, limit: int) -> str:
     """``text`` made inert, on one line, cut to ``limit`` characters."""
-    flat = " ".join(inert(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return cut(" ".join(inert(text).split()), limit)
 
 
 def _outcome(issue: Issue) -> str:

@@ -21,7 +21,7 @@ What this module does not promise: that a retried stream is not shown twice.
 A progress callback may see the start of a reply again after a retry.
 
 Secrets. Keys come from environment variables only (SPEC C3) and never reach
-an error message: :func:`redact` scrubs them from any text gg builds out of a
+an error message: :func:`gg.text.redact` scrubs them from any text gg builds out of a
 server's answer.
 """
 
@@ -43,6 +43,7 @@ from typing import Any, TypeAlias, TypeVar
 from gg import bounded
 from gg.errors import ModelError, ModelUnavailable
 from gg.models.boundary import MAX_ARGUMENT_CHARS
+from gg.text import cut, redact
 
 __all__ = [
     "Failure",
@@ -55,7 +56,6 @@ __all__ = [
     "describe_sdk_error",
     "env_key",
     "parse_retry_after",
-    "redact",
 ]
 
 T = TypeVar("T")
@@ -283,8 +283,7 @@ def _server_message(body: object) -> str | None:
 
 
 def _clip(text: str) -> str:
-    text = bounded.scrub(" ".join(text[: _MESSAGE_LIMIT * 4].split()))
-    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
+    return cut(bounded.scrub(" ".join(text[: _MESSAGE_LIMIT * 4].split())), _MESSAGE_LIMIT)
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -314,14 +313,6 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every secret of 8 characters or more replaced by ``***``."""
-    for secret in secrets:
-        if secret and len(secret) >= 8:
-            text = text.replace(secret, "***")
-    return text
 
 
 def env_key(variable: str, *, provider: str, required: bool) -> str | None:

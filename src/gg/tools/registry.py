@@ -36,6 +36,7 @@ from pydantic_core import SchemaValidator
 from gg.endings import is_ending_name
 from gg.errors import GGError, ToolError, UserError
 from gg.models.base import ToolSpec
+from gg.text import cut
 
 __all__ = [
     "ArgumentsError",
@@ -43,7 +44,6 @@ __all__ = [
     "Registry",
     "Tool",
     "ToolContext",
-    "cap_text",
     "tool",
 ]
 
@@ -91,25 +91,6 @@ class ArgumentsError(GGError):
         super().__init__(message)
         self.tool = tool
         self.problems = problems
-
-
-def cap_text(text: str, cap: int) -> str:
-    """Cut ``text`` to about ``cap`` characters, keeping its head and tail.
-
-    Args:
-        text: any text.
-        cap: the most characters to return (the marker is counted in).
-
-    Returns:
-        ``text`` unchanged when it fits; else its head, a marker
-        ``[... N characters cut ...]`` and its tail.
-    """
-    if len(text) <= cap:
-        return text
-    budget = max(cap - 48, 0)
-    head, tail = budget - budget // 2, budget // 2
-    cut = len(text) - head - tail
-    return f"{text[:head]}\n[... {cut:,} characters cut ...]\n{text[len(text) - tail :]}"
 
 
 def result_text(value: object) -> str:
@@ -241,7 +222,7 @@ class FunctionTool(Tool):
             raise
         except Exception as exc:
             raise ToolError(f"{self.name} raised {type(exc).__name__}: {exc}") from exc
-        return cap_text(result_text(value), ctx.output_cap)
+        return cut(result_text(value), ctx.output_cap, keep="middle")
 
     def _arguments_error(self, problems: tuple[str, ...]) -> ArgumentsError:
         props: dict[str, Any] = self.parameters.get("properties", {})
