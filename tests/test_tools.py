@@ -16,6 +16,7 @@ from pydantic import Field
 
 from gg.errors import ToolError, UserError, WorkspaceEscape
 from gg.models.base import ToolSpec
+from gg.text import cut
 from gg.tools import (
     ArgumentsError,
     Registry,
@@ -25,7 +26,6 @@ from gg.tools import (
     default_registry,
     tool,
 )
-from gg.text import cut
 from gg.tools.safefs import Beneath
 
 # ---------------------------------------------------------------- helpers

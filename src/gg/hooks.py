@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from gg import bounded
+from gg.config import HookSettings
 from gg.endings import Ending, Role
 from gg.errors import GGError, UserError
 from gg.guard import Snapshot, host_command
@@ -77,6 +78,10 @@ __all__ = [
 _REASON_CAP = 4_000  # characters of a reason kept (the tail: where test summaries are)
 _CAPTURE = 256_000  # bytes of each of a command hook's stdout and stderr kept
 _PASS_DECISIONS = frozenset({"pass", "approve"})
+_HOOK_DEFAULTS: dict[str, Any] = {
+    name: info.default for name, info in HookSettings.model_fields.items() if not info.is_required()
+}
+"""``[[hooks.agent_stop]]``'s defaults: the one source of a hook's timeout, roles, on_error."""
 
 HookAnswer: TypeAlias = bool | str | Mapping[str, Any] | None
 """What a callable hook returns: ``None``/``True`` pass; ``False`` or a string
@@ -175,11 +180,11 @@ def _roles(value: Iterable[Role | str]) -> tuple[Role, ...]:
 
 @dataclass(frozen=True, kw_only=True)
 class _HookBase:
-    timeout_s: float = 600
+    timeout_s: float = _HOOK_DEFAULTS["timeout_s"]
     """Seconds the hook may run; past that it is a failure."""
-    roles: tuple[Role, ...] = (Role.STANDARD, Role.REVIEW)
+    roles: tuple[Role, ...] = tuple(_HOOK_DEFAULTS["roles"])
     """The roles whose sessions it checks (strings are accepted and converted)."""
-    on_error: Literal["block", "pass"] = "block"
+    on_error: Literal["block", "pass"] = _HOOK_DEFAULTS["on_error"]
     """What a failure of the hook itself decides (SPEC H1: block by default)."""
 
     def __post_init__(self) -> None:
@@ -272,8 +277,24 @@ class CommandHook(_HookBase):
     """A ``/bin/sh`` command line, run in the workspace with the event JSON on stdin."""
     pass_env: tuple[str, ...] = ()
     """Names of gg's environment variables the command may see beyond the scrubbed set."""
-    trusted: bool = False
+    trusted: bool = _HOOK_DEFAULTS["trusted"]
     """Run on the host as gg's user (scrubbed env) instead of in the run's sandbox."""
+
+    @classmethod
+    def from_settings(cls, settings: HookSettings) -> CommandHook:
+        """The hook one ``[[hooks.agent_stop]]`` entry describes (same field names).
+
+        Args:
+            settings: the validated entry.
+
+        Returns:
+            The command hook.
+
+        Raises:
+            gg.errors.UserError: as the constructor.
+        """
+        data = settings.model_dump()
+        return cls(**{**data, "roles": tuple(data["roles"]), "pass_env": tuple(data["pass_env"])})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -368,10 +389,11 @@ class CommandHook(_HookBase):
         env = {"PATH": ":".join([*(f"{p}/bin" for p in prefixes), SYSTEM_PATH])}
         env |= {k: os.environ[k] for k in self.pass_env if k in os.environ}
         outside = place.snapshot.outside() if place.snapshot is not None else ()
-        return await sandbox.run_shell(
+        done: ShellResult = await sandbox.run_shell(
             self.command, workspace=event.workspace, timeout_s=self.timeout_s,
             read_only=True, stdin=stdin, env=env, binds=(*prefixes, *outside),
         )  # fmt: skip
+        return done
 
     def _read(self, result: ShellResult) -> HookOutcome:
         code, seconds = result.exit_code, result.seconds

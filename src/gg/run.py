@@ -93,8 +93,6 @@ class Run:
         run_id: an id to use (default: a new one).
         listeners: callables that get every event as it is written (live display).
         isolation: the sandbox layer in force, for ``run_started``.
-        mode_factory: builds the mode for a session (default: tool-calling, or
-            code mode when registered by :mod:`gg.modes.code`).
         configs: the config files the run's settings came from (the workspace's
             ``gg.toml`` is always protected): hashed at start with the hook scripts,
             bound read-only in the sandbox, compared with the last run (issue 9 item 2).
@@ -120,7 +118,6 @@ class Run:
         run_id: str | None = None,
         listeners: Sequence[Callable[[Any], None]] = (),
         isolation: str | None = None,
-        mode_factory: Callable[..., Mode] | None = None,
         configs: Sequence[Path] = (),
         trust_config: bool = False,
     ) -> None:
@@ -163,7 +160,7 @@ class Run:
             )
         self._git_before = git_state(self.workspace)
         self._repos_before = nested_repos(self.workspace)
-        self.ceilings = Ceilings(**settings.ceilings.model_dump())
+        self.ceilings = Ceilings.from_settings(settings.ceilings)
         self.budget = Budget(self.ceilings)
         self.stream = StreamWriter(  # gg writes nothing in the workspace (issue 9 item 2)
             stream_path(self.workspace, self.run_id),
@@ -171,7 +168,6 @@ class Run:
             listeners=list(listeners),
         )
         approval.record()  # the run started: its config is the workspace's approved one
-        self._mode_factory = mode_factory
         warn_legacy(self.workspace)
         self._sessions = 0
         self._overviews: dict[Path, str] = {}
@@ -232,17 +228,7 @@ class Run:
 
             cfg = self.settings.sandbox
             forced = None if cfg.isolation == "auto" else Isolation(cfg.isolation)
-            limits = Limits(
-                wall_s=cfg.wall_s,
-                cpu_s=cfg.cpu_s,
-                memory_mb=cfg.memory_mb,
-                processes=cfg.processes,
-                output_bytes=cfg.output_bytes,
-                write_bytes=cfg.write_bytes,
-                write_files=cfg.write_files,
-                program_bytes=cfg.program_bytes,
-            )
-            self._sandbox = Sandbox(limits=limits, isolation=forced)
+            self._sandbox = Sandbox(limits=Limits.from_settings(cfg), isolation=forced)
             # read-only under bubblewrap: gg.toml, hook scripts, .git (the operator's git
             # runs what is in it), and gg's own installation if it lies in the workspace
             extra = [self.workspace / ".git", *([self._install] if self._install else [])]
@@ -286,8 +272,6 @@ class Run:
         depth: int = 0,
     ) -> Mode:
         """Build the execution mode of a session (SPEC M1, M2)."""
-        if self._mode_factory is not None:
-            return self._mode_factory(run=self, role=role, mode=mode, language=language)
         arm = self.arm()
         tools = arm.select(self.registry)
         context = self.tool_context(workspace, session_id=session_id, depth=depth)

@@ -173,7 +173,7 @@ async def run_shell(
     env: Mapping[str, str],
     timeout_s: float,
     stdin: bytes | None = None,
-    capture_limit: int = 64_000,
+    capture_limit: int,
     spawn: Spawn = spawn_shell,
 ) -> ShellResult:
     """Run a shell command to its end or its timeout, then kill what it left running.

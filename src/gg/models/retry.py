@@ -41,6 +41,7 @@ from types import ModuleType
 from typing import Any, TypeAlias, TypeVar
 
 from gg import bounded
+from gg.config import ModelSettings
 from gg.errors import ModelError, ModelUnavailable
 from gg.models.boundary import MAX_ARGUMENT_CHARS
 from gg.text import cut, redact
@@ -67,6 +68,9 @@ per million tokens, in whatever currency unit the table is written in."""
 _MESSAGE_LIMIT = 300
 """Longest excerpt of a server's message quoted in an error, in characters."""
 
+_MODEL_DEFAULTS = ModelSettings()
+"""``[model]``'s defaults: the one source of the retry count and the request timeout."""
+
 _UNAVAILABLE_STATUSES = frozenset({401, 403, 404})
 """Statuses that mean the model cannot be reached as configured (key, model name)."""
 
@@ -74,6 +78,9 @@ _UNAVAILABLE_STATUSES = frozenset({401, 403, 404})
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryPolicy:
     """How hard a provider tries before giving up (SPEC S6 diagnosis on failure).
+
+    The defaults of ``max_retries`` and ``timeout_s`` are ``[model]``'s
+    (:class:`gg.config.ModelSettings`: 3 retries, 120 s).
 
     Attributes:
         max_retries: retries after the first attempt; ``0`` means one attempt only.
@@ -88,8 +95,8 @@ class RetryPolicy:
             sessions do not retry in step.
     """
 
-    max_retries: int = 4
-    timeout_s: float = 600.0
+    max_retries: int = _MODEL_DEFAULTS.max_retries
+    timeout_s: float = _MODEL_DEFAULTS.timeout_s
     backoff_s: float = 0.5
     max_backoff_s: float = 8.0
     max_retry_after_s: float = 60.0

@@ -33,6 +33,7 @@ import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import SchemaValidator
 
+from gg.config import ToolsSettings
 from gg.endings import is_ending_name
 from gg.errors import GGError, ToolError, UserError
 from gg.models.base import ToolSpec
@@ -61,7 +62,7 @@ class ToolContext:
 
     workspace: Path
     """The session's workspace: absolute, resolved. Tool paths are relative to it."""
-    output_cap: int = 64_000
+    output_cap: int = ToolsSettings().output_cap
     """Most characters of a tool's result text; longer results are cut with a marker."""
     run: Any = None
     """The :class:`gg.Run` the calling session belongs to (``None`` outside a run)."""
