@@ -154,15 +154,15 @@ def model_from_spec(
             variable), or the provider's package is not installed.
     """
     parsed = parse_spec(spec)
+    shared: dict[str, Any] = {"constrained": constrained, "progress": progress}
+    shared |= {"on_delta": on_delta, "max_tokens": max_tokens, "prices": prices}
     if "retry" not in opts and (timeout_s is not None or max_retries is not None):
         default = RetryPolicy()
-        opts["retry"] = replace(
+        shared["retry"] = replace(
             default,
             timeout_s=default.timeout_s if timeout_s is None else timeout_s,
             max_retries=default.max_retries if max_retries is None else max_retries,
         )
-    shared: dict[str, Any] = {"constrained": constrained, "progress": progress}
-    shared |= {"on_delta": on_delta, "max_tokens": max_tokens, "prices": prices}
     if parsed.scheme == "scripted":
         _accepted(spec, _SCRIPTED_OPTIONS, opts)
         from gg.models.scripted import ScriptedModel
