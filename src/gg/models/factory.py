@@ -153,7 +153,6 @@ def model_from_spec(
         gg.errors.ModelUnavailable: a missing API key (the message names the
             variable), or the provider's package is not installed.
     """
-    parsed = parse_spec(spec)
     shared: dict[str, Any] = {"constrained": constrained, "progress": progress}
     shared |= {"on_delta": on_delta, "max_tokens": max_tokens, "prices": prices}
     if "retry" not in opts and (timeout_s is not None or max_retries is not None):
@@ -163,6 +162,11 @@ def model_from_spec(
             timeout_s=default.timeout_s if timeout_s is None else timeout_s,
             max_retries=default.max_retries if max_retries is None else max_retries,
         )
+    return _build(spec, parse_spec(spec), shared, opts)
+
+
+def _build(spec: str, parsed: ModelSpec, shared: dict[str, Any], opts: dict[str, Any]) -> Model:
+    """The model of ``parsed``, given the run-wide settings it takes and all of ``opts``."""
     if parsed.scheme == "scripted":
         _accepted(spec, _SCRIPTED_OPTIONS, opts)
         from gg.models.scripted import ScriptedModel
