@@ -24,7 +24,6 @@ from rich.text import Text
 from gg.board.store import Issue, IssueDetail, IssueState
 from gg.board.workflow import Progress
 from gg.terminal import inert, inert_text, line
-from gg.text import cut
 
 __all__ = ["STATE_STYLE", "BoardDisplay", "detail_view", "issues_table"]
 
@@ -44,7 +43,8 @@ def _state(issue: Issue) -> Text:
 
 def _cut(text: str, limit: int) -> str:
     """``text`` made inert, on one line, cut to ``limit`` characters."""
-    return cut(" ".join(inert(text).split()), limit)
+    flat = " ".join(inert(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _outcome(issue: Issue) -> str:
