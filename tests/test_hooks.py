@@ -129,7 +129,7 @@ async def test_reasons_are_capped_to_their_tail(workspace: Path) -> None:
     hook = CommandHook(command="seq 1 20000 >&2; exit 2")
     outcome = await one(hook, event(workspace))
     assert len(outcome.reason) < 4_100
-    assert outcome.reason.endswith("20000") and "earlier output cut" in outcome.reason
+    assert outcome.reason.endswith("20000") and "characters cut …]\n" in outcome.reason
 
 
 # ---------------------------------------------------------------- failures

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import gg
 
 EXPECTED = [
@@ -18,7 +20,6 @@ EXPECTED = [
     "Finish",
     "GGError",
     "Gate",
-    "HookError",
     "Model",
     "ModelError",
     "ModelUnavailable",
@@ -28,7 +29,6 @@ EXPECTED = [
     "RequestChanges",
     "Role",
     "Run",
-    "RunFailure",
     "RunResult",
     "SandboxError",
     "ScriptExhausted",
@@ -44,7 +44,6 @@ EXPECTED = [
     "Usage",
     "UserError",
     "WorkspaceEscape",
-    "__version__",
     "check_ending",
     "load_settings",
     "read_events",
@@ -57,6 +56,20 @@ def test_exports_are_pinned_and_sorted() -> None:
     assert gg.__all__ == sorted(gg.__all__)
     for name in gg.__all__:
         assert hasattr(gg, name), name
+
+
+def test_all_is_exactly_the_public_names_of_the_package() -> None:
+    """Nothing public leaks (``gg.annotations``, a stray import) and nothing exported is missing."""
+    public = {
+        name
+        for name, value in vars(gg).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert sorted(public) == gg.__all__
+
+
+def test_the_version_is_there() -> None:
+    assert isinstance(gg.__version__, str) and gg.__version__.count(".") == 2
 
 
 def test_every_export_is_documented() -> None:

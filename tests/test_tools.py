@@ -16,6 +16,7 @@ from pydantic import Field
 
 from gg.errors import ToolError, UserError, WorkspaceEscape
 from gg.models.base import ToolSpec
+from gg.text import cut
 from gg.tools import (
     ArgumentsError,
     Registry,
@@ -25,7 +26,6 @@ from gg.tools import (
     default_registry,
     tool,
 )
-from gg.tools.registry import cap_text
 from gg.tools.safefs import Beneath
 
 # ---------------------------------------------------------------- helpers
@@ -208,14 +208,15 @@ async def test_results_become_text_and_are_capped(tmp_path: Path) -> None:
 
 
 @given(st.text(max_size=3_000), st.integers(min_value=60, max_value=2_000))
-def test_cap_text_bounds(text: str, cap: int) -> None:
-    out = cap_text(text, cap)
+def test_cut_bounds_with_the_head_and_tail_kept(text: str, cap: int) -> None:
+    out = cut(text, cap, keep="middle")
     assert len(out) <= cap
     if len(text) <= cap:
         assert out == text
     else:
-        head = out.split("\n[... ", 1)[0]
+        head, marker_and_tail = out.split("\n[… ", 1)
         assert text.startswith(head)
+        assert text.endswith(marker_and_tail.split(" characters cut …]\n", 1)[1])
 
 
 async def test_trivial_tool_is_fast(ctx: ToolContext) -> None:

@@ -9,8 +9,6 @@ The public API. Everything else is private by not being exported here::
     result.ending      # gg.Finish(summary=...) | gg.Approve() | gg.RequestChanges(items=...)
 """
 
-from __future__ import annotations
-
 from gg.agent import Agent, RunResult
 from gg.ceilings import Ceilings, Diagnosis
 from gg.config import Settings, load_settings
@@ -27,10 +25,8 @@ from gg.endings import (
 from gg.errors import (
     ConfigError,
     GGError,
-    HookError,
     ModelError,
     ModelUnavailable,
-    RunFailure,
     SandboxError,
     ScriptExhausted,
     ToolError,
@@ -59,7 +55,6 @@ __all__ = [
     "Finish",
     "GGError",
     "Gate",
-    "HookError",
     "Model",
     "ModelError",
     "ModelUnavailable",
@@ -69,7 +64,6 @@ __all__ = [
     "RequestChanges",
     "Role",
     "Run",
-    "RunFailure",
     "RunResult",
     "SandboxError",
     "ScriptExhausted",
@@ -85,7 +79,6 @@ __all__ = [
     "Usage",
     "UserError",
     "WorkspaceEscape",
-    "__version__",
     "check_ending",
     "load_settings",
     "read_events",

@@ -257,14 +257,7 @@ class Agent:
 
     @staticmethod
     def _toml_hook(h: Any) -> CommandHook:
-        return CommandHook(
-            command=h.command,
-            timeout_s=h.timeout_s,
-            roles=tuple(h.roles),
-            on_error=h.on_error,
-            pass_env=tuple(h.pass_env),
-            trusted=h.trusted,
-        )
+        return CommandHook.from_settings(h)
 
     def _check_arm(self) -> Toolset:
         tools = self.settings.tools

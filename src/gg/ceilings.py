@@ -19,6 +19,8 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+from gg.config import CeilingSettings
+
 __all__ = [
     "Budget",
     "CeilingName",
@@ -48,26 +50,45 @@ _KIND_WORDS: dict[str, str] = {
 }
 
 
+_DEFAULTS = CeilingSettings()
+"""``[ceilings]``'s defaults: the one source of every ceiling's default value."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Ceilings:
-    """Ceiling values for a run (SPEC S6, §10 ``[ceilings]``). 0 means none for budgets."""
+    """Ceiling values for a run (SPEC S6, §10 ``[ceilings]``). 0 means none for budgets.
 
-    consecutive_errors: int = 3
+    Each default is ``[ceilings]``'s (:class:`gg.config.CeilingSettings`).
+    """
+
+    consecutive_errors: int = _DEFAULTS.consecutive_errors
     """Error turns in a row that stop a session."""
-    error_rate: float = 0.5
+    error_rate: float = _DEFAULTS.error_rate
     """Stop when the share of error turns in the window is *more* than this."""
-    error_window: int = 10
+    error_window: int = _DEFAULTS.error_window
     """Size of the sliding window, in turns; the rate applies once it is full."""
-    gate_blocks: int = 8
+    gate_blocks: int = _DEFAULTS.gate_blocks
     """Endings blocked by the gate in a row that stop a session."""
-    max_turns: int = 50
+    max_turns: int = _DEFAULTS.max_turns
     """Turns per session."""
-    max_tokens: int = 0
+    max_tokens: int = _DEFAULTS.max_tokens
     """Run budget in input+output tokens (0 = none)."""
-    max_seconds: float = 0
+    max_seconds: float = _DEFAULTS.max_seconds
     """Run budget in wall-clock seconds (0 = none)."""
-    max_cost: float = 0.0
+    max_cost: float = _DEFAULTS.max_cost
     """Run budget in cost units of the price table (0 = none)."""
+
+    @classmethod
+    def from_settings(cls, settings: CeilingSettings) -> Ceilings:
+        """The ceilings ``[ceilings]`` describes (every field has the same name).
+
+        Args:
+            settings: the validated ``[ceilings]`` section.
+
+        Returns:
+            Ceilings with each of its values.
+        """
+        return cls(**settings.model_dump())
 
 
 @dataclass(frozen=True, kw_only=True)

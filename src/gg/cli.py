@@ -31,8 +31,9 @@ from gg.models.factory import validate_spec
 from gg.render import Renderer, summary_table
 from gg.seal import Checker, StreamAltered, Verdict
 from gg.state import RUN_ID_PATTERN, StateError, existing_state, state_path, warn_legacy
-from gg.stream import Event, read_events, redact
+from gg.stream import Event, read_events
 from gg.terminal import inert, inert_json, inert_text, line
+from gg.text import redact
 
 __all__ = ["app", "main"]
 

@@ -13,13 +13,13 @@ The tree::
     ├── ArgumentsError           (gg.tools.registry) a call's arguments don't fit the schema
     ├── BoardError               (gg.board.errors) a board operation failed; carries a code,
     │                            the operation, and whether a retry helps
-    ├── HookError                an agent-stop hook failed or timed out (SPEC H1)
-    ├── SandboxError             the sandbox could not run a program; carries `.retryable`
-    └── RunFailure               a run stopped without an ending; carries `.run_id`, `.diagnosis`
+    └── SandboxError             the sandbox could not run a program; carries `.retryable`
 
 Model-facing problems (a malformed reply, a refused ending) are not
-exceptions: they become error turns with feedback (SPEC S5). Constructing an
-error never logs.
+exceptions: they become error turns with feedback (SPEC S5); a hook's own
+failure is an outcome of the gate (SPEC H1), and a run stopped without an
+ending is a result (``status == "stopped"`` with a diagnosis), never an
+exception. Constructing an error never logs.
 """
 
 from __future__ import annotations
@@ -30,10 +30,8 @@ __all__ = [
     "ConfigError",
     "DiskFull",
     "GGError",
-    "HookError",
     "ModelError",
     "ModelUnavailable",
-    "RunFailure",
     "SandboxError",
     "ScriptExhausted",
     "ToolError",
@@ -91,10 +89,6 @@ class WorkspaceEscape(ToolError):
     """A tool path resolved outside the workspace (SPEC §10 built-in tools)."""
 
 
-class HookError(GGError):
-    """An agent-stop hook crashed, answered nonsense or timed out (SPEC H1)."""
-
-
 class SandboxError(GGError):
     """The sandbox could not run a program at all (not a program's own error).
 
@@ -105,20 +99,6 @@ class SandboxError(GGError):
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
-
-
-class RunFailure(GGError):
-    """A run stopped without an ending (ceiling or model failure).
-
-    Attributes:
-        run_id: the run's id.
-        diagnosis: the operator-facing diagnosis (SPEC S6).
-    """
-
-    def __init__(self, message: str, *, run_id: str, diagnosis: str) -> None:
-        super().__init__(message)
-        self.run_id = run_id
-        self.diagnosis = diagnosis
 
 
 class DiskFull(GGError):

@@ -33,7 +33,7 @@ read-only, the event JSON on stdin, the hook's timeout, as the sandbox uid
 when gg is root, with an environment built from nothing but ``PATH`` (gg's
 interpreter prefix first, bound read-only), the sandbox's own variables and
 the ``pass_env`` names. ``trusted=True`` runs it on the host as gg's user
-with :func:`gg.tools.builtins.scrubbed_env` plus ``pass_env``. A gate checked
+with :func:`gg.shell.scrubbed_env` plus ``pass_env``. A gate checked
 without a place (a caller running it on its own) runs hooks on the host so.
 As root, a host hook runs without ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN`` and
 ``CAP_PERFMON`` (:func:`gg.guard.host_command`). Before running a command hook
@@ -63,10 +63,12 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from gg import bounded
+from gg.config import HookSettings
 from gg.endings import Ending, EndingRecord, Role
 from gg.errors import GGError, UserError
 from gg.guard import Snapshot, host_command
-from gg.tools.builtins import ShellResult, run_shell, scrubbed_env
+from gg.shell import ShellResult, run_shell, scrubbed_env
+from gg.text import cut
 
 __all__ = [
     "CallableHook",
@@ -84,6 +86,10 @@ __all__ = [
 _REASON_CAP = 4_000  # characters of a reason kept (the tail: where test summaries are)
 _CAPTURE = 256_000  # bytes of each of a command hook's stdout and stderr kept
 _PASS_DECISIONS = frozenset({"pass", "approve"})
+_HOOK_DEFAULTS: dict[str, Any] = {
+    name: info.default for name, info in HookSettings.model_fields.items() if not info.is_required()
+}
+"""``[[hooks.agent_stop]]``'s defaults: the one source of a hook's timeout, roles, on_error."""
 
 HookAnswer: TypeAlias = bool | str | Mapping[str, Any] | None
 """What a callable hook returns: ``None``/``True`` pass; ``False`` or a string
@@ -182,8 +188,7 @@ class HookOutcome:
 
 
 def _tail(text: str, cap: int = _REASON_CAP) -> str:
-    text = text.strip()
-    return text if len(text) <= cap else f"[... earlier output cut ...]\n{text[-cap:]}"
+    return cut(text.strip(), cap, keep="tail")
 
 
 def _roles(value: Iterable[Role | str]) -> tuple[Role, ...]:
@@ -200,11 +205,11 @@ def _roles(value: Iterable[Role | str]) -> tuple[Role, ...]:
 
 @dataclass(frozen=True, kw_only=True)
 class _HookBase:
-    timeout_s: float = 600
+    timeout_s: float = _HOOK_DEFAULTS["timeout_s"]
     """Seconds the hook may run; past that it is a failure."""
-    roles: tuple[Role, ...] = (Role.STANDARD, Role.REVIEW)
+    roles: tuple[Role, ...] = tuple(_HOOK_DEFAULTS["roles"])
     """The roles whose sessions it checks (strings are accepted and converted)."""
-    on_error: Literal["block", "pass"] = "block"
+    on_error: Literal["block", "pass"] = _HOOK_DEFAULTS["on_error"]
     """What a failure of the hook itself decides (SPEC H1: block by default)."""
 
     def __post_init__(self) -> None:
@@ -297,8 +302,24 @@ class CommandHook(_HookBase):
     """A ``/bin/sh`` command line, run in the workspace with the event JSON on stdin."""
     pass_env: tuple[str, ...] = ()
     """Names of gg's environment variables the command may see beyond the scrubbed set."""
-    trusted: bool = False
+    trusted: bool = _HOOK_DEFAULTS["trusted"]
     """Run on the host as gg's user (scrubbed env) instead of in the run's sandbox."""
+
+    @classmethod
+    def from_settings(cls, settings: HookSettings) -> CommandHook:
+        """The hook one ``[[hooks.agent_stop]]`` entry describes (same field names).
+
+        Args:
+            settings: the validated entry.
+
+        Returns:
+            The command hook.
+
+        Raises:
+            gg.errors.UserError: as the constructor.
+        """
+        data = settings.model_dump()
+        return cls(**{**data, "roles": tuple(data["roles"]), "pass_env": tuple(data["pass_env"])})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -393,15 +414,11 @@ class CommandHook(_HookBase):
         env = {"PATH": ":".join([*(f"{p}/bin" for p in prefixes), SYSTEM_PATH])}
         env |= {k: os.environ[k] for k in self.pass_env if k in os.environ}
         outside = place.snapshot.outside() if place.snapshot is not None else ()
-        done = await sandbox.run_shell(
+        done: ShellResult = await sandbox.run_shell(
             self.command, workspace=event.workspace, timeout_s=self.timeout_s,
             read_only=True, stdin=stdin, env=env, binds=(*prefixes, *outside),
         )  # fmt: skip
-        return ShellResult(
-            exit_code=None if done.timed_out else done.exit_code,
-            stdout=done.output, stderr=done.stderr or "",
-            timed_out=done.timed_out, seconds=done.seconds,
-        )  # fmt: skip
+        return done
 
     def _read(self, result: ShellResult) -> HookOutcome:
         code, seconds = result.exit_code, result.seconds
@@ -410,14 +427,14 @@ class CommandHook(_HookBase):
                 f"hook {self._display()!r} timed out after {self.timeout_s:g} s", seconds=seconds
             )
         if code == 0:
-            answer = _stdout_answer(result.stdout)
+            answer = _stdout_answer(result.output)
             return self._judge(answer, seconds=seconds, exit_code=code)
         if code == 2:
-            reason = _tail(result.stderr) or _tail(result.stdout)
+            reason = _tail(result.stderr or "") or _tail(result.output)
             return self._outcome(
                 "block", reason or "exit 2 with no reason", seconds=seconds, exit_code=code
             )
-        output = _tail(f"{result.stdout.rstrip()}\n{result.stderr.rstrip()}")
+        output = _tail(f"{result.output.rstrip()}\n{(result.stderr or '').rstrip()}")
         detail = f"; its output ends:\n{output}" if output else " and printed nothing"
         return self._failure(
             f"hook {self._display()!r} failed with {_describe_exit(code)}{detail}",

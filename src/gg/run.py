@@ -142,7 +142,7 @@ class Run:
         self._check_install()
         self._git_before = git_state(self.workspace)
         self._repos_before = nested_repos(self.workspace)
-        self.ceilings = Ceilings(**settings.ceilings.model_dump())
+        self.ceilings = Ceilings.from_settings(settings.ceilings)
         self.budget = Budget(self.ceilings)
         self.stream = StreamWriter(  # gg writes nothing in the workspace (issue 9 item 2)
             stream_path(self.workspace, self.run_id),
@@ -262,17 +262,7 @@ class Run:
         if self._sandbox is None:
             cfg = self.settings.sandbox
             forced = None if cfg.isolation == "auto" else Isolation(cfg.isolation)
-            limits = Limits(
-                wall_s=cfg.wall_s,
-                cpu_s=cfg.cpu_s,
-                memory_mb=cfg.memory_mb,
-                processes=cfg.processes,
-                output_bytes=cfg.output_bytes,
-                write_bytes=cfg.write_bytes,
-                write_files=cfg.write_files,
-                program_bytes=cfg.program_bytes,
-            )
-            self._sandbox = Sandbox(limits=limits, isolation=forced)
+            self._sandbox = Sandbox(limits=Limits.from_settings(cfg), isolation=forced)
             # read-only under bubblewrap: gg.toml, hook scripts, .git (the operator's git
             # runs what is in it), and gg's own installation if it lies in the workspace
             extra = [self.workspace / ".git", *([self._install] if self._install else [])]

@@ -48,6 +48,7 @@ from gg.errors import UserError
 from gg.models.base import Usage
 from gg.seal import Checker, Sealer, StreamAltered, Verdict, verify
 from gg.state import open_private, private_dir
+from gg.text import cut, redact, secret_values
 
 __all__ = [
     "CeilingTripped",
@@ -75,7 +76,6 @@ __all__ = [
     "now_iso",
     "parse_event",
     "read_events",
-    "redact",
     "verify",
 ]
 
@@ -96,10 +96,8 @@ def now_iso() -> str:
 
 
 def excerpt(text: str, limit: int = 500) -> str:
-    """``text`` cut to ``limit`` characters, with a marker saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [{len(text) - limit} more characters]"
+    """``text`` cut to ``limit`` characters, its head kept (:func:`gg.text.cut`)."""
+    return cut(text, limit)
 
 
 def excerpt_arguments(arguments: Any, limit: int = 2000, *, budget: int = 20_000) -> Any:
@@ -326,7 +324,6 @@ class EventIds(TypedDict):
 
 
 _ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
-_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
 def parse_event(line: str | bytes) -> Event:
@@ -336,19 +333,6 @@ def parse_event(line: str | bytes) -> Event:
         pydantic.ValidationError: if the line is not a known event.
     """
     return _ADAPTER.validate_json(line)
-
-
-def redact(text: str) -> str:
-    """``text`` with the values of secret-looking environment variables replaced by
-    ``[redacted]`` (names containing KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL)."""
-    return _redacted(text, _secret_values())
-
-
-def _redacted(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, "[redacted]")
-    return text
 
 
 def _fields(model: BaseModel) -> dict[str, Any]:
@@ -401,17 +385,6 @@ def _reparsed(line: str, event: Event) -> Event:
         return event
 
 
-def _secret_values() -> list[str]:
-    """Each secret-looking value, and the forms JSON writes it in (a quote, a backslash or a
-    non-ASCII character is escaped there), longest first, so serialised text is redacted
-    too."""
-    found: set[str] = set()
-    for k, v in os.environ.items():
-        if len(v) >= 8 and any(m in k.upper() for m in _SECRET_MARKERS):
-            found.update((v, json.dumps(v)[1:-1], json.dumps(v, ensure_ascii=False)[1:-1]))
-    return sorted(found, key=len, reverse=True)
-
-
 class StreamWriter:
     """Appends sealed events to a run's JSONL file (SPEC O1; issue 9 item 3). One writer per run.
 
@@ -441,7 +414,7 @@ class StreamWriter:
         self._fsync = fsync == "turn"
         self._seal = Sealer(private_dir(seal_dir or path.parent), durable=self._fsync)
         self._fd = open_private(path, os.O_WRONLY | os.O_APPEND, create=True)
-        self._secrets = _secret_values()
+        self._secrets = secret_values()
         self.listeners: list[Listener] = list(listeners or [])
         self.closed = False
         self._written = 0
@@ -473,7 +446,7 @@ class StreamWriter:
         except Exception:  # PydanticSerializationError, RecursionError...: the rare path
             line = _fallback_line(event)
             event = _reparsed(line, event)
-        clean = _redacted(line, self._secrets)
+        clean = redact(line, self._secrets)
         self._append(clean)
         self._written += 1
         if self.listeners:

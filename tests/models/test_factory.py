@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _servers import Json, serve
 
+from gg.config import ModelSettings
 from gg.errors import ModelError, ModelUnavailable, UserError
 from gg.models.anthropic import AnthropicModel
 from gg.models.base import Model, UserMessage
@@ -174,3 +176,43 @@ def test_a_retry_policy_wins_over_timeout_and_retries(monkeypatch: pytest.Monkey
     policy = RetryPolicy(max_retries=0, timeout_s=1.0)
     model = model_from_spec("anthropic:claude-x", retry=policy, timeout_s=99.0, max_retries=9)
     assert model._retry is policy  # type: ignore[attr-defined]
+
+
+def test_an_unknown_provider_option_is_refused_naming_it_and_the_accepted_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    with pytest.raises(UserError, match="'stremm'") as caught:
+        model_from_spec("openai:gpt-x", stremm=False)
+    assert "stream" in str(caught.value) and "text_tools" in str(caught.value)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
+    with pytest.raises(UserError, match="'text_tools'"):
+        model_from_spec("anthropic:claude-x", text_tools=True)  # an openai-compat option
+
+
+def test_options_the_spec_sets_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    for option in ("provider", "base_url", "model"):
+        extra: dict[str, Any] = {option: "x"}
+        with pytest.raises(UserError, match=repr(option)):
+            model_from_spec("openai:gpt-x", **extra)
+
+
+def test_a_scripted_model_takes_no_option(tmp_path: Path) -> None:
+    path = tmp_path / "replies.json"
+    path.write_text(json.dumps({"replies": [{"text": "hi"}]}), encoding="utf-8")
+    with pytest.raises(UserError, match=r"'stream'.*takes: none"):
+        model_from_spec(f"scripted:{path}", stream=False)
+    # the run-wide settings are fine for every spec
+    model = model_from_spec(f"scripted:{path}", max_tokens=5, constrained=True, timeout_s=3.0)
+    assert model.name == f"scripted:{path}"
+
+
+def test_the_default_retry_policy_is_the_model_section_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
+    model = model_from_spec("anthropic:claude-x")
+    defaults = ModelSettings()
+    retry = model._retry  # type: ignore[attr-defined]
+    assert (retry.max_retries, retry.timeout_s) == (defaults.max_retries, defaults.timeout_s)

@@ -33,7 +33,7 @@ def test_27_megabytes_of_arguments_leave_a_small_stream(workspace: Path) -> None
         e for e in read_events(result.stream) if e.type == "tool_call" and e.name == "write_file"
     ]
     assert len(calls) == 30 and isinstance(first := calls[0].arguments, dict)
-    assert "more characters" in first["content"]
+    assert "characters cut" in first["content"]
 
 
 def test_tool_calling_arguments_are_bounded_too(workspace: Path) -> None:

@@ -262,7 +262,8 @@ class Check:
                     read_only=True,
                     stdin=None if stdin is None else stdin.encode(),
                 )
-            return result.exit_code, result.output + (result.stderr or "")
+            code = 124 if result.exit_code is None else result.exit_code  # None: timed out
+            return code, result.output + (result.stderr or "")
 
         try:
             return asyncio.run(go())

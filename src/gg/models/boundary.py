@@ -55,6 +55,7 @@ from gg.models.base import (
     Usage,
     UserMessage,
 )
+from gg.text import cut
 
 __all__ = [
     "MAX_ARGUMENT_CHARS",
@@ -88,9 +89,7 @@ def _cut(text: Any, limit: int) -> str:
     """``text`` as valid Unicode of at most ``limit`` characters plus a marker."""
     if not isinstance(text, str):
         text = str(jsonable(text, max_string=limit, max_nodes=100))
-    if len(text) > limit:
-        text = f"{text[:limit]}… [{len(text) - limit} more characters]"
-    return scrub(text)
+    return scrub(cut(text, limit))
 
 
 def _preview(arguments: Any) -> str:

@@ -147,68 +147,120 @@ def model_from_spec(
     prices: Prices | None = None,
     timeout_s: float | None = None,
     max_retries: int | None = None,
+    constrained: bool | None = None,
+    progress: Callable[[str], None] | None = None,
+    on_delta: Callable[[str], None] | None = None,
+    max_tokens: int | None = None,
     **opts: Any,
 ) -> Model:
     """Build the model a spec names.
 
+    The named keywords are run-wide settings (``gg.toml`` ``[model]`` and the
+    live view's callbacks): each reaches the providers that have it and is
+    ignored by the others, so one call site can pass them for any spec.
+    ``opts`` are options of the chosen provider itself: one it does not take
+    is refused, never dropped.
+
     Args:
         spec: see the module docstring.
         prices: ``{model: {"input_per_mtok", "output_per_mtok"}}`` for the
-            HTTP providers' cost (ignored by ``local`` and ``scripted``).
+            HTTP providers' cost.
         timeout_s: per-request timeout of the HTTP providers, in seconds
-            (``gg.toml`` ``[model] timeout_s``); ``None`` keeps the default.
+            (``[model] timeout_s``); ``None`` keeps the default.
         max_retries: retries of the HTTP providers on 429, 5xx, timeouts and
             dropped connections (``[model] max_retries``); ``None`` keeps the
             default. Both are ignored when ``opts`` holds a ``retry`` policy.
+        constrained: the local model's grammar-constrained output (``[model] constrained``).
+        progress: the local model's loading messages.
+        on_delta: the HTTP providers' reply text as it streams.
+        max_tokens: most tokens per reply (``[model] max_output_tokens``).
         **opts: keyword options for the provider's constructor, e.g.
-            ``on_delta``, ``retry``, ``text_tools`` (HTTP providers),
-            ``constrained``, ``progress``, ``model`` (a catalogue name),
-            ``model_path`` (a GGUF file) (local). Options the chosen
-            provider does not take are dropped, so one call site can pass
-            them for any spec.
+            ``retry``, ``stream``, ``text_tools`` (HTTP providers), ``n_ctx``,
+            ``model`` (a catalogue name), ``model_path`` (a GGUF file) (local);
+            ``scripted`` takes none.
 
     Returns:
         The model; ``model.name`` is the spec as the stream shows it.
 
     Raises:
-        gg.errors.UserError: malformed spec, or a bad scripted file.
+        gg.errors.UserError: malformed spec, a bad scripted file, or an option
+            in ``opts`` the provider does not take (the message names it and
+            the accepted ones).
         gg.errors.ModelUnavailable: a missing API key (the message names the
             variable), or the provider's package is not installed.
     """
-    parsed = parse_spec(spec)
+    shared: dict[str, Any] = {"constrained": constrained, "progress": progress}
+    shared |= {"on_delta": on_delta, "max_tokens": max_tokens, "prices": prices}
     if "retry" not in opts and (timeout_s is not None or max_retries is not None):
         default = RetryPolicy()
-        opts["retry"] = replace(
+        shared["retry"] = replace(
             default,
             timeout_s=default.timeout_s if timeout_s is None else timeout_s,
             max_retries=default.max_retries if max_retries is None else max_retries,
         )
+    return _build(spec, parse_spec(spec), shared, opts)
+
+
+def _build(spec: str, parsed: ModelSpec, shared: dict[str, Any], opts: dict[str, Any]) -> Model:
+    """The model of ``parsed``, given the run-wide settings it takes and all of ``opts``."""
     if parsed.scheme == "scripted":
+        _accepted(spec, _SCRIPTED_OPTIONS, opts)
         from gg.models.scripted import ScriptedModel
 
         return ScriptedModel.from_file(parsed.target)
     if parsed.scheme == "local":
         factory: Callable[..., Model] = _import_local()
-        return factory(**_accepted(factory, _local_options(parsed.target, opts)))
+        return factory(**_options(spec, factory, shared, _local_options(parsed.target, opts)))
     if parsed.scheme == "anthropic":
         cls: Callable[..., Model] = _import_provider("anthropic", "AnthropicModel")
-        kwargs = _accepted(cls, {**opts, "prices": prices})
-        return cls(parsed.target, **kwargs)
+        return cls(parsed.target, **_options(spec, cls, shared, opts, fixed=("model",)))
     cls = _import_provider("openai_compat", "OpenAICompatModel")
-    kwargs = _accepted(cls, {**opts, "prices": prices})
-    kwargs.pop("provider", None)
-    kwargs.pop("base_url", None)
+    kwargs = _options(spec, cls, shared, opts, fixed=("model", "provider", "base_url"))
     provider = "openai" if parsed.scheme == "openai" else "openai-compat"
     return cls(parsed.target, provider=provider, base_url=parsed.base_url, **kwargs)
 
 
-def _accepted(factory: Callable[..., Any], opts: dict[str, Any]) -> dict[str, Any]:
-    """The options ``factory`` takes as keywords (all of them if it takes ``**kwargs``)."""
+_SCRIPTED_OPTIONS: frozenset[str] = frozenset()
+"""A scripted model takes no option: its file says everything."""
+
+
+def _options(
+    spec: str,
+    factory: Callable[..., Any],
+    shared: dict[str, Any],
+    opts: dict[str, Any],
+    *,
+    fixed: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The keywords for ``factory``: the run-wide settings it takes (``None`` ones left
+    out), and every one of ``opts``, which must all be its own.
+
+    Raises:
+        gg.errors.UserError: an option ``factory`` does not take, or one the spec
+            itself sets (``fixed``: the model name, provider, base URL).
+    """
     params = inspect.signature(factory).parameters.values()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return dict(opts)
     names = {p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
-    return {k: v for k, v in opts.items() if k in names}
+    names -= set(fixed)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return {**{k: v for k, v in shared.items() if v is not None}, **opts}
+    taken = {k: v for k, v in shared.items() if v is not None and k in names}
+    return {**taken, **_accepted(spec, frozenset(names), opts)}
+
+
+def _accepted(spec: str, names: frozenset[str], opts: dict[str, Any]) -> dict[str, Any]:
+    """``opts``, when every one is in ``names``.
+
+    Raises:
+        gg.errors.UserError: naming the first unknown option and the accepted ones.
+    """
+    for key in opts:
+        if key not in names:
+            accepted = ", ".join(sorted(names)) or "none"
+            raise UserError(
+                f"model {spec!r} does not take the option {key!r}; the options it takes: {accepted}"
+            )
+    return dict(opts)
 
 
 def _import_local() -> Callable[..., Model]:

@@ -51,6 +51,7 @@ from gg.models.base import (
     ToolSpec,
     UserMessage,
 )
+from gg.text import cut
 
 __all__ = [
     "LONG_STRING_PARAMS",
@@ -467,10 +468,7 @@ def parse_call(text: str) -> tuple[str, dict[str, Any] | str, bool]:
 
 def _clip(text: str, cap: int = _RESULT_CAP) -> str:
     """``text`` with its middle cut when it is longer than ``cap`` characters."""
-    if len(text) <= cap:
-        return text
-    half = cap // 2
-    return f"{text[:half]}\n[… {len(text) - cap} characters cut …]\n{text[-half:]}"
+    return cut(text, cap, keep="middle")
 
 
 def _message_turn(message: Message) -> tuple[str, str]:

@@ -25,7 +25,7 @@ from typing import Any
 from gg.models.base import Message, Model, Reply, ToolSpec
 from gg.models.boundary import clean_reply
 from gg.models.scripted import reply_to_dict
-from gg.stream import redact
+from gg.text import redact
 
 __all__ = ["RecordingModel"]
 

@@ -21,7 +21,7 @@ What this module does not promise: that a retried stream is not shown twice.
 A progress callback may see the start of a reply again after a retry.
 
 Secrets. Keys come from environment variables only (SPEC C3) and never reach
-an error message: :func:`redact` scrubs them from any text gg builds out of a
+an error message: :func:`gg.text.redact` scrubs them from any text gg builds out of a
 server's answer.
 """
 
@@ -41,8 +41,10 @@ from types import ModuleType
 from typing import Any, TypeAlias, TypeVar
 
 from gg import bounded
+from gg.config import ModelSettings
 from gg.errors import ModelError, ModelUnavailable
 from gg.models.boundary import MAX_ARGUMENT_CHARS
+from gg.text import cut, redact
 
 __all__ = [
     "Failure",
@@ -55,7 +57,6 @@ __all__ = [
     "describe_sdk_error",
     "env_key",
     "parse_retry_after",
-    "redact",
 ]
 
 T = TypeVar("T")
@@ -67,6 +68,9 @@ per million tokens, in whatever currency unit the table is written in."""
 _MESSAGE_LIMIT = 300
 """Longest excerpt of a server's message quoted in an error, in characters."""
 
+_MODEL_DEFAULTS = ModelSettings()
+"""``[model]``'s defaults: the one source of the retry count and the request timeout."""
+
 _UNAVAILABLE_STATUSES = frozenset({401, 403, 404})
 """Statuses that mean the model cannot be reached as configured (key, model name)."""
 
@@ -74,6 +78,9 @@ _UNAVAILABLE_STATUSES = frozenset({401, 403, 404})
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryPolicy:
     """How hard a provider tries before giving up (SPEC S6 diagnosis on failure).
+
+    The defaults of ``max_retries`` and ``timeout_s`` are ``[model]``'s
+    (:class:`gg.config.ModelSettings`: 3 retries, 120 s).
 
     Attributes:
         max_retries: retries after the first attempt; ``0`` means one attempt only.
@@ -88,8 +95,8 @@ class RetryPolicy:
             sessions do not retry in step.
     """
 
-    max_retries: int = 4
-    timeout_s: float = 600.0
+    max_retries: int = _MODEL_DEFAULTS.max_retries
+    timeout_s: float = _MODEL_DEFAULTS.timeout_s
     backoff_s: float = 0.5
     max_backoff_s: float = 8.0
     max_retry_after_s: float = 60.0
@@ -283,8 +290,7 @@ def _server_message(body: object) -> str | None:
 
 
 def _clip(text: str) -> str:
-    text = bounded.scrub(" ".join(text[: _MESSAGE_LIMIT * 4].split()))
-    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
+    return cut(bounded.scrub(" ".join(text[: _MESSAGE_LIMIT * 4].split())), _MESSAGE_LIMIT)
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -314,14 +320,6 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every secret of 8 characters or more replaced by ``***``."""
-    for secret in secrets:
-        if secret and len(secret) >= 8:
-            text = text.replace(secret, "***")
-    return text
 
 
 def env_key(variable: str, *, provider: str, required: bool) -> str | None:

@@ -73,6 +73,7 @@ from gg.sandbox.runs import Options, prepared, run_blocking
 from gg.sandbox.sdk import sdk_source
 from gg.sandbox.tree import remove_tree
 from gg.sandbox.writes import CapName, WriteCap
+from gg.shell import ShellResult
 
 __all__ = ["CompileProblem", "ProgramResult", "Sandbox", "ShellResult"]
 
@@ -107,25 +108,6 @@ class ProgramResult:
     """Set when the program was not run because it does not compile (Python: the guest's
     compiler refused it) or its text was refused (too large, not valid Unicode); ``error``
     then holds the same message."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShellResult:
-    """How one sandboxed shell command went (the ``run_command`` built-in)."""
-
-    exit_code: int
-    """Its exit status as a shell reports it (``128 + N`` when signal N ended it inside the
-    sandbox); negative (``-9``) when gg killed it (timeout, output far past the cap)."""
-    output: str
-    """stdout and stderr interleaved; past the cap, the head and the tail with a marker."""
-    timed_out: bool
-    seconds: float
-    stderr: str | None = None
-    """With ``stdin`` given to :meth:`Sandbox.run_shell`: standard error, kept apart
-    (``output`` is then standard output only); ``None`` when interleaved into ``output``."""
-    limit: LimitName | None = None
-    """``"write_bytes"``/``"write_files"`` when the write cap stopped it (a marker in
-    ``output`` says so), ``"wall"`` on a timeout, else ``None``."""
 
 
 def _signal_of(returncode: int | None) -> int | None:
@@ -536,8 +518,9 @@ def _shell_result(outcome: Outcome, cap: WriteCap, lim: Limits) -> ShellResult:
     elif stopped == "wall":
         limit = "wall"
     stopped_by_gg = limit in ("write_bytes", "write_files")
+    code = -9 if stopped_by_gg or outcome.returncode is None else outcome.returncode
     return ShellResult(
-        exit_code=-9 if stopped_by_gg or outcome.returncode is None else outcome.returncode,
+        exit_code=None if stopped == "wall" else code,
         output=output,
         timed_out=stopped == "wall",
         seconds=outcome.seconds,

@@ -38,26 +38,34 @@ field                enforced by
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
+from gg.config import SandboxSettings
 from gg.errors import UserError
 
 __all__ = ["Limits"]
 
+_DEFAULTS = SandboxSettings()
+"""``[sandbox]``'s defaults: the one source of the limits ``gg.toml`` can set."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Limits:
-    """Resource limits for one program or shell command (SPEC M3)."""
+    """Resource limits for one program or shell command (SPEC M3).
 
-    wall_s: float = 30
+    The limits ``[sandbox]`` can set take its defaults (:class:`gg.config.SandboxSettings`);
+    the others are fixed here.
+    """
+
+    wall_s: float = _DEFAULTS.wall_s
     """Wall-clock seconds, not counting time gg spends answering SDK calls."""
-    cpu_s: float = 20
+    cpu_s: float = _DEFAULTS.cpu_s
     """CPU seconds per process."""
-    memory_mb: int = 1024
+    memory_mb: int = _DEFAULTS.memory_mb
     """Address space (Python) or heap (JavaScript) per process, in MiB."""
-    processes: int = 64
+    processes: int = _DEFAULTS.processes
     """Processes and threads the program may have at once."""
-    output_bytes: int = 200_000
+    output_bytes: int = _DEFAULTS.output_bytes
     """Bytes of stdout+stderr kept; more ends the program."""
     file_size_mb: int = 64
     """Largest file the program may write, in MiB."""
@@ -69,16 +77,32 @@ class Limits:
     """Bytes of SDK messages one program may send in all (past it: limit ``membrane``)."""
     calls: int = 10_000
     """SDK calls per program."""
-    program_bytes: int = 1_000_000
+    program_bytes: int = _DEFAULTS.program_bytes
     """Largest program source, in UTF-8 bytes (issue 9 item 6: no program text crashes gg)."""
     tmp_mb: int = 256
     """Size of the private /tmp (and /dev/shm) under bubblewrap, in MiB."""
-    write_bytes: int = 1 << 30
+    write_bytes: int = _DEFAULTS.write_bytes
     """Bytes one program or command may add to the workspace (issue 9, item 7): 1 GiB, ten
     times a large dependency install, far below a CI disk."""
-    write_files: int = 100_000
+    write_files: int = _DEFAULTS.write_files
     """Files and directories one program or command may make or change: 100,000, above a
     large ``node_modules`` or a Linux kernel checkout (about 90,000)."""
+
+    @classmethod
+    def from_settings(cls, settings: SandboxSettings) -> Limits:
+        """The limits ``[sandbox]`` sets (same names), the others at their defaults.
+
+        Args:
+            settings: the validated ``[sandbox]`` section.
+
+        Returns:
+            The limits.
+
+        Raises:
+            gg.errors.UserError: a limit is not a positive number.
+        """
+        names = {f.name for f in fields(cls)} & set(SandboxSettings.model_fields)
+        return cls(**settings.model_dump(include=names))
 
     def __post_init__(self) -> None:
         """Reject a limit that is not a positive number.

@@ -56,6 +56,7 @@ from gg import bounded
 from gg.endings import canonical_call, is_ending_name
 from gg.errors import ToolError
 from gg.sandbox.limits import Limits
+from gg.text import cut
 
 __all__ = ["CallAnswer", "CallRequest", "CompileReport", "Handler", "Membrane", "Result"]
 
@@ -138,11 +139,7 @@ class Violation(Exception):
 def _cut(text: str | None) -> str | None:
     if text is None:
         return None
-    text = bounded.scrub(text)
-    if len(text) <= MAX_RESULT_CHARS:
-        return text
-    half = MAX_RESULT_CHARS // 2
-    return f"{text[:half]}\n[gg: {len(text) - 2 * half} characters cut]\n{text[-half:]}"
+    return cut(bounded.scrub(text), MAX_RESULT_CHARS, keep="middle")
 
 
 def _parse(line: bytes) -> tuple[dict[str, Any], bool]:

@@ -1,4 +1,4 @@
-"""Built-in registry tools (SPEC T1, §10 Built-in tools) and the shell runner they share.
+"""Built-in registry tools (SPEC T1, §10 Built-in tools).
 
 Capabilities: ``files`` offers ``read_file``, ``write_file``, ``list_dir`` and
 ``search_text``; ``shell`` offers ``run_command``. Every path is relative to
@@ -16,43 +16,36 @@ What this module does not promise: ``run_command`` outside a sandbox runs a
 real shell with the user's rights, a scrubbed environment and a timeout (as
 root, without ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN`` and ``CAP_PERFMON``:
 :func:`gg.guard.host_command`, so it cannot read gg's ``/proc/<pid>/environ``).
-The sandbox (SPEC M3) replaces :func:`spawn_command`.
-
-:func:`run_shell` is also what agent-stop command hooks run on (:mod:`gg.hooks`).
+The sandbox (SPEC M3) replaces :func:`spawn_command`. The shell runner itself
+(:func:`gg.shell.run_shell`, shared with agent-stop hooks) lives in :mod:`gg.shell`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Protocol, TypeVar
+from typing import Annotated, TypeVar
 
 from pydantic import Field
 
 from gg.errors import SandboxError, ToolError
 from gg.guard import host_command
-from gg.tools.registry import Registry, ToolContext, cap_text, tool
+from gg.shell import ShellResult, run_shell, scrubbed_env, spawn_shell
+from gg.text import cut
+from gg.tools.registry import Registry, ToolContext, tool
 from gg.tools.safefs import Beneath, check_path, open_beneath, read_beneath, run_blocking
 from gg.tools.search import Search
 
 __all__ = [
-    "ShellResult",
-    "Spawn",
     "default_registry",
     "list_dir",
     "read_file",
     "run_command",
-    "run_shell",
-    "scrubbed_env",
     "search_text",
     "spawn_command",
-    "spawn_shell",
     "write_file",
 ]
 
@@ -63,10 +56,6 @@ _LIST_MAX = 1_000
 _PATTERN_MAX = 2_000  # characters of a search_text pattern
 _FILE_DEADLINE_S = 10.0  # seconds a read_file / write_file / list_dir call may take
 _SEARCH_DEADLINE_S = 10.0  # seconds a search_text call may take
-_ENV_KEEP = frozenset(
-    {"PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME", "SHELL",
-     "TMPDIR", "TEMP", "TMP", "COLUMNS", "LINES"}
-)  # fmt: skip
 
 
 # ---------------------------------------------------------------- paths
@@ -225,49 +214,6 @@ async def search_text(pattern: str, path: str = ".", *, ctx: ToolContext) -> str
 # ---------------------------------------------------------------- shell
 
 
-def scrubbed_env(pass_env: tuple[str, ...] = ()) -> dict[str, str]:
-    """The environment a command gets: gg's, minus everything not on a short allowlist.
-
-    Kept: ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TERM``, ``TZ``, ``USER``,
-    ``SHELL``, temp-dir variables and the like; never API keys or other
-    secrets (SPEC M3, C3).
-
-    Args:
-        pass_env: further variable names to pass through (a hook's explicit opt-in).
-    """
-    keep = _ENV_KEEP.union(pass_env)
-    return {k: v for k, v in os.environ.items() if k in keep or k.startswith("LC_")}
-
-
-class Spawn(Protocol):
-    """Starts a shell command as a process; swap it to run commands elsewhere (a sandbox)."""
-
-    async def __call__(
-        self, command: str, *, cwd: Path, env: Mapping[str, str], stdin: bool
-    ) -> asyncio.subprocess.Process:
-        """Start ``command`` with pipes for stdout and stderr (and stdin when asked)."""
-        ...
-
-
-async def spawn_shell(
-    command: str, *, cwd: Path, env: Mapping[str, str], stdin: bool
-) -> asyncio.subprocess.Process:
-    """Start ``command`` through ``/bin/sh`` in its own session (so its group can be killed).
-
-    Raises:
-        OSError: the process could not start (e.g. ``cwd`` is missing).
-    """
-    return await asyncio.create_subprocess_shell(
-        command,
-        cwd=cwd,
-        env=dict(env),
-        stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
-
-
 async def spawn_command(
     command: str, *, cwd: Path, env: Mapping[str, str], stdin: bool
 ) -> asyncio.subprocess.Process:
@@ -275,164 +221,13 @@ async def spawn_command(
     return await spawn_shell(command, cwd=cwd, env=env, stdin=stdin)
 
 
-@dataclass(frozen=True, kw_only=True)
-class ShellResult:
-    """What a finished (or killed) shell command left behind."""
-
-    exit_code: int | None
-    """The exit status; negative for a signal; ``None`` when killed on timeout."""
-    stdout: str
-    """Standard output, head and tail kept when longer than the capture limit."""
-    stderr: str
-    """Standard error, same capping."""
-    timed_out: bool
-    """True when the timeout killed it."""
-    seconds: float
-    """Wall time from start to exit."""
-
-
-class _Capture:
-    """Keeps the head and tail of a byte stream, up to ``limit`` bytes in all."""
-
-    def __init__(self, limit: int) -> None:
-        self.head, self.tail, self.total = bytearray(), bytearray(), 0
-        self.head_limit, self.tail_limit = limit - limit // 2, limit // 2
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.head_limit - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk and self.tail_limit:
-            self.tail += chunk
-            del self.tail[: max(len(self.tail) - self.tail_limit, 0)]
-
-    def text(self) -> str:
-        cut = self.total - len(self.head) - len(self.tail)
-        mid = f"\n[... {cut:,} bytes cut ...]\n" if cut else ""
-        return self.head.decode("utf-8", "replace") + mid + self.tail.decode("utf-8", "replace")
-
-
-async def _pump(stream: asyncio.StreamReader | None, capture: _Capture) -> None:
-    if stream is None:
-        return
-    while chunk := await stream.read(65_536):
-        capture.add(chunk)
-
-
-async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
-    if proc.stdin is None:
-        return
-    try:
-        proc.stdin.write(data)
-        await proc.stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the command does not read its stdin: fine
-    finally:
-        proc.stdin.close()
-
-
-async def _exited(proc: asyncio.subprocess.Process) -> None:
-    """Return once ``proc`` has exited, even while a grandchild holds its pipes open.
-
-    Python 3.11's ``Process.wait()`` also waits for every pipe to close, so
-    this polls the exit status (backing off from 1 ms to 50 ms) beside it.
-    """
-    waiter = asyncio.ensure_future(proc.wait())
-    delay = 0.001
-    try:
-        while proc.returncode is None and not waiter.done():
-            await asyncio.wait({waiter}, timeout=delay)
-            delay = min(delay * 2, 0.05)
-    finally:
-        waiter.cancel()
-
-
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-async def run_shell(
-    command: str,
-    *,
-    cwd: Path,
-    env: Mapping[str, str],
-    timeout_s: float,
-    stdin: bytes | None = None,
-    capture_limit: int = 64_000,
-    spawn: Spawn = spawn_shell,
-) -> ShellResult:
-    """Run a shell command to its end or its timeout, then kill what it left running.
-
-    The command runs in its own process group. When it exits, or its timeout
-    passes, or the caller is cancelled, the whole group is killed (background
-    jobs do not outlive it), and pipes still held open by an escaped
-    grandchild are abandoned after a short grace, never waited on.
-
-    Args:
-        command: a ``/bin/sh`` command line.
-        cwd: its working directory.
-        env: its whole environment (see :func:`scrubbed_env`).
-        timeout_s: wall-time limit in seconds.
-        stdin: bytes written to its standard input, or ``None`` for no input.
-        capture_limit: bytes kept of each of stdout and stderr (head and tail).
-        spawn: how to start the process.
-
-    Returns:
-        A :class:`ShellResult`.
-
-    Raises:
-        OSError: the process could not be started.
-    """
-    start = time.monotonic()
-    proc = await spawn(command, cwd=cwd, env=env, stdin=stdin is not None)
-    out, err = _Capture(capture_limit), _Capture(capture_limit)
-    tasks = [
-        asyncio.create_task(_pump(proc.stdout, out)),
-        asyncio.create_task(_pump(proc.stderr, err)),
-    ]
-    if stdin is not None:
-        tasks.append(asyncio.create_task(_feed(proc, stdin)))
-    timed_out = False
-    try:
-        await asyncio.wait_for(_exited(proc), timeout_s)
-    except TimeoutError:
-        timed_out = True
-    finally:
-        _kill_group(proc)
-        await _settle(proc, tasks)
-    return ShellResult(
-        exit_code=None if timed_out else proc.returncode,
-        stdout=out.text(),
-        stderr=err.text(),
-        timed_out=timed_out,
-        seconds=time.monotonic() - start,
-    )
-
-
-async def _settle(proc: asyncio.subprocess.Process, tasks: list[asyncio.Task[None]]) -> None:
-    """Reap the killed process; give the pipe readers a short grace, then drop them."""
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(_exited(proc), 5)
-    _, pending = await asyncio.wait(tasks, timeout=0.5)
-    for task in pending:
-        task.cancel()
-    if pending:
-        await asyncio.wait(pending)
-        transport = getattr(proc, "_transport", None)  # no public way to drop held pipes
-        if transport is not None:
-            transport.close()
-
-
 def _format_result(result: ShellResult) -> str:
     parts = [] if result.timed_out else [f"exit code: {result.exit_code}"]
-    if result.stdout:
-        parts.append(f"stdout:\n{result.stdout.rstrip()}")
+    if result.output:
+        parts.append(f"stdout:\n{result.output.rstrip()}")
     if result.stderr:
         parts.append(f"stderr:\n{result.stderr.rstrip()}")
-    if not (result.stdout or result.stderr):
+    if not (result.output or result.stderr):
         parts.append("(no output)")
     return "\n".join(parts)
 
@@ -449,7 +244,7 @@ async def _run_in_sandbox(command: str, timeout_s: float, ctx: ToolContext) -> s
         )
     except SandboxError as exc:
         raise ToolError(f"the sandbox could not run the command: {exc}") from None
-    text = cap_text(result.output.rstrip() or "(no output)", ctx.output_cap)
+    text = cut(result.output.rstrip() or "(no output)", ctx.output_cap, keep="middle")
     if result.timed_out:
         raise ToolError(
             f"command timed out after {timeout_s:g} s; it and its child processes "
@@ -493,10 +288,11 @@ async def run_command(
     text = _format_result(result)
     if result.timed_out:
         raise ToolError(
-            cap_text(
+            cut(
                 f"command timed out after {timeout_s:g} s; it and its child processes "
                 f"were killed. Output so far:\n{text}",
                 ctx.output_cap,
+                keep="middle",
             )
         )
     return text

@@ -33,7 +33,7 @@ import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import SchemaValidator
 
-from gg.config import Settings
+from gg.config import Settings, ToolsSettings
 from gg.endings import Ending, is_ending_name
 from gg.errors import GGError, ToolError, UserError
 from gg.guard import Snapshot
@@ -42,6 +42,7 @@ from gg.stream import Event
 
 if TYPE_CHECKING:  # an annotation only: the sandbox package is loaded by the run
     from gg.sandbox import Sandbox
+from gg.text import cut
 
 __all__ = [
     "ArgumentsError",
@@ -51,7 +52,6 @@ __all__ = [
     "SessionOutcome",
     "Tool",
     "ToolContext",
-    "cap_text",
     "tool",
 ]
 
@@ -150,7 +150,7 @@ class ToolContext:
 
     workspace: Path
     """The session's workspace: absolute, resolved. Tool paths are relative to it."""
-    output_cap: int = 64_000
+    output_cap: int = ToolsSettings().output_cap
     """Most characters of a tool's result text; longer results are cut with a marker."""
     run: RunServices | None = None
     """The run the calling session belongs to, through its narrow seam (``None`` outside
@@ -181,25 +181,6 @@ class ArgumentsError(GGError):
         super().__init__(message)
         self.tool = tool
         self.problems = problems
-
-
-def cap_text(text: str, cap: int) -> str:
-    """Cut ``text`` to about ``cap`` characters, keeping its head and tail.
-
-    Args:
-        text: any text.
-        cap: the most characters to return (the marker is counted in).
-
-    Returns:
-        ``text`` unchanged when it fits; else its head, a marker
-        ``[... N characters cut ...]`` and its tail.
-    """
-    if len(text) <= cap:
-        return text
-    budget = max(cap - 48, 0)
-    head, tail = budget - budget // 2, budget // 2
-    cut = len(text) - head - tail
-    return f"{text[:head]}\n[... {cut:,} characters cut ...]\n{text[len(text) - tail :]}"
 
 
 def result_text(value: object) -> str:
@@ -331,7 +312,7 @@ class FunctionTool(Tool):
             raise
         except Exception as exc:
             raise ToolError(f"{self.name} raised {type(exc).__name__}: {exc}") from exc
-        return cap_text(result_text(value), ctx.output_cap)
+        return cut(result_text(value), ctx.output_cap, keep="middle")
 
     def _arguments_error(self, problems: tuple[str, ...]) -> ArgumentsError:
         props: dict[str, Any] = self.parameters.get("properties", {})

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from gg.models.base import ToolCall
+from gg.text import cut
 
 _Names: TypeAlias = frozenset[str] | None
 _Span: TypeAlias = tuple[int, int]
@@ -56,7 +57,7 @@ def _end(pattern: re.Pattern[str], text: str, pos: int) -> int:
 
 def _excerpt(text: str, limit: int = 160) -> str:
     """``text`` quoted, shortened to ``limit`` characters."""
-    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+    return repr(cut(text, limit))
 
 
 def _loads(text: str) -> Any:
