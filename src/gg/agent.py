@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from gg.config import Settings, load_settings, settings_from_dict
 from gg.endings import Ending, Language, Role
@@ -40,7 +40,7 @@ from gg.tools.builtins import default_registry
 from gg.tools.registry import Registry, Tool, tool
 from gg.tools.safefs import open_beneath
 
-__all__ = ["Agent", "RunResult"]
+__all__ = ["Agent", "AgentOptions", "RunResult"]
 
 Hook = CommandHook | CallableHook | Callable[..., Any]
 
@@ -123,6 +123,31 @@ def _hook(h: Hook) -> CommandHook | CallableHook:
     if callable(h):
         return CallableHook(fn=h, name=getattr(h, "__name__", "hook"))
     raise UserError(f"a hook must be a CommandHook, a CallableHook or a callable, not {h!r}")
+
+
+class AgentOptions(TypedDict, total=False):
+    """The :class:`Agent` options another driver passes through unchanged (issue 10 item 4).
+
+    :class:`gg.board.Board` takes these as keywords (``Board(repo, model=..., mode="code")``)
+    and hands them to the :class:`Agent` it runs its sessions with, so it declares none
+    of them again; ``tests/test_seams.py`` pins every key to :class:`Agent`'s own
+    parameter of the same name and type. ``workspace`` and ``role`` are the driver's.
+    """
+
+    model: str | Model | None
+    settings: Settings | None
+    config: str | Path | None
+    mode: str | None
+    language: Language | None
+    ceilings: dict[str, Any] | None
+    tools: Sequence[Callable[..., Any] | Tool]
+    hooks: Sequence[Hook]
+    listeners: Sequence[Callable[[Any], None]]
+    record: str | Path | None
+    progress: Callable[[str], None] | None
+    constrained: bool | None
+    on_delta: Callable[[str], None] | None
+    trust_config: bool
 
 
 class Agent:
