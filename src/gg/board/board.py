@@ -99,8 +99,12 @@ class BoardResult:
         return 0 if self.status == "ended" else 1
 
     def to_json(self) -> dict[str, Any]:
-        """``{"run_id", "status", "diagnosis", "stream", "on_board", "issues": [{number,
-        title, state, round, merge_sha, diagnosis}]}``."""
+        """The result as a JSON object.
+
+        Returns:
+            ``{"run_id", "status", "diagnosis", "stream", "on_board", "issues": [{number,
+            title, state, round, merge_sha, diagnosis}]}``.
+        """
         return {
             "run_id": self.run_id,
             "status": self.status,
@@ -125,8 +129,10 @@ def issue_json(issue: Issue) -> dict[str, Any]:
 
 
 class _RunLock:
-    """An exclusive ``flock`` on ``<state>/board.lock`` for the length of a board run
-    (opened with ``O_NOFOLLOW`` in the gg-private state directory)."""
+    """An exclusive ``flock`` on ``<state>/board.lock`` for the length of a board run.
+
+    The lock file is opened with ``O_NOFOLLOW`` in the gg-private state directory.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -412,8 +418,11 @@ class Board:
         )
 
     async def _recover(self, git: Git) -> None:
-        """After a crash: abandon sessions still marked running, clear stale git locks,
-        remove the worktrees of issues already done."""
+        """Clean up after a crash.
+
+        Abandons sessions still marked running, clears stale git locks, and removes
+        the worktrees of issues already done.
+        """
         locked_at = time.time()
         _ignore_gg_dir(self.workspace)
         self.store.abandon_running()
@@ -507,6 +516,8 @@ def _stuck_from(detail: IssueDetail) -> IssueState:
 
 
 def _ignore_gg_dir(workspace: Path) -> None:
-    """Make git ignore ``.gg/`` (runs, store, worktrees) without touching the user's files
-    (no link followed: :func:`~gg.board.gitsafe.write_gg_ignore`)."""
+    """Make git ignore ``.gg/`` (runs, store, worktrees) without touching the user's files.
+
+    No link is followed: :func:`~gg.board.gitsafe.write_gg_ignore`.
+    """
     write_gg_ignore(workspace)

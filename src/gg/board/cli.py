@@ -187,8 +187,11 @@ def reopen(
     config: Config = None,
     json_out: JsonOut = False,
 ) -> None:
-    """Open done issue N again: the next run implements, reviews and merges it anew
-    from the current base branch. Exit 2 if N is not done."""
+    """Open done issue N again.
+
+    The next run implements, reviews and merges it anew from the current base
+    branch. Exit 2 if N is not done.
+    """
     _change(number, workspace, config, json_out, "reopen")
 
 

@@ -52,8 +52,11 @@ class RecordingModel:
         and this object owns it now)."""
 
     async def respond(self, messages: list[Message], tools: list[ToolSpec]) -> Reply:
-        """Ask the inner model, record the reply (cleaned at the model boundary first,
-        :func:`gg.models.boundary.clean_reply`, so it always serialises), return it."""
+        """Ask the inner model, record the reply and return it.
+
+        The reply is cleaned at the model boundary first
+        (:func:`gg.models.boundary.clean_reply`), so it always serialises.
+        """
         reply = clean_reply(await self.inner.respond(messages, tools))
         self.replies.append(reply_to_dict(reply))
         self._write()
