@@ -43,11 +43,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import re
 import secrets
 import shlex
 import signal
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -55,7 +57,7 @@ from typing import Literal
 
 from gg.errors import SandboxError, UserError
 from gg.models.base import ToolSpec
-from gg.sandbox.accounts import share_workspace
+from gg.sandbox.accounts import SANDBOX_GID, kill_all, share_workspace, uid_slot
 from gg.sandbox.checks import (
     CHECK_TIMEOUT_S,
     CompileProblem,
@@ -67,12 +69,13 @@ from gg.sandbox.host import Isolation, host_facts, state_dir
 from gg.sandbox.isolation import probe
 from gg.sandbox.limits import Limits
 from gg.sandbox.membrane import Handler, Membrane, Result
-from gg.sandbox.process import Outcome, supervise
+from gg.sandbox.process import Outcome, supervise, watch
 from gg.sandbox.quiet import Quiet
 from gg.sandbox.runs import Options, prepared, run_blocking
 from gg.sandbox.sdk import sdk_source
 from gg.sandbox.tree import remove_tree
 from gg.sandbox.writes import CapName, WriteCap
+from gg.sandbox.zygote import Key, Pool, Zygote
 
 __all__ = ["CompileProblem", "ProgramResult", "Sandbox", "ShellResult"]
 
@@ -172,6 +175,7 @@ class Sandbox:
         """Counts this sandbox's live processes (a trusted hook waits for none, issue 9)."""
         self._protect: tuple[str, ...] = ()
         self._protect_keys: tuple[str, ...] = ()
+        self._pool = Pool()
 
     def protect(self, paths: Sequence[Path], *, root: Path | None = None) -> None:
         """Bind these files read-only over the workspace in every later process.
@@ -199,6 +203,25 @@ class Sandbox:
         """The files bound read-only for a process in ``workspace`` (see :meth:`protect`)."""
         keyed = (str(workspace / k) for k in self._protect_keys)
         return tuple(dict.fromkeys([*self._protect, *keyed]))
+
+    def _key(self, workspace: Path) -> Key:
+        return Key(self.isolation, workspace, self.limits, self._protected(workspace))
+
+    def warm(self, workspace: Path, *, language: Language) -> None:
+        """Start the warm sandbox for ``workspace`` in the background (issue 11).
+
+        Call it when a session starts, while the model thinks: the first program
+        then finds a zygote ready. A no-op without a running event loop, for a
+        language without a warm path, or on a closed sandbox. Never raises: a
+        zygote that fails to start is started again by :meth:`run`, which reports.
+        """
+        if self._closed or language != "python":
+            return
+        try:
+            asyncio.get_running_loop()
+            self._pool.warm(self._key(Path(workspace).resolve()))
+        except (RuntimeError, OSError):
+            return
 
     def describe(self) -> dict[str, object]:
         """What is in force, for the stream's ``run_started`` event (SPEC M3, O1)."""
@@ -347,7 +370,56 @@ class Sandbox:
             await asyncio.to_thread(share_workspace, ws)
         membrane = Membrane(tools=[t.name for t in tools], handler=handler, limits=self.limits)
         async with self.quiet.process():
+            if language == "python":
+                return await self._run_warm(membrane, ws, files)
             return await self._run_program(membrane, language, ws, files)
+
+    async def _run_warm(self, membrane: Membrane, ws: Path, files: dict[str, str]) -> ProgramResult:
+        """Run a Python program as a fresh child of the workspace's zygote (issue 11)."""
+        zygote = await self._pool.take(self._key(ws))
+        try:
+            slot = uid_slot() if host_facts().is_root else contextlib.nullcontext(None)
+            with slot as uid:
+                outcome, cap = await self._fork_and_watch(zygote, uid, membrane, files)
+        finally:
+            self._pool.give_back(zygote)
+        if not membrane.ready:
+            raise SandboxError(f"the sandbox could not start the program: {outcome.output[-800:]}")
+        return self._program_result(outcome, membrane, "python", cap)
+
+    async def _fork_and_watch(
+        self, zygote: Zygote, uid: int | None, membrane: Membrane, files: dict[str, str]
+    ) -> tuple[Outcome, WriteCap]:
+        """One program forked by ``zygote`` as ``uid``, watched to its end; the zygote stays
+        usable only if the program ended by itself and the zygote cleaned up after it."""
+        pipes = [os.pipe(), os.pipe(), os.pipe()]  # output, requests, answers
+        (out_r, out_w), (req_r, req_w), (ans_r, ans_w) = pipes
+        if uid is not None:
+            for fd in (req_w, ans_r):
+                os.fchown(fd, uid, SANDBOX_GID)
+        message = {**zygote.config(uid), "program": files["program.py"], "sdk": files["sdk.py"]}
+        cap = self._write_cap(zygote.written())
+        started = time.monotonic()
+        try:
+            child = await zygote.fork(message, (out_w, req_w, ans_r))
+        except BaseException:
+            for fd in (out_r, req_r, ans_w):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (out_w, req_w, ans_r):
+                os.close(fd)
+        sweep = None
+        if uid is not None and self.isolation is not Isolation.BWRAP:
+            sweep = lambda: kill_all(uid, host_facts().python)  # noqa: E731
+        outcome = await watch(
+            child, membrane=membrane, fds=(out_r, req_r, ans_w), started=started,
+            wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes, sweep=sweep,
+            writes=cap,
+        )  # fmt: skip
+        normal = outcome.stopped is None and membrane.result is not None
+        zygote.usable = child.clean and normal and zygote.proc.poll() is None
+        return outcome, cap
 
     async def _run_program(
         self, membrane: Membrane, language: Language, ws: Path, files: dict[str, str]
@@ -493,8 +565,10 @@ class Sandbox:
         return dataclasses.replace(result, output=output, stderr=stderr)
 
     async def aclose(self) -> None:
-        """Release the sandbox. Programs already running finish; new ones are refused."""
+        """Release the sandbox. Programs already running finish; new ones are refused; the
+        warm zygotes are stopped."""
         self._closed = True
+        self._pool.close()
 
     async def __aenter__(self) -> Sandbox:
         return self
