@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -32,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from gg.errors import SandboxError
-from gg.sandbox.accounts import SANDBOX_GID
 from gg.sandbox.host import Isolation, host_facts, state_dir
 from gg.sandbox.launch import Spec, plan, prepare_run_dir, program_config
 from gg.sandbox.limits import Limits
@@ -88,17 +88,20 @@ class Zygote:
         spec = cls._spec(key, run_dir, theirs.fileno(), sec_read)
         the_plan = plan(spec)
         err_read, err_write = os.pipe()
+        argv, args_fd, conf_fd = _hidden(the_plan.argv, key.isolation)
         try:
             proc = subprocess.Popen(
-                the_plan.argv, stdin=subprocess.DEVNULL, stdout=err_write, stderr=err_write,
-                env=the_plan.env, pass_fds=the_plan.pass_fds, start_new_session=True, cwd="/",
+                argv, stdin=conf_fd, stdout=err_write, stderr=err_write, env=the_plan.env,
+                pass_fds=(*the_plan.pass_fds, *([args_fd] if args_fd is not None else [])),
+                start_new_session=True, cwd="/",
             )  # fmt: skip
         except BaseException:
             ours.close()
             remove_tree(run_dir)
             raise
         finally:
-            for fd in [*the_plan.fds, err_write, *([sec_read] if sec_read is not None else [])]:
+            extra = [fd for fd in (sec_read, args_fd, conf_fd) if fd is not None]
+            for fd in [*the_plan.fds, err_write, *extra]:
                 os.close(fd)
             theirs.close()
         zygote = cls(key, proc, ours)
@@ -106,7 +109,7 @@ class Zygote:
         ours.setblocking(False)
         try:
             ready = await asyncio.wait_for(zygote._line(), _START_TIMEOUT_S)
-        except (asyncio.TimeoutError, OSError, ValueError):
+        except (TimeoutError, OSError, ValueError):
             ready = None
         if not isinstance(ready, dict) or ready.get("kind") != "ready":
             zygote.close()
@@ -189,6 +192,29 @@ class Zygote:
             self.run_dir = None
 
 
+def _pipe_of(data: bytes) -> int:
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, data)  # a few KiB: fits in the pipe buffer
+    finally:
+        os.close(write_fd)
+    return read_fd
+
+
+def _hidden(argv: list[str], isolation: Isolation) -> tuple[list[str], int | None, int]:
+    """The zygote's command line with no workspace path in it (it outlives each program, and
+    nothing in ``/proc`` should tie it to the workspace): bubblewrap reads its arguments from
+    a pipe (``--args``), ``boot.py`` its config from stdin (``@stdin``)."""
+    config = argv[-1]
+    argv = [*argv[:-1], "@stdin"]
+    conf_fd = _pipe_of(config.encode())
+    if isolation is not Isolation.BWRAP:
+        return argv, None, conf_fd
+    cut = argv.index("--")
+    args_fd = _pipe_of(b"".join(a.encode() + b"\0" for a in argv[1:cut]))
+    return [argv[0], "--args", str(args_fd), *argv[cut:]], args_fd, conf_fd
+
+
 class ZygoteChild:
     """One program forked by a :class:`Zygote` (a :class:`gg.sandbox.process.Child`)."""
 
@@ -252,7 +278,7 @@ class Pool:
         self._starting[key] = starting
         for _ in range(spares - len(ready) - len(starting)):
             task = asyncio.ensure_future(Zygote.start(key))
-            task.add_done_callback(lambda t, k=key: self._started(k, t))
+            task.add_done_callback(functools.partial(self._started, key))
             starting.append(task)
 
     def _started(self, key: Key, task: asyncio.Task[Zygote]) -> None:

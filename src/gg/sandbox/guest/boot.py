@@ -537,15 +537,12 @@ def zygote(config: dict[str, Any], fds: dict[str, int]) -> NoReturn:
     """
     runner = _load(config["runner"], "gg_runner")
     server = _load(config["zygote"], "gg_zygote")
-    try:
-        os.chdir(config["workspace"])
-    except OSError as exc:
-        fail(f"cannot enter the workspace: {exc}")
     set_rlimits([["CORE", 0, 0]])
     bpf = read_filter(fds.get("seccomp"))
     if config.get("unshare"):
         enter_namespaces(config["unshare"])
         enter_pid_namespace(lambda: _confine_outer(config, bpf))
+    os.chdir("/")  # each child enters the workspace itself, before it drops its uid
     arm_parent_death()
     _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(PR_SET_CHILD_SUBREAPER)")
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -556,7 +553,13 @@ def zygote(config: dict[str, Any], fds: dict[str, int]) -> NoReturn:
 
 def main() -> NoReturn:
     """Confine this process as ``sys.argv[1]`` (JSON) says, then run what it names."""
-    config = json.loads(sys.argv[1])
+    if sys.argv[1] == "@stdin":  # a zygote: no workspace path on its command line
+        config = json.loads(sys.stdin.buffer.read())
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    else:
+        config = json.loads(sys.argv[1])
     fds = move_fds(dict(config["fds"]))
     if config["mode"] == "zygote":
         zygote(config, fds)

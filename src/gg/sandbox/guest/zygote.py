@@ -28,6 +28,7 @@ reuses a zygote that is not clean.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -78,7 +79,7 @@ def _child(
             boot.become_reaper()
         boot._drop_and_lock(msg, ruleset, bpf)
         boot.announce_ready()
-    except BaseException as exc:  # noqa: BLE001 - any failure here is a boot failure
+    except BaseException as exc:
         boot.fail(f"the warm sandbox could not confine a program: {exc}")
     sys.argv = ["<program>"]
     runner["run_sources"](msg["sdk"], msg["program"], msg["workspace"])
@@ -97,10 +98,8 @@ def _empty(path: str, keep: list[str]) -> bool:
                     os.chmod(place, 0o700)
             except OSError:
                 pass
-        try:
+        with contextlib.suppress(OSError):
             func(target)
-        except OSError:
-            pass
 
     try:
         names = os.listdir(path)
@@ -117,10 +116,8 @@ def _empty(path: str, keep: list[str]) -> bool:
         if os.path.isdir(full) and not os.path.islink(full):
             shutil.rmtree(full, onerror=fix)
         else:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(full)
-            except OSError:
-                pass
     return sorted(os.listdir(path)) == sorted(left)
 
 
@@ -130,7 +127,7 @@ def _kept(path: str, keep: list[str]) -> bool:
     return any(k == path or k.startswith(path.rstrip("/") + "/") for k in keep)
 
 
-def _clean(places: list[str], drop: Any, keep: list[str]) -> bool:
+def _clean(boot: Any, places: list[str], drop: Any, keep: list[str]) -> bool:
     """Empty the program's scratch places, as its uid when it had one; whether it worked."""
     pid = os.fork()
     if pid == 0:
@@ -139,11 +136,14 @@ def _clean(places: list[str], drop: Any, keep: list[str]) -> bool:
                 os.setgroups([])
                 os.setresgid(int(drop["gid"]), int(drop["gid"]), int(drop["gid"]))
                 os.setresuid(int(drop["uid"]), int(drop["uid"]), int(drop["uid"]))
+                with contextlib.suppress(OSError):  # the zygote has no CAP_KILL: as the uid
+                    os.kill(-1, signal.SIGKILL)
             ok = all([_empty(p, keep) for p in places])
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             ok = False
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
+    boot.kill_descendants(os.getpid())  # same uid (no drop), and reaps what kill(-1) ended
     return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
@@ -206,8 +206,7 @@ def serve(boot: Any, runner: dict[str, Any], bpf: Any, places: list[str]) -> Non
         for fd in fds:
             os.close(fd)
         status, alive = _watch(sock, child, bool(msg.get("reaper")), pending)
-        boot.kill_descendants(os.getpid())
-        clean = _clean(places, msg.get("drop"), [str(msg.get("workspace", "/"))])
+        clean = _clean(boot, places, msg.get("drop"), [str(msg.get("workspace", "/"))])
         if not alive:
             os._exit(0)
         _send(sock, {"kind": "exit", "status": status, "clean": clean})
