@@ -210,6 +210,9 @@ def _hidden(argv: list[str], isolation: Isolation) -> tuple[list[str], int | Non
     conf_fd = _pipe_of(config.encode())
     if isolation is not Isolation.BWRAP:
         return argv, None, conf_fd
+    if "--chdir" in argv:  # the zygote stays in /; each child enters the workspace
+        at = argv.index("--chdir")
+        del argv[at : at + 2]
     cut = argv.index("--")
     args_fd = _pipe_of(b"".join(a.encode() + b"\0" for a in argv[1:cut]))
     return [argv[0], "--args", str(args_fd), *argv[cut:]], args_fd, conf_fd
