@@ -57,7 +57,7 @@ from typing import Literal
 
 from gg.errors import SandboxError, UserError
 from gg.models.base import ToolSpec
-from gg.sandbox.accounts import SANDBOX_GID, kill_all, share_workspace, uid_slot
+from gg.sandbox.accounts import SANDBOX_GID, is_shared, kill_all, share_workspace, uid_slot
 from gg.sandbox.checks import (
     CHECK_TIMEOUT_S,
     CompileProblem,
@@ -154,6 +154,10 @@ def _not_run(problem: CompileProblem) -> ProgramResult:
                          seconds=0.0, compile_problem=problem)  # fmt: skip
 
 
+class _NotForked(Exception):
+    """The zygote was gone before it took the program (nothing of it ran)."""
+
+
 class Sandbox:
     """Runs programs and shell commands under the strongest isolation this machine offers.
 
@@ -161,14 +165,20 @@ class Sandbox:
         limits: the limits of every program and command.
         isolation: the layer; ``None`` probes (honouring ``GG_SANDBOX``). A given layer
             is checked once by a trial run.
+        warm: run Python programs as forks of a warm sandbox (issue 11); ``False``, or a
+            warm sandbox that cannot start, runs each program in a sandbox of its own.
 
     Raises:
         gg.errors.SandboxError: the layer does not work here.
         gg.errors.UserError: ``GG_SANDBOX`` names no layer.
     """
 
-    def __init__(self, *, limits: Limits | None = None, isolation: Isolation | None = None) -> None:
+    def __init__(
+        self, *, limits: Limits | None = None, isolation: Isolation | None = None, warm: bool = True
+    ) -> None:
         self.limits = limits or Limits()
+        self.warm = warm
+        """Whether Python programs fork from a warm sandbox (:meth:`warm_up`)."""
         self.isolation: Isolation = probe(isolation.value if isolation else None)
         self._closed = False
         self.quiet = Quiet()
@@ -207,7 +217,7 @@ class Sandbox:
     def _key(self, workspace: Path) -> Key:
         return Key(self.isolation, workspace, self.limits, self._protected(workspace))
 
-    def warm(self, workspace: Path, *, language: Language) -> None:
+    def warm_up(self, workspace: Path, *, language: Language) -> None:
         """Start the warm sandbox for ``workspace`` in the background (issue 11).
 
         Call it when a session starts, while the model thinks: the first program
@@ -215,7 +225,7 @@ class Sandbox:
         language without a warm path, or on a closed sandbox. Never raises: a
         zygote that fails to start is started again by :meth:`run`, which reports.
         """
-        if self._closed or language != "python":
+        if self._closed or language != "python" or not self.warm:
             return
         try:
             asyncio.get_running_loop()
@@ -366,21 +376,38 @@ class Sandbox:
             files = {"program.py": program, "sdk.py": sdk_source(tools, language=language)}
         else:
             raise UserError(f"unknown program language {language!r}")
-        if host_facts().is_root:
+        if host_facts().is_root and not is_shared(ws):
             await asyncio.to_thread(share_workspace, ws)
         membrane = Membrane(tools=[t.name for t in tools], handler=handler, limits=self.limits)
         async with self.quiet.process():
-            if language == "python":
-                return await self._run_warm(membrane, ws, files)
+            if language == "python" and self.warm:
+                warm = await self._run_warm(membrane, ws, files)
+                if warm is not None:
+                    return warm
+                membrane = Membrane(tools=[t.name for t in tools], handler=handler,
+                                    limits=self.limits)  # fmt: skip
             return await self._run_program(membrane, language, ws, files)
 
-    async def _run_warm(self, membrane: Membrane, ws: Path, files: dict[str, str]) -> ProgramResult:
-        """Run a Python program as a fresh child of the workspace's zygote (issue 11)."""
-        zygote = await self._pool.take(self._key(ws))
+    async def _run_warm(
+        self, membrane: Membrane, ws: Path, files: dict[str, str]
+    ) -> ProgramResult | None:
+        """Run a Python program as a fresh child of the workspace's zygote (issue 11).
+
+        Returns ``None`` when no zygote could start or take the program (nothing of the
+        program ran): the caller runs it cold, and this sandbox stops trying warm starts.
+        """
+        try:
+            zygote = await self._pool.take(self._key(ws))
+        except (SandboxError, OSError):
+            self.warm = False
+            return None
         try:
             slot = uid_slot() if host_facts().is_root else contextlib.nullcontext(None)
             with slot as uid:
-                outcome, cap = await self._fork_and_watch(zygote, uid, membrane, files)
+                try:
+                    outcome, cap = await self._fork_and_watch(zygote, uid, membrane, files)
+                except _NotForked:
+                    return None
         finally:
             self._pool.give_back(zygote)
         if not membrane.ready:
@@ -402,9 +429,11 @@ class Sandbox:
         started = time.monotonic()
         try:
             child = await zygote.fork(message, (out_w, req_w, ans_r))
-        except BaseException:
+        except BaseException as exc:
             for fd in (out_r, req_r, ans_w):
                 os.close(fd)
+            if isinstance(exc, SandboxError):
+                raise _NotForked from exc
             raise
         finally:
             for fd in (out_w, req_w, ans_r):
@@ -418,7 +447,7 @@ class Sandbox:
             writes=cap,
         )  # fmt: skip
         normal = outcome.stopped is None and membrane.result is not None
-        zygote.usable = child.clean and normal and zygote.proc.poll() is None
+        zygote.usable = normal and zygote.proc.poll() is None  # and, later, its report: clean
         return outcome, cap
 
     async def _run_program(

@@ -64,6 +64,8 @@ class Zygote:
         self.run_dir: Path | None = None
         self.usable = True
         """``False`` once it died, was killed or left anything behind: never reused."""
+        self.cleaning: asyncio.Future[bool] | None = None
+        """After a program: resolves to whether the zygote reported its leftovers gone."""
         self._pending = bytearray()
 
     @classmethod
@@ -175,6 +177,18 @@ class Zygote:
             raise SandboxError(f"the warm sandbox is gone: {exc}") from exc
         return ZygoteChild(self)
 
+    async def read_clean(self) -> bool:
+        """Wait for its report after a program's exit: whether every leftover is gone (it is
+        closed if not, or if it died)."""
+        try:
+            answer = await self._line()
+            clean = isinstance(answer, dict) and answer == {"kind": "clean", "clean": True}
+        except (OSError, ValueError, TypeError):
+            clean = False
+        if not clean:
+            self.close()
+        return clean
+
     def close(self) -> None:
         """Stop it for good (its namespace and every process in it die with it)."""
         self.usable = False
@@ -224,7 +238,6 @@ class ZygoteChild:
     def __init__(self, zygote: Zygote) -> None:
         self.zygote = zygote
         self.status: int | None = None
-        self.clean = False
         self._ended = asyncio.Event()
         self._reader = asyncio.ensure_future(self._read_exit())
 
@@ -234,9 +247,10 @@ class ZygoteChild:
             if isinstance(answer, dict) and answer.get("kind") == "exit":
                 status = int(answer.get("status", 121))
                 self.status = -(status - 128) if 128 < status < 160 else status
-                self.clean = answer.get("clean") is True
+                self.zygote.cleaning = asyncio.ensure_future(self.zygote.read_clean())
             else:
                 self.status = _KILLED
+                self.zygote.close()
         except (OSError, ValueError, TypeError):
             self.status = _KILLED  # the zygote died under its program
             self.zygote.close()
@@ -264,73 +278,101 @@ class ZygoteChild:
 
 
 class Pool:
-    """Warm zygotes per :class:`Key`: one to use and one spare, started in the background."""
+    """Warm zygotes per :class:`Key`: one to use and one spare, started in the background.
+
+    A zygote given back after a program is kept only once it reported its leftovers gone
+    (:meth:`Zygote.read_clean`); until then the next program takes another one, or waits
+    for that report if it comes before a fresh start would.
+    """
 
     def __init__(self) -> None:
         self._ready: dict[Key, list[Zygote]] = {}
-        self._starting: dict[Key, list[asyncio.Task[Zygote]]] = {}
+        self._pending: dict[Key, set[asyncio.Future[Zygote | None]]] = {}
+        """Per key: zygotes starting, and zygotes given back and cleaning up."""
+        self._cleaning: set[Zygote] = set()
         self._closed = False
 
+    def _live(self, key: Key) -> tuple[list[Zygote], set[asyncio.Future[Zygote | None]]]:
+        ready = [z for z in self._ready.get(key, []) if z.usable and z.proc.poll() is None]
+        for zygote in self._ready.get(key, []):
+            if zygote not in ready:
+                zygote.close()
+        self._ready[key] = ready
+        pending = {t for t in self._pending.get(key, set()) if not t.done()}
+        self._pending[key] = pending
+        return ready, pending
+
     def warm(self, key: Key, spares: int = 2) -> None:
-        """Start zygotes for ``key`` in the background until ``spares`` are ready or starting."""
+        """Start zygotes for ``key`` in the background until ``spares`` are ready or on the way."""
         if self._closed:
             return
-        ready = [z for z in self._ready.get(key, []) if z.usable and z.proc.poll() is None]
-        self._ready[key] = ready
-        starting = [t for t in self._starting.get(key, []) if not t.done()]
-        self._starting[key] = starting
-        for _ in range(spares - len(ready) - len(starting)):
-            task = asyncio.ensure_future(Zygote.start(key))
-            task.add_done_callback(functools.partial(self._started, key))
-            starting.append(task)
+        ready, pending = self._live(key)
+        for _ in range(spares - len(ready) - len(pending)):
+            self._track(key, asyncio.ensure_future(Zygote.start(key)))
 
-    def _started(self, key: Key, task: asyncio.Task[Zygote]) -> None:
-        with contextlib.suppress(ValueError):
-            self._starting.get(key, []).remove(task)
+    def _track(self, key: Key, task: asyncio.Future[Zygote | None]) -> None:
+        self._pending.setdefault(key, set()).add(task)
+        task.add_done_callback(functools.partial(self._arrived, key))
+
+    def _arrived(self, key: Key, task: asyncio.Future[Zygote | None]) -> None:
+        self._pending.get(key, set()).discard(task)
         if task.cancelled() or task.exception() is not None:
             return
         zygote = task.result()
-        if self._closed:
+        if zygote is None:
+            self.warm(key)  # one was lost: start its replacement
+        elif self._closed:
             zygote.close()
         else:
             self._ready.setdefault(key, []).append(zygote)
 
     async def take(self, key: Key) -> Zygote:
-        """A ready zygote for ``key`` (waiting for one being started, or starting one).
+        """A ready zygote for ``key`` (waiting for one on the way, or starting one).
 
         Raises:
             gg.errors.SandboxError: none could start.
         """
         deadline = time.monotonic() + _START_TIMEOUT_S
         while True:
-            ready = self._ready.get(key, [])
-            while ready:
-                zygote = ready.pop(0)
-                if zygote.usable and zygote.proc.poll() is None:
-                    return zygote
-                zygote.close()
-            starting = [t for t in self._starting.get(key, []) if not t.done()]
-            if not starting:
+            ready, pending = self._live(key)
+            if ready:
+                return ready.pop(0)
+            left = deadline - time.monotonic()
+            if not pending or left <= 0:
                 return await Zygote.start(key)
-            await asyncio.wait(starting, return_when=asyncio.FIRST_COMPLETED)
-            if time.monotonic() > deadline:
-                return await Zygote.start(key)
+            await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
 
     def give_back(self, zygote: Zygote) -> None:
-        """Return a zygote after its program: kept if still usable, else closed; refill spares."""
-        if zygote.usable and not self._closed and zygote.proc.poll() is None:
-            self._ready.setdefault(zygote.key, []).insert(0, zygote)
+        """Return a zygote after its program: kept once clean if still usable, else closed;
+        refill the spares."""
+        key = zygote.key
+        if zygote.usable and zygote.cleaning is not None and not self._closed:
+            self._cleaning.add(zygote)
+            self._track(key, asyncio.ensure_future(self._after_clean(zygote)))
         else:
             zygote.close()
-        self.warm(zygote.key)
+        self.warm(key)
+
+    async def _after_clean(self, zygote: Zygote) -> Zygote | None:
+        try:
+            assert zygote.cleaning is not None
+            clean = await zygote.cleaning
+        finally:
+            self._cleaning.discard(zygote)
+        if clean and zygote.usable and zygote.proc.poll() is None and not self._closed:
+            return zygote
+        zygote.close()
+        return None
 
     def close(self) -> None:
-        """Close every zygote (ready or starting)."""
+        """Close every zygote (ready, cleaning up or starting)."""
         self._closed = True
         for zygotes in self._ready.values():
             for zygote in zygotes:
                 zygote.close()
         self._ready.clear()
-        for tasks in self._starting.values():
+        for zygote in list(self._cleaning):
+            zygote.close()
+        for tasks in self._pending.values():
             for task in tasks:
                 task.cancel()

@@ -14,16 +14,19 @@ per message. gg sends ``run`` with three descriptors attached
         "drop": {"uid": 61003, "gid": 61000} | null, "landlock": {...} | null,
         "reaper": false}
     <- {"kind": "kill"}                      (while it runs: stop it now)
-    -> {"kind": "exit", "status": 0, "clean": true}
+    -> {"kind": "exit", "status": 0}          (the program's process ended)
+    -> {"kind": "clean", "clean": true}       (its leftovers are gone)
 
 Per program, the forked child puts the pipes on fds 1-2, 3 and 4, closes
 every other descriptor, sets the program's rlimits, builds its Landlock
 ruleset, drops to its uid, loads the seccomp filter and only then announces
 ``ready`` and runs the program: the same confinement, in the same order, as
 a cold start (``boot.py``). The zygote is a child subreaper: when the child
-ends, every process it left is killed, ``/tmp`` and ``/dev/shm`` (or the run's
-private tmp) are emptied, and ``clean`` says whether that worked; gg never
-reuses a zygote that is not clean.
+ends, every process it left is killed before its ``exit`` is reported (no
+process outlives its turn); then ``/tmp`` and ``/dev/shm`` (or the run's
+private tmp) are emptied, after the report when nothing was left running,
+and ``clean`` says whether all of it worked; gg never gives a zygote another
+program before it reported ``clean: true``.
 """
 
 from __future__ import annotations
@@ -194,10 +197,13 @@ def serve(boot: Any, runner: dict[str, Any], bpf: Any, places: list[str]) -> Non
         msg = _read_message(sock, pending, fds)
         if msg is None:
             os._exit(0)
+        if msg.get("kind") == "kill" and not fds:
+            continue  # too late: gg asked as the program ended by itself
         if msg.get("kind") != "run" or len(fds) != 3:
             for fd in fds:
                 os.close(fd)
-            _send(sock, {"kind": "exit", "status": 121, "clean": False})
+            _send(sock, {"kind": "exit", "status": 121})
+            _send(sock, {"kind": "clean", "clean": False})
             continue
         child = os.fork()
         if child == 0:
@@ -206,7 +212,14 @@ def serve(boot: Any, runner: dict[str, Any], bpf: Any, places: list[str]) -> Non
         for fd in fds:
             os.close(fd)
         status, alive = _watch(sock, child, bool(msg.get("reaper")), pending)
-        clean = _clean(boot, places, msg.get("drop"), [str(msg.get("workspace", "/"))])
+        keep = [str(msg.get("workspace", "/"))]
+        left = bool(boot._descendants(os.getpid(), boot._parents()))
+        if left:  # no process outlives its turn: these die before the turn goes on
+            clean = _clean(boot, places, msg.get("drop"), keep)
+        if alive:
+            _send(sock, {"kind": "exit", "status": status})
+        if not left:  # nothing runs: emptying the scratch places can follow the turn
+            clean = _clean(boot, places, msg.get("drop"), keep)
         if not alive:
             os._exit(0)
-        _send(sock, {"kind": "exit", "status": status, "clean": clean})
+        _send(sock, {"kind": "clean", "clean": clean})
