@@ -50,6 +50,7 @@ import shlex
 import signal
 import tempfile
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -186,6 +187,7 @@ class Sandbox:
         self._protect: tuple[str, ...] = ()
         self._protect_keys: tuple[str, ...] = ()
         self._pool = Pool()
+        weakref.finalize(self, self._pool.close)  # a sandbox never closed: no zygote stays
 
     def protect(self, paths: Sequence[Path], *, root: Path | None = None) -> None:
         """Bind these files read-only over the workspace in every later process.

@@ -44,6 +44,7 @@ __all__ = ["Key", "Pool", "Zygote", "ZygoteChild"]
 _START_TIMEOUT_S = 20.0
 _STOP_GRACE_S = 15.0  # the zygote's child reaper gets 12 s before its SIGKILL
 _KILLED = -9
+_SPARES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,10 @@ class Zygote:
             ready = await asyncio.wait_for(zygote._line(), _START_TIMEOUT_S)
         except (TimeoutError, OSError, ValueError):
             ready = None
+        except BaseException:  # cancelled (the pool closed, the event loop ended)
+            zygote.close()
+            os.close(err_read)
+            raise
         if not isinstance(ready, dict) or ready.get("kind") != "ready":
             zygote.close()
             os.set_blocking(err_read, False)
@@ -302,7 +307,7 @@ class Pool:
         self._pending[key] = pending
         return ready, pending
 
-    def warm(self, key: Key, spares: int = 2) -> None:
+    def warm(self, key: Key, spares: int = _SPARES) -> None:
         """Start zygotes for ``key`` in the background until ``spares`` are ready or on the way."""
         if self._closed:
             return
@@ -321,8 +326,8 @@ class Pool:
         zygote = task.result()
         if zygote is None:
             self.warm(key)  # one was lost: start its replacement
-        elif self._closed:
-            zygote.close()
+        elif self._closed or len(self._ready.get(key, [])) >= _SPARES:
+            zygote.close()  # after a burst of concurrent programs: no more than the spares
         else:
             self._ready.setdefault(key, []).append(zygote)
 

@@ -27,6 +27,12 @@ process outlives its turn); then ``/tmp`` and ``/dev/shm`` (or the run's
 private tmp) are emptied, after the report when nothing was left running,
 and ``clean`` says whether all of it worked; gg never gives a zygote another
 program before it reported ``clean: true``.
+
+What a child still shares with its zygote's other children: ``str`` hash
+randomisation (``PYTHONHASHSEED`` is fixed when the interpreter starts; each
+zygote gets its own) and the address-space layout of what the zygote loaded.
+The ``random`` module is reseeded in each child; ``os.urandom``, ``secrets``
+and ``uuid`` read the kernel's generator and share nothing.
 """
 
 from __future__ import annotations
@@ -85,6 +91,8 @@ def _child(
     except BaseException as exc:
         boot.fail(f"the warm sandbox could not confine a program: {exc}")
     sys.argv = ["<program>"]
+    if "random" in sys.modules:  # its state came from the zygote: every child reseeds
+        sys.modules["random"].seed()
     runner["run_sources"](msg["sdk"], msg["program"], msg["workspace"])
     os._exit(0)
 
