@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import re
 import statistics
 import tempfile
@@ -197,7 +198,7 @@ async def measure(subjects: dict[str, Any], rounds: int, turns: int) -> dict[str
         rotated = order[r % len(order) :] + order[: r % len(order)]
         for name, workload in rotated:
             stamps = await subjects[name].session(workload, turns)
-            gaps = [(b - a) * 1000 for a, b in zip(stamps, stamps[1:], strict=False)]
+            gaps = [(b - a) * 1000 for a, b in itertools.pairwise(stamps)]
             times.setdefault(f"{name}/{workload}", []).extend(gaps[1:])
             times.setdefault(f"{name}/{workload}/first", []).append(gaps[0])
     return times
