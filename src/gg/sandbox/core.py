@@ -69,7 +69,7 @@ from gg.sandbox.checks import (
 from gg.sandbox.host import Isolation, host_facts, state_dir
 from gg.sandbox.isolation import probe
 from gg.sandbox.limits import Limits
-from gg.sandbox.membrane import Handler, Membrane, Result
+from gg.sandbox.membrane import CompileReport, Handler, Membrane, Result
 from gg.sandbox.process import Outcome, supervise, watch
 from gg.sandbox.quiet import Quiet
 from gg.sandbox.runs import Options, prepared, run_blocking
@@ -147,12 +147,26 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+_JS_ENTRY = {
+    "entry.mjs": 'import "./start.mjs";\nimport "./program.mjs";\n',
+    "start.mjs": 'globalThis[Symbol.for("gg.started")]();\n',
+}
+"""The module runner.js imports first: parsed and linked with the program before it runs."""
 _JS_OOM = re.compile(r"out of memory|heap limit|Failed to reserve", re.IGNORECASE)
 
 
 def _not_run(problem: CompileProblem) -> ProgramResult:
     return ProgramResult(output="", returned=None, error=problem.message, limit=None,
                          seconds=0.0, compile_problem=problem)  # fmt: skip
+
+
+def _js_parser_crash(outcome: Outcome, membrane: Membrane) -> CompileReport | None:
+    """Deno's parser (Rust) overflowing its stack aborts the process before the program
+    runs (a nesting bomb): that is the program's compile problem, not a crash."""
+    if membrane.calls or "has overflowed its stack" not in outcome.output[-2000:]:
+        return None
+    problem = js_problem(outcome.output[-2000:])
+    return CompileReport(message=problem.message, line=problem.line, column=problem.column)
 
 
 class _NotForked(Exception):
@@ -325,14 +339,12 @@ class Sandbox:
         return await asyncio.to_thread(self.compile, program, language=language)
 
     async def precheck(self, program: str, *, language: Language) -> CompileProblem | None:
-        """What must pass before :meth:`run`, without a second process for Python.
+        """What must pass before :meth:`run`, without a second process (issue 11).
 
-        The text check (size, valid Unicode) for both languages; JavaScript is also
-        parsed (:meth:`acompile`). Python is compiled by the run itself, inside the
-        sandbox: its problem comes back as :attr:`ProgramResult.compile_problem`.
+        The text check (size, valid Unicode), for both languages. Both are compiled by
+        the run itself, inside the sandbox (Python by the runner, JavaScript by Deno's
+        module load): a problem comes back as :attr:`ProgramResult.compile_problem`.
         """
-        if language == "javascript":
-            return await self.acompile(program, language=language)
         return text_problem(program, self.limits)
 
     async def run(
@@ -348,9 +360,10 @@ class Sandbox:
 
         Every SDK call is passed to ``handler`` (one at a time, in order). Check the
         program first (:meth:`precheck`). A text gg refuses (over ``Limits.program_bytes``,
-        not valid Unicode) is not run, and a Python program is compiled in the sandbox
-        before it runs: both give a result with :attr:`ProgramResult.compile_problem`.
-        A JavaScript syntax error here is a runtime error.
+        not valid Unicode) is not run, and a program is compiled in the sandbox before
+        it runs (Python by the runner, JavaScript as Deno loads its module graph, a
+        missing import included): both give a result with
+        :attr:`ProgramResult.compile_problem`.
 
         Args:
             program: the program's source.
@@ -374,6 +387,7 @@ class Sandbox:
         if language == "javascript":
             self._need_deno()
             files = {"program.mjs": program, "sdk.mjs": sdk_source(tools, language=language)}
+            files |= _JS_ENTRY  # a syntax error is reported by the run itself (issue 11)
         elif language == "python":
             files = {"program.py": program, "sdk.py": sdk_source(tools, language=language)}
         else:
@@ -484,6 +498,8 @@ class Sandbox:
         else:
             limit, error = self._limit_and_error(outcome, membrane, result, language)
         report = membrane.compile_report
+        if report is None and result is None and language == "javascript" and limit is None:
+            report = _js_parser_crash(outcome, membrane)
         if report is not None and limit is None and result is None:
             return replace(_not_run(CompileProblem(
                 message=report.message, line=report.line, column=report.column,

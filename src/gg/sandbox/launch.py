@@ -148,7 +148,8 @@ def _deno_argv(spec: Spec, deno: str) -> list[str]:
     base.append(f"--v8-flags=--max-old-space-size={heap}")
     if spec.mode == "check":
         return [*base, f"{run}/check.mjs"]
-    reads = [f"{run}/sdk.mjs", f"{run}/program.mjs", "/dev/fd/4"]
+    reads = [f"{run}/{name}.mjs" for name in ("sdk", "program", "entry", "start")]
+    reads.append("/dev/fd/4")
     writes = ["/dev/fd/3"]
     shared = [str(spec.workspace), _tmp(spec)]
     if not any("," in p for p in shared):
