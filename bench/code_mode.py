@@ -81,9 +81,11 @@ class GgCode:
 
     Args:
         language: ``"python"`` or ``"javascript"``.
+        warm: fork Python programs from a warm sandbox (``False``: a sandbox each).
+        fsync: the ``[stream] fsync`` setting (``"turn"``, the default, or ``"never"``).
     """
 
-    def __init__(self, language: str) -> None:
+    def __init__(self, language: str, *, warm: bool = True, fsync: str = "turn") -> None:
         self.language = language
         self._tmp = tempfile.TemporaryDirectory(prefix="gg-bench-code-")
         self._program, self._turns, self.outputs = "", 0, list[str]()
@@ -95,11 +97,13 @@ class GgCode:
                 "tools": {"capabilities": ["bench"]},
                 "ceilings": {"max_turns": 10_000},
                 "session": {"mode": "code", "language": language},
+                "stream": {"fsync": fsync},
             }
         )
         model = FunctionModel(self._respond, name="zero-latency")
         self.run = Run(workspace=Path(self._tmp.name), model=model, settings=settings,
                        registry=registry, gate=Gate())  # fmt: skip
+        self.run.sandbox().warm = warm
 
     def _respond(self, messages: list[Message], tools: Any) -> Reply:
         self.stamps.append(time.perf_counter())
@@ -178,6 +182,8 @@ def make_subjects(names: list[str]) -> dict[str, Any]:
     """The subjects by name; one whose package is missing is left out (and said so)."""
     makers: dict[str, Callable[[], Any]] = {
         "gg-python": lambda: GgCode("python"),
+        "gg-python-nofsync": lambda: GgCode("python", fsync="never"),
+        "gg-python-cold": lambda: GgCode("python", warm=False),
         "gg-javascript": lambda: GgCode("javascript"),
         "smolagents": SmolCode,
     }
@@ -260,7 +266,11 @@ def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=10, help="interleaved rounds")
     p.add_argument("--turns", type=int, default=10, help="program turns per session")
-    p.add_argument("--subjects", nargs="+", default=["gg-python", "gg-javascript", "smolagents"])
+    p.add_argument(
+        "--subjects",
+        nargs="+",
+        default=["gg-python", "gg-python-nofsync", "gg-python-cold", "gg-javascript", "smolagents"],
+    )
     p.add_argument("--out", default=str(Path(__file__).parent / "results-code.md"))
     return p.parse_args()
 
