@@ -216,6 +216,7 @@ class CodeMode:
         self._specs = [t.spec() for t in tools]
         self._context = context
         self._sandbox = sandbox
+        sandbox.warm_up(context.workspace, language=language)  # while the model thinks (issue 11)
 
     def offered_tools(self) -> list[ToolSpec]:
         """Only ``submit_program`` (SPEC M2)."""
