@@ -143,7 +143,9 @@ def _not_run(problem: CompileProblem) -> ProgramResult:
 
 
 def _js_parser_crash(outcome: Outcome, membrane: Membrane) -> CompileReport | None:
-    """Deno's parser (Rust) overflowing its stack aborts the process before the program
+    """Report Deno's parser overflowing its stack as a compile problem, not a crash.
+
+    Deno's parser (Rust) overflowing its stack aborts the process before the program
     runs (a nesting bomb): that is the program's compile problem, not a crash.
     """
     if membrane.calls or "has overflowed its stack" not in outcome.output[-2000:]:
@@ -416,8 +418,10 @@ class Sandbox:
     async def _fork_and_watch(
         self, zygote: Zygote, uid: int | None, membrane: Membrane, files: dict[str, str]
     ) -> tuple[Outcome, WriteCap]:
-        """One program forked by ``zygote`` as ``uid``, watched to its end; the zygote stays
-        usable only if the program ended by itself and the zygote cleaned up after it.
+        """Fork one program by ``zygote`` as ``uid`` and watch it to its end.
+
+        The zygote stays usable only if the program ended by itself and the zygote
+        cleaned up after it.
         """
         pipes = [os.pipe(), os.pipe(), os.pipe()]  # output, requests, answers
         (out_r, out_w), (req_r, req_w), (ans_r, ans_w) = pipes
@@ -596,8 +600,9 @@ class Sandbox:
         return dataclasses.replace(result, output=output, stderr=stderr)
 
     async def aclose(self) -> None:
-        """Release the sandbox. Programs already running finish; new ones are refused; the
-        warm zygotes are stopped.
+        """Release the sandbox.
+
+        Programs already running finish; new ones are refused; the warm zygotes are stopped.
         """
         self._closed = True
         self._pool.close()
