@@ -571,13 +571,24 @@ class Sandbox:
         shell = command if stdin is None else _split_stderr(command, stdin, marker)
         if host_facts().is_root:
             await asyncio.to_thread(share_workspace, ws)
-        membrane = Membrane(tools=[], handler=None, limits=self.limits)
         options = Options(
             read_only=read_only,
             env=tuple((env or {}).items()),
             binds=tuple(binds),
             protect=self._protected(ws),
         )
+        result = await self._run_shell_line(shell, ws, timeout_s, options)
+        return result if stdin is None else _stderr_apart(result, marker)
+
+    async def _run_shell_line(
+        self, shell: str, ws: Path, timeout_s: float, options: Options
+    ) -> ShellResult:
+        """Run the shell line ``shell`` in ``ws`` once no trusted hook holds the sandbox.
+
+        Raises:
+            gg.errors.SandboxError: the sandbox could not start the command.
+        """
+        membrane = Membrane(tools=[], handler=None, limits=self.limits)
         async with self.quiet.process():
             with prepared(
                 mode="shell", isolation=self.isolation, limits=self.limits, workspace=ws,
@@ -591,13 +602,7 @@ class Sandbox:
                 )  # fmt: skip
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the command: {outcome.output[-800:]}")
-        result = _shell_result(outcome, cap, self.limits)
-        if stdin is None:
-            return result
-        output, found, stderr = result.output.rpartition(f"\n{marker}\n")
-        if not found:
-            output, stderr = stderr, ""
-        return dataclasses.replace(result, output=output, stderr=stderr)
+        return _shell_result(outcome, cap, self.limits)
 
     async def aclose(self) -> None:
         """Release the sandbox.
@@ -628,6 +633,17 @@ def _split_stderr(command: str, stdin: bytes, marker: str) -> str:
         f"/bin/sh -c {shlex.quote(command)} 2>{err} <<'{end}'\n{text.rstrip(chr(10))}\n{end}\n"
         f"c=$?; printf '\\n%s\\n' {marker}; cat {err} 2>/dev/null; exit $c\n"
     )
+
+
+def _stderr_apart(result: ShellResult, marker: str) -> ShellResult:
+    """Move what the :func:`_split_stderr` wrapper printed after ``marker`` into ``stderr``.
+
+    Without the marker (the wrapper never reached it), all of it stays in ``output``.
+    """
+    output, found, stderr = result.output.rpartition(f"\n{marker}\n")
+    if not found:
+        output, stderr = stderr, ""
+    return dataclasses.replace(result, output=output, stderr=stderr)
 
 
 def _shell_result(outcome: Outcome, cap: WriteCap, lim: Limits) -> ShellResult:
