@@ -50,15 +50,15 @@ def cut_marker(count: int, unit: str = "characters") -> str:
 
 
 def cut(text: str, limit: int, *, keep: Keep = "head") -> str:
-    """``text`` cut to at most ``limit`` characters, the marker included.
+    r"""``text`` cut to at most ``limit`` characters, the marker included.
 
     Args:
         text: any text.
         limit: the most characters returned; when it is narrower than the
             marker, only the marker is returned (no text is kept).
         keep: ``"head"`` keeps the start (``head [… N characters cut …]``),
-            ``"middle"`` keeps both ends (``head\\n[…]\\ntail``), ``"tail"``
-            keeps the end (``[…]\\ntail``).
+            ``"middle"`` keeps both ends (``head\n[…]\ntail``), ``"tail"``
+            keeps the end (``[…]\ntail``).
 
     Returns:
         ``text`` unchanged when it fits, else the kept part(s) and the marker.

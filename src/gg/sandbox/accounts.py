@@ -155,8 +155,10 @@ def _has_default(path: Path, gid: int) -> bool:
 
 
 def is_shared(path: Path, gid: int = SANDBOX_GID) -> bool:
-    """Whether the workspace root already carries ``gid``'s default ACL entry (one
-    ``getxattr``, cheap enough for the event loop; :func:`share_workspace` is then a no-op).
+    """Whether the workspace root already carries ``gid``'s default ACL entry.
+
+    One ``getxattr``, cheap enough for the event loop; when it is there,
+    :func:`share_workspace` is a no-op.
     """
     return _has_default(path, gid)
 

@@ -143,7 +143,9 @@ def _not_run(problem: CompileProblem) -> ProgramResult:
 
 
 def _js_parser_crash(outcome: Outcome, membrane: Membrane) -> CompileReport | None:
-    """Deno's parser (Rust) overflowing its stack aborts the process before the program
+    """Report Deno's parser overflowing its stack as a compile problem, not a crash.
+
+    Deno's parser (Rust) overflowing its stack aborts the process before the program
     runs (a nesting bomb): that is the program's compile problem, not a crash.
     """
     if membrane.calls or "has overflowed its stack" not in outcome.output[-2000:]:
@@ -416,8 +418,10 @@ class Sandbox:
     async def _fork_and_watch(
         self, zygote: Zygote, uid: int | None, membrane: Membrane, files: dict[str, str]
     ) -> tuple[Outcome, WriteCap]:
-        """One program forked by ``zygote`` as ``uid``, watched to its end; the zygote stays
-        usable only if the program ended by itself and the zygote cleaned up after it.
+        """Fork one program by ``zygote`` as ``uid`` and watch it to its end.
+
+        The zygote stays usable only if the program ended by itself and the zygote
+        cleaned up after it.
         """
         pipes = [os.pipe(), os.pipe(), os.pipe()]  # output, requests, answers
         (out_r, out_w), (req_r, req_w), (ans_r, ans_w) = pipes
@@ -567,13 +571,24 @@ class Sandbox:
         shell = command if stdin is None else _split_stderr(command, stdin, marker)
         if host_facts().is_root:
             await asyncio.to_thread(share_workspace, ws)
-        membrane = Membrane(tools=[], handler=None, limits=self.limits)
         options = Options(
             read_only=read_only,
             env=tuple((env or {}).items()),
             binds=tuple(binds),
             protect=self._protected(ws),
         )
+        result = await self._run_shell_line(shell, ws, timeout_s, options)
+        return result if stdin is None else _stderr_apart(result, marker)
+
+    async def _run_shell_line(
+        self, shell: str, ws: Path, timeout_s: float, options: Options
+    ) -> ShellResult:
+        """Run the shell line ``shell`` in ``ws`` once no trusted hook holds the sandbox.
+
+        Raises:
+            gg.errors.SandboxError: the sandbox could not start the command.
+        """
+        membrane = Membrane(tools=[], handler=None, limits=self.limits)
         async with self.quiet.process():
             with prepared(
                 mode="shell", isolation=self.isolation, limits=self.limits, workspace=ws,
@@ -587,17 +602,12 @@ class Sandbox:
                 )  # fmt: skip
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the command: {outcome.output[-800:]}")
-        result = _shell_result(outcome, cap, self.limits)
-        if stdin is None:
-            return result
-        output, found, stderr = result.output.rpartition(f"\n{marker}\n")
-        if not found:
-            output, stderr = stderr, ""
-        return dataclasses.replace(result, output=output, stderr=stderr)
+        return _shell_result(outcome, cap, self.limits)
 
     async def aclose(self) -> None:
-        """Release the sandbox. Programs already running finish; new ones are refused; the
-        warm zygotes are stopped.
+        """Release the sandbox.
+
+        Programs already running finish; new ones are refused; the warm zygotes are stopped.
         """
         self._closed = True
         self._pool.close()
@@ -623,6 +633,17 @@ def _split_stderr(command: str, stdin: bytes, marker: str) -> str:
         f"/bin/sh -c {shlex.quote(command)} 2>{err} <<'{end}'\n{text.rstrip(chr(10))}\n{end}\n"
         f"c=$?; printf '\\n%s\\n' {marker}; cat {err} 2>/dev/null; exit $c\n"
     )
+
+
+def _stderr_apart(result: ShellResult, marker: str) -> ShellResult:
+    """Move what the :func:`_split_stderr` wrapper printed after ``marker`` into ``stderr``.
+
+    Without the marker (the wrapper never reached it), all of it stays in ``output``.
+    """
+    output, found, stderr = result.output.rpartition(f"\n{marker}\n")
+    if not found:
+        output, stderr = stderr, ""
+    return dataclasses.replace(result, output=output, stderr=stderr)
 
 
 def _shell_result(outcome: Outcome, cap: WriteCap, lim: Limits) -> ShellResult:

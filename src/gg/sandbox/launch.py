@@ -272,7 +272,7 @@ def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
 
 
 def _bwrap_base(spec: Spec) -> list[str]:
-    """bubblewrap's namespaces and capabilities, and the read-only system directories."""
+    """The bubblewrap arguments: namespaces, capabilities, read-only system directories."""
     args = [str(spec.facts.bwrap), "--die-with-parent", "--new-session", "--hostname", "gg"]
     if spec.facts.is_root:  # privileged bwrap, no user namespace; boot.py drops to the slot uid
         args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
@@ -290,8 +290,10 @@ def _bwrap_base(spec: Spec) -> list[str]:
 
 
 def _between(workspace: Path, paths: tuple[str, ...]) -> list[str]:
-    """The directories strictly between ``workspace`` and each of ``paths``, outermost
-    first, each once."""
+    """The directories strictly between ``workspace`` and each of ``paths``.
+
+    Outermost first, each once.
+    """
     out: dict[str, None] = {}
     for path in paths:
         try:
@@ -304,9 +306,11 @@ def _between(workspace: Path, paths: tuple[str, ...]) -> list[str]:
 
 
 def _regular_file_fd(workspace: Path, path: str, *, directories: bool = False) -> int | None:
-    """An ``O_PATH`` fd of ``path`` if it is a regular file (or, with ``directories``, a
-    directory) beneath ``workspace`` reached without following a symlink, else ``None``
-    (a file the agent removed or replaced)."""
+    """An ``O_PATH`` fd of ``path`` if it is a regular file beneath ``workspace``, else ``None``.
+
+    With ``directories``, a directory is accepted too. The path must be reached without
+    following a symlink; ``None`` also means a file the agent removed or replaced.
+    """
     try:
         parts = Path(path).relative_to(workspace).parts
     except ValueError:

@@ -102,8 +102,10 @@ async def _pipe_writer(fd: int) -> asyncio.StreamWriter:
 
 
 class Child(Protocol):
-    """A running sandboxed process gg watches: a :class:`subprocess.Popen` of its own, or a
-    program forked by a warm zygote (:mod:`gg.sandbox.zygote`).
+    """A running sandboxed process gg watches.
+
+    Either a :class:`subprocess.Popen` of its own, or a program forked by a warm zygote
+    (:mod:`gg.sandbox.zygote`).
     """
 
     def poll(self) -> int | None:

@@ -183,8 +183,9 @@ class Zygote:
         return ZygoteChild(self)
 
     async def read_clean(self) -> bool:
-        """Wait for its report after a program's exit: whether every leftover is gone (it is
-        closed if not, or if it died).
+        """Wait for its report after a program's exit: whether every leftover is gone.
+
+        The zygote is closed if not, or if it died.
         """
         try:
             answer = await self._line()
@@ -222,9 +223,11 @@ def _pipe_of(data: bytes) -> int:
 
 
 def _hidden(argv: list[str], isolation: Isolation) -> tuple[list[str], int | None, int]:
-    """The zygote's command line with no workspace path in it (it outlives each program, and
-    nothing in ``/proc`` should tie it to the workspace): bubblewrap reads its arguments from
-    a pipe (``--args``), ``boot.py`` its config from stdin (``@stdin``).
+    """The zygote's command line with no workspace path in it.
+
+    The zygote outlives each program, and nothing in ``/proc`` should tie it to the
+    workspace: bubblewrap reads its arguments from a pipe (``--args``), ``boot.py`` its
+    config from stdin (``@stdin``).
     """
     config = argv[-1]
     argv = [*argv[:-1], "@stdin"]
@@ -350,8 +353,9 @@ class Pool:
             await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
 
     def give_back(self, zygote: Zygote) -> None:
-        """Return a zygote after its program: kept once clean if still usable, else closed;
-        refill the spares.
+        """Return a zygote after its program, and refill the spares.
+
+        The zygote is kept once clean if still usable, else closed.
         """
         key = zygote.key
         if zygote.usable and zygote.cleaning is not None and not self._closed:

@@ -242,8 +242,11 @@ def become_reaper() -> None:
 
 
 def _wait_for(child: int) -> int:
-    """Until ``child`` ends or SIGTERM comes: its exit status (``128 + signal`` if killed),
-    or ``128 + SIGKILL`` when gg stopped it. Other children met meanwhile are reaped."""
+    """Wait until ``child`` ends or SIGTERM comes, and return its exit status.
+
+    The status is ``128 + signal`` if it was killed, or ``128 + SIGKILL`` when gg stopped
+    it. Other children met meanwhile are reaped.
+    """
     while True:
         while True:  # reap what has ended, without blocking
             try:
@@ -264,7 +267,7 @@ def _status(status: int) -> int:
 
 
 def _parents() -> dict[int, int]:
-    """pid -> parent pid of every process this one can see in ``/proc``."""
+    """Map pid -> parent pid of every process this one can see in ``/proc``."""
     out: dict[int, int] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -279,9 +282,11 @@ def _parents() -> dict[int, int]:
 
 
 def _descendants(root: int, parents: dict[int, int]) -> list[int]:
-    """Every descendant of ``root``, parents before their children (breadth first), so
-    a shell is killed before the child it waits for and never reports that child's death
-    into the program's output."""
+    """Every descendant of ``root``, parents before their children (breadth first).
+
+    So a shell is killed before the child it waits for and never reports that child's
+    death into the program's output.
+    """
     children: dict[int, list[int]] = {}
     for pid, ppid in parents.items():
         children.setdefault(ppid, []).append(pid)
@@ -493,8 +498,10 @@ def _drop_and_lock(config: dict[str, Any], ruleset: int | None, bpf: bytes | Non
 
 
 def _confine_outer(config: dict[str, Any], bpf: bytes | None) -> None:
-    """The ``unshare`` layer's outer process (it only waits): the program's uid and
-    filter, and under Landlock no file access at all."""
+    """Confine the ``unshare`` layer's outer process (it only waits).
+
+    It gets the program's uid and filter, and under Landlock no file access at all.
+    """
     spec = config.get("landlock")
     ruleset = landlock_ruleset({"abi": spec["abi"]}) if spec else None
     _drop_and_lock(config, ruleset, bpf)

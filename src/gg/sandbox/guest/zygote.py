@@ -98,8 +98,10 @@ def _child(
 
 
 def _empty(path: str, keep: list[str]) -> bool:
-    """Remove everything inside ``path`` (making directories writable first) but mount points
-    and the directories above ``keep`` (the workspace may lie in ``/tmp``); whether it worked.
+    """Remove everything inside ``path`` but mount points; whether it worked.
+
+    Directories are made writable first. Mount points and the directories above ``keep``
+    stay (the workspace may lie in ``/tmp``).
     """
 
     def fix(func: Any, target: str, _exc: Any) -> None:
@@ -160,8 +162,10 @@ def _clean(boot: Any, places: list[str], drop: Any, keep: list[str]) -> bool:
 
 
 def _watch(sock: socket.socket, child: int, reaper: bool, pending: bytearray) -> tuple[int, bool]:
-    """Wait for ``child``; a ``kill`` from gg (or gg gone) stops it. Returns its status and
-    whether gg is still there.
+    """Wait for ``child``; a ``kill`` from gg (or gg gone) stops it.
+
+    Returns:
+        Its status and whether gg is still there.
     """
     pidfd = os.pidfd_open(child)
     alive, killed_at = True, None
