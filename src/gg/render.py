@@ -30,6 +30,8 @@ from gg.stream import (
     Event,
     GateBlocked,
     GatePassed,
+    IssueStateChanged,
+    RetryEvent,
     RunEnded,
     RunStarted,
     SessionEnded,
@@ -172,6 +174,14 @@ class Renderer:
                 return _declaring_line(e, sid)
             case CeilingTripped() | SessionEnded() | RunEnded():
                 return self._end_line(e, sid)
+            case RetryEvent():
+                wait = f"retrying in {e.wait_s:.1f} s"
+                failed = f"↻ {e.provider} attempt {e.attempt} failed"
+                return line(sid, (failed, "yellow"), f", {wait}: {_one_line(e.cause, 200)}")
+            case IssueStateChanged():
+                why: Part = f": {_one_line(e.diagnosis, 200)}" if e.diagnosis else ""
+                head = f"issue #{e.issue} {e.event.replace('_', ' ')}"
+                return line((head, "bold"), f" → {e.state} (round {e.round})", why)
             case _:
                 assert_never(e)
 
