@@ -15,9 +15,17 @@ from typer.testing import CliRunner
 from gg.cli import app
 from gg.errors import ModelError
 from gg.models.anthropic import AnthropicModel
-from gg.models.base import RetryNotice, SystemMessage, ToolSpec, UserMessage, retries_reported
+from gg.models.base import (
+    Message,
+    RetryNotice,
+    SystemMessage,
+    ToolSpec,
+    UserMessage,
+    retries_reported,
+)
 from gg.models.openai_compat import OpenAICompatModel
 from gg.models.retry import RetryPolicy
+from gg.render import summary_table
 from gg.stream import read_events
 
 FAST = RetryPolicy(max_retries=2, timeout_s=5.0, backoff_s=0.001, max_backoff_s=0.01)
@@ -26,7 +34,7 @@ FINISH = ToolSpec(
     description="End the session.",
     parameters={"type": "object", "properties": {"summary": {"type": "string"}}},
 )
-TALK = [SystemMessage(content="Be brief."), UserMessage(content="Say done, " * 40)]
+TALK: list[Message] = [SystemMessage(content="Be brief."), UserMessage(content="Say done, " * 40)]
 
 
 def _chunk(choices: Any = None, **extra: Any) -> str:
@@ -147,7 +155,7 @@ async def test_anthropic_malformed_events_are_retried(monkeypatch: pytest.Monkey
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-0123456789")
     start = {"type": "message_start", "message": {"usage": {"input_tokens": 5}}}
     block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}
-    text = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta"}}
+    text: dict[str, Any] = {"type": "content_block_delta", "index": 0}
     stop = [sse_event({"type": "message_stop"}, "message_stop")]
     bad = [
         sse_event({"type": "content_block_start", "index": "zero"}, "content_block_start"),
@@ -156,7 +164,9 @@ async def test_anthropic_malformed_events_are_retried(monkeypatch: pytest.Monkey
         sse_event({"type": "message_delta", "usage": {"output_tokens": "9"}}, "message_delta"),
     ]
     good = [sse_event(start, "message_start"), sse_event(block, "content_block_start")]
-    good.append(sse_event({**text, "delta": {"type": "text_delta", "text": "hi"}}, text["type"]))
+    good.append(
+        sse_event({**text, "delta": {"type": "text_delta", "text": "hi"}}, "content_block_delta")
+    )
     script = [Sse(frames=[frame, *stop]) for frame in bad] + [Sse(frames=[*good, *stop])]
     notices: list[RetryNotice] = []
     retry = RetryPolicy(max_retries=4, timeout_s=5.0, backoff_s=0.001, max_backoff_s=0.01)
@@ -201,6 +211,13 @@ def test_a_run_against_a_server_that_only_sends_malformed_chunks(tmp_path: Path)
     assert retry.attempt == 1 and retry.session_id and retry.turn == 1
     assert "malformed" in retry.cause
     assert "↻ openai-compat attempt 1 failed" in err
+    shown = CliRunner().invoke(app, ["show", result["run_id"], "-w", str(ws)])
+    assert shown.exit_code == 0, shown.output
+    out = " ".join(shown.stdout.split())
+    assert "session stopped after 0 turns: the model (openai-compat) failed" in out
+    (ended_by,) = [str(c) for c in summary_table(events).columns[-1].cells]
+    assert ended_by.startswith("stopped (model): the model (openai-compat) failed")
+    assert "malformed" in out and "↻ openai-compat attempt 1 failed" in out
 
 
 def test_a_run_recovers_from_one_malformed_chunk_and_shows_the_retry(tmp_path: Path) -> None:
