@@ -73,9 +73,6 @@ MALFORMED = {
     "tool_calls an object": _delta({"tool_calls": {"index": 0}}),
     "call index a string": _delta({"tool_calls": [{"index": "a", "function": {"name": "x"}}]}),
     "call name a list": _delta({"tool_calls": [{"index": 0, "function": {"name": ["x"]}}]}),
-    "arguments an object": _delta(
-        {"tool_calls": [{"index": 0, "function": {"name": "x", "arguments": {"a": 1}}}]}
-    ),
     "usage a string": _chunk([], usage="many"),
     "usage count negative": _chunk([], usage={"prompt_tokens": -3, "completion_tokens": 1}),
     "usage count a bool": _chunk([], usage={"prompt_tokens": True, "completion_tokens": 1}),
@@ -132,6 +129,27 @@ async def test_a_malformed_completion_is_retried_then_refused(body: Any) -> None
     with serve([Json(body=body)]) as server, pytest.raises(ModelError, match="openai-compat"):
         await _compat(server.url, stream=False).respond(TALK, [FINISH])
     assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("arguments", "decoded", "error"),
+    [
+        ({"summary": "ok"}, {"summary": "ok"}, None),
+        ([1, 2], "[1, 2]", "arguments must be a JSON object"),
+        (7, "7", "arguments must be a JSON object"),
+        ('{"summary": ', '{"summary": ', "not valid JSON"),
+    ],
+)
+async def test_arguments_of_any_json_shape_are_the_sessions_to_judge(
+    arguments: Any, decoded: Any, error: str | None
+) -> None:
+    call = {"index": 0, "id": "c1", "function": {"name": "finish", "arguments": arguments}}
+    frames = [_delta({"tool_calls": [call]}), _delta({}, "tool_calls"), sse_event("[DONE]")]
+    with serve([Sse(frames=frames)]) as server:
+        (got,) = (await _compat(server.url).respond(TALK, [FINISH])).tool_calls
+    assert len(server.requests) == 1  # not retried: a bad call is an error turn (SPEC S5)
+    assert got.arguments == decoded
+    assert (got.parse_error is None) if error is None else (error in (got.parse_error or ""))
 
 
 async def test_no_usage_is_requested_then_estimated_and_marked() -> None:

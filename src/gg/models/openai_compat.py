@@ -51,6 +51,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, assert_never
 
+from gg import bounded
 from gg.models import wire
 from gg.models.base import (
     AssistantMessage,
@@ -379,8 +380,17 @@ def _fold_call(draft: _Draft, call: object, position: int, what: str) -> None:
         index,
         wire.text(call, "id", what),
         wire.text(function, "name", f"{what}'s function"),
-        wire.text(function, "arguments", f"{what}'s function"),
+        _arguments_text(wire.field(function, "arguments")),
     )
+
+
+def _arguments_text(value: object) -> str:
+    """A call's arguments as JSON text: as sent when a string; an object or any other JSON
+    value (some servers send one) written as JSON, so the session decides (an object is
+    used, anything else is a ``bad_arguments`` error turn, SPEC S5)."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    return json.dumps(bounded.jsonable(value, max_nodes=10_000), ensure_ascii=False)
 
 
 def _draft_from_completion(completion: Any) -> _Draft:
