@@ -20,6 +20,7 @@ from typing import Any
 from gg.endings import Language
 from gg.errors import GGError, ToolError
 from gg.modes.code import program_feedback, run_on_use_script
+from gg.sandbox.checks import CompileProblem
 from gg.stream import EventIds
 from gg.tools.registry import ToolContext
 
@@ -69,12 +70,7 @@ async def run_on_use(
     except GGError as e:
         raise ToolError(f"{label} could not run: the sandbox is not available ({e})") from e
     try:
-        problem = await sandbox.acompile(source, language=language)
-        if problem is not None:
-            line = max(1, problem.line - offset) if problem.line else None
-            where = f" (line {line}, column {problem.column})" if line else ""
-            message = file_lines(problem.message, offset)
-            raise ToolError(f"{label} does not compile{where}: {message}")
+        _compiles(await sandbox.acompile(source, language=language), label, offset)
         result = await run_on_use_script(
             source,
             language=language,
@@ -91,6 +87,15 @@ async def run_on_use(
     if result.error and offset:
         result = dataclasses.replace(result, error=file_lines(result.error, offset))
     return program_feedback(result, label=label)
+
+
+def _compiles(problem: CompileProblem | None, label: str, offset: int) -> None:
+    """ToolError naming the script's own line when ``problem`` says it does not compile."""
+    if problem is not None:
+        line = max(1, problem.line - offset) if problem.line else None
+        where = f" (line {line}, column {problem.column})" if line else ""
+        message = file_lines(problem.message, offset)
+        raise ToolError(f"{label} does not compile{where}: {message}")
 
 
 DATA_LINES = 1

@@ -195,36 +195,18 @@ class OpenAICompatModel:
         """
         import openai
 
-        self.model = model
-        self.provider: Provider = provider
-        key = env_key(
-            OPENAI_KEY_ENV if provider == "openai" else COMPAT_KEY_ENV,
-            provider=provider,
-            required=provider == "openai",
-        )
-        if provider == "openai":
-            base_url = base_url or env_key(OPENAI_BASE_URL_ENV, provider=provider, required=False)
-            self.name = f"openai:{model}"
-        elif not base_url:
-            raise ValueError("openai-compat needs a base_url")
-        else:
-            self.name = f"openai-compat:{model}@{base_url}"
-        self.base_url = base_url
-        self._secrets = (key,) if key else ()
-        self._retry = retry or RetryPolicy()
+        self.model, self.provider = model, provider
+        self.name, self.base_url, key = _endpoint(provider, model, base_url)
+        self._secrets, self._retry = ((key,) if key else ()), retry or RetryPolicy()
         self._stream, self._stream_usage, self._on_delta = stream, stream_usage, on_delta
-        if text_tools is None:
-            text_tools = "auto" if provider == "openai-compat" else False
-        self._text_tools: TextTools = text_tools
-        self._tool_format = tool_format
+        auto: TextTools = "auto" if provider == "openai-compat" else False
+        self._text_tools: TextTools = auto if text_tools is None else text_tools
+        self._tool_format, self._fold_system = tool_format, fold_system
         self._prices, self._max_tokens, self._temperature = prices, max_tokens, temperature
-        self._fold_system = fold_system
         self._client: AsyncOpenAI = openai.AsyncOpenAI(
-            api_key=key or _PLACEHOLDER_KEY,
-            base_url=base_url,
-            timeout=self._retry.timeout_s,
-            max_retries=0,
-        )
+            api_key=key or _PLACEHOLDER_KEY, base_url=self.base_url,
+            timeout=self._retry.timeout_s, max_retries=0,
+        )  # fmt: skip
 
     async def respond(self, messages: list[Message], tools: list[ToolSpec]) -> Reply:
         """Send the conversation and offered tools; return the reply (SPEC M4).
@@ -349,6 +331,28 @@ class OpenAICompatModel:
             estimated=not draft.usage_given,
         )
         return Reply(text=text, tool_calls=calls, usage=usage)
+
+
+def _endpoint(
+    provider: Provider, model: str, base_url: str | None
+) -> tuple[str, str | None, str | None]:
+    """``(name, base_url, key)`` of a provider: the key from its variable (SPEC C3).
+
+    Raises:
+        gg.errors.ModelUnavailable: ``openai`` without ``OPENAI_API_KEY``.
+        ValueError: ``openai-compat`` without ``base_url``.
+    """
+    key = env_key(
+        OPENAI_KEY_ENV if provider == "openai" else COMPAT_KEY_ENV,
+        provider=provider,
+        required=provider == "openai",
+    )
+    if provider == "openai":
+        base_url = base_url or env_key(OPENAI_BASE_URL_ENV, provider=provider, required=False)
+        return f"openai:{model}", base_url, key
+    if not base_url:
+        raise ValueError("openai-compat needs a base_url")
+    return f"openai-compat:{model}@{base_url}", base_url, key
 
 
 def _take_usage(draft: _Draft, usage: object, where: str) -> None:
