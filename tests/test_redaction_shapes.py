@@ -7,6 +7,7 @@ prefixes than any one example), and ordinary text that merely looks technical
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import string
@@ -69,6 +70,22 @@ def test_each_family_is_redacted_in_any_context(token: str, context: str) -> Non
     out = redact(text, ())
     assert token not in out and REDACTED in out, out
     assert out == context.format(REDACTED)  # nothing around the token is eaten
+
+
+@pytest.mark.parametrize("token", _shapes())
+def test_a_redacted_json_line_still_parses(token: str) -> None:
+    record = {"a": f"x {token}", "b": "Authorization: Bearer " + token, "c": [token, "y"]}
+    body = base64.b64encode(token.encode() * 3).decode()
+    record["d"] = (
+        f"-----BEGIN PRIVATE KEY-----\n{body[:64]}\n{body[64:]}\n-----END PRIVATE KEY-----"
+    )
+    record["e"] = "-----BEGIN RSA PRIVATE KEY-----"  # a block cut by a string's end
+    record["f"] = "-----END RSA PRIVATE KEY-----"
+    line = json.dumps(record)
+    back = json.loads(redact(line, ()))
+    assert set(back) == set(record) and token not in json.dumps(back)
+    assert back["d"] == "[redacted]"
+    assert back["e"] == record["e"] and back["f"] == record["f"]
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,10 @@ together share one (group commit): a session goes on once its own events are
 on disk, and the others are not held up meanwhile. The file is only ever
 appended to, and opened with ``O_EXCL | O_NOFOLLOW``. Values of
 secret-looking environment variables (names containing KEY, TOKEN, SECRET or
-PASSWORD) are replaced by ``[redacted]`` before a line is written, so no
-secret reaches the stream even if a model echoes one.
+PASSWORD) and credential-shaped text (provider keys, GitHub/AWS/Slack tokens,
+bearer headers...: :data:`gg.text.SECRET_SHAPES`) are replaced by
+``[redacted]`` before a line is written, so no secret reaches the stream even
+if a model or a tool echoes one.
 
 What it does not promise: ordering across processes (one writer per run), or
 that a reader sees a half-written last line (readers skip a torn tail).

@@ -72,7 +72,8 @@ SECRET_SHAPES: tuple[str, ...] = (
     # JSON Web Tokens: three base64url parts, the first two JSON objects ({" -> eyJ).
     rf"{_B}eyJ[A-Za-z0-9_-]{{10,}}\.eyJ[A-Za-z0-9_-]{{10,}}\.[A-Za-z0-9_-]{{10,}}",
     # PEM private keys, whole block.
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    # (no quote inside: a match never spans two JSON strings, so a redacted line still parses)
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\s\\:,.-]*?-----END [A-Z ]*PRIVATE KEY-----",
     # The credential of an Authorization header (any scheme), and any Bearer token.
     r"(?i:(?<=authorization)[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|bot)\s+)?"
     r"[A-Za-z0-9._~+/=-]{8,})",
