@@ -31,6 +31,8 @@ from gg.stream import (
     EventIds,
     GateBlocked,
     GatePassed,
+    IssueStateChanged,
+    RetryEvent,
     RunEnded,
     RunStarted,
     SessionEnded,
@@ -62,6 +64,8 @@ ONE_OF_EACH: list[Event] = [
     CeilingTripped(**IDS, ceiling="max_turns", diagnosis="3 turns"),
     SessionEnded(**IDS, ending={"call": "finish", "summary": "done"}, turns=2),
     RunEnded(run_id="r1", status="ended", exit_code=0),
+    RetryEvent(**IDS, provider="openai-compat", attempt=1, wait_s=0.5, cause="HTTP 503: busy"),
+    IssueStateChanged(run_id="r1", issue=3, event="stuck", state="stuck", round=2, diagnosis="x"),
 ]
 
 
@@ -99,13 +103,14 @@ def test_the_renderer_shows_every_event_and_replays_it_the_same() -> None:
     assert "finish" in console.export_text()
 
 
-def test_the_tracker_names_turns_blocks_and_error_turns_only() -> None:
+def test_the_tracker_names_turns_blocks_error_turns_and_retries_only() -> None:
     issue = Issue(number=1, title="t", body="", state=IssueState.IMPLEMENTING)
     slot = SessionSlot(issue=issue, label="implementer", record=1, session_id="s1")
     lines = {type(e).__name__: activity(e, slot) for e in ONE_OF_EACH}
     assert lines.pop("TurnEvent") == "implementer s1 · turn 2 · read_file"
     assert lines.pop("GateBlocked") == "implementer s1 · gate blocked by make test"
     assert lines.pop("ErrorTurn") == "implementer s1 · error turn (no_tool_call)"
+    assert lines.pop("RetryEvent") == "implementer s1 · openai-compat retry after attempt 1"
     assert set(lines.values()) == {None}
 
 

@@ -30,8 +30,9 @@ from gg.hooks import CallableHook, CommandHook, Gate
 from gg.memory import MEMORY_TOOLS
 from gg.models.base import Model
 from gg.models.factory import model_from_spec
-from gg.models.recording import RecordingModel
+from gg.models.recording import RecordingModel, check_target
 from gg.run import Run
+from gg.sandbox.host import host_facts
 from gg.session import SessionResult
 from gg.skills import SKILL_TOOLS, skills_section
 from gg.tools.agents import AGENT_TOOLS
@@ -89,13 +90,18 @@ def _merge(settings: Settings, overrides: dict[str, dict[str, Any]]) -> Settings
 
 
 def _writable(path: Path) -> Path:
-    """``path`` if a file can be written there (for ``--record``), else UserError."""
-    parent = path.expanduser().resolve().parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
+    """``path`` if a recording can be written there (for ``--record``), else UserError."""
+    return check_target(path)
+
+
+def _need_runtime(settings: Settings) -> None:
+    """UserError before anything is written when the language arm's runtime is missing."""
+    session = settings.session
+    if session.mode == "code" and session.language == "javascript" and host_facts().deno is None:
         raise UserError(
-            f"--record: cannot write {str(path)!r}: {parent} is not a writable directory"
+            "--language javascript: JavaScript programs need Deno and none was found: "
+            "install the PyPI package 'deno' (or set GG_DENO to a deno binary)"
         )
-    return path.expanduser()
 
 
 def _record_dir(workspace: Path, path: Path) -> int | None:
@@ -218,6 +224,7 @@ class Agent:
         self.trust_config = trust_config
         self.registry: Registry = self._registry(tools)
         self._check_budget()
+        _need_runtime(self.settings)
         if record is not None:
             record = _writable(Path(record))
         self.model: Model = (

@@ -28,7 +28,15 @@ from gg.ceilings import Budget, Ceilings, Diagnosis, SessionCeilings
 from gg.endings import Ending, Language, Role
 from gg.errors import ModelError, ScriptExhausted
 from gg.hooks import Gate, HookPlace, StopEvent
-from gg.models.base import AssistantMessage, Message, Model, Reply, SystemMessage, UserMessage
+from gg.models.base import (
+    AssistantMessage,
+    Message,
+    Model,
+    Reply,
+    SystemMessage,
+    UserMessage,
+    retries_reported,
+)
 from gg.models.boundary import clean_messages, clean_reply
 from gg.modes.base import Mode, TurnContext, TurnOutcome
 from gg.stream import (
@@ -38,6 +46,7 @@ from gg.stream import (
     EventIds,
     GateBlocked,
     GatePassed,
+    RetryEvent,
     SessionEnded,
     SessionStarted,
     StreamWriter,
@@ -214,7 +223,8 @@ class _Loop:
         self.cleaned = len(self.messages)
         started = time.perf_counter()
         try:
-            reply = await self.env.model.respond(self.messages, tools)
+            with retries_reported(lambda notice: self.emit(RetryEvent.of(self.ids, notice))):
+                reply = await self.env.model.respond(self.messages, tools)
         except ScriptExhausted as e:
             return Diagnosis(ceiling=None, message=f"{e}; the run stops here.")
         except ModelError as e:

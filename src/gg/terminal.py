@@ -32,6 +32,11 @@ every print site in gg uses them. :func:`inert_json` serialises ``--json``
 output as pure JSON with the same characters as ``\u`` escapes, so the
 raw text round-trips through ``json.loads`` and the terminal sees none of it.
 The stream itself keeps the raw text.
+
+Secrets: :func:`inert` also redacts (:func:`gg.text.redact`: the values of
+secret-looking environment variables and credential-shaped text), so no
+view (the live view, ``gg show``, ``gg board list|show``, diagnoses) shows a
+key even when a tool printed one or an issue title holds one (issue 12 item 8).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ import unicodedata
 from typing import Any
 
 from rich.text import Text
+
+from gg.text import redact
 
 __all__ = ["inert", "inert_json", "inert_text", "line"]
 
@@ -133,9 +140,10 @@ def inert(text: str) -> str:
         escape (``\x1b``, ``\r``, ``\u202e``...); CR LF becomes LF.
         Newline and tab are kept. Printable text is returned unchanged.
         The result encodes as UTF-8 (no surrogates) and contains no
-        character a terminal acts on besides newline and tab.
+        character a terminal acts on besides newline and tab. Secrets are
+        ``[redacted]`` first (:func:`gg.text.redact`, issue 12 item 8).
     """
-    return _PATTERN.sub(_replace, text)
+    return _PATTERN.sub(_replace, redact(text))
 
 
 def inert_text(text: str, style: str = "") -> Text:

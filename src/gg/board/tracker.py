@@ -26,6 +26,8 @@ from gg.stream import (
     Event,
     GateBlocked,
     GatePassed,
+    IssueStateChanged,
+    RetryEvent,
     RunEnded,
     RunStarted,
     SessionEnded,
@@ -71,6 +73,8 @@ def activity(event: Event, slot: SessionSlot) -> str | None:
             return f"{head} · gate blocked by {event.hook}"
         case ErrorTurn():
             return f"{head} · error turn ({event.kind})"
+        case RetryEvent():
+            return f"{head} · {event.provider} retry after attempt {event.attempt}"
         case (
             RunStarted()
             | SessionStarted()
@@ -84,6 +88,7 @@ def activity(event: Event, slot: SessionSlot) -> str | None:
             | CeilingTripped()
             | SessionEnded()
             | RunEnded()
+            | IssueStateChanged()
         ):
             return None
         case _:

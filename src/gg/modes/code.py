@@ -272,7 +272,7 @@ class CodeMode:
             emit=ctx.emit,
             ids=ctx.ids,
             tools=self._tools,
-            context=self._context,
+            context=replace(self._context, turn=ctx.turn),  # on-use events carry the turn
         )
         shown = {"program": excerpt(program, 2000)}
         ctx.emit(ToolCalled(**ctx.ids, name="submit_program", arguments=shown))
