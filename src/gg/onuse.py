@@ -106,8 +106,10 @@ _JS_LINE = re.compile(r"(program\.js:)(\d+)")
 
 
 def file_lines(text: str, offset: int) -> str:
-    """``text`` (a traceback, a compiler message) with the program's line numbers moved
-    back by ``offset`` lines, to the numbers of the script's own file (never below 1).
+    """Move the program's line numbers in ``text`` back by ``offset`` lines.
+
+    ``text`` is a traceback or a compiler message; its numbers become those of the
+    script's own file (never below 1).
 
     Args:
         text: Python (``File "<program>", line N``) or Deno (``program.js:N:M``) output.
