@@ -236,6 +236,14 @@ class _HookBase:
 
     def _judge(self, answer: object, *, seconds: float, **extra: Any) -> HookOutcome:
         """Turn an answer (callable return or parsed stdout JSON) into an outcome."""
+        if isinstance(answer, _Unreadable):
+            return self._failure(
+                f"hook {self._display()!r} answered something gg cannot read: {answer.why}; "
+                'expected exit 0 with no JSON, or one object such as {"decision": "block", '
+                '"reason": "..."}',
+                seconds=seconds,
+                **extra,
+            )
         if answer is None or answer is True:
             return self._outcome("pass", seconds=seconds, **extra)
         if answer is False:
@@ -450,20 +458,57 @@ def _describe_exit(code: int | None) -> str:
     return f"exit code {code}{notes.get(code or 0, '')}"
 
 
+class _Unreadable:
+    """An answer on stdout gg cannot read (issue 12 item 5): the gate fails closed on it."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
 def _stdout_answer(stdout: str) -> object:
-    """A JSON object answer on stdout (the whole of it, or its last line), else ``None``."""
+    """Read a command hook's stdout after exit 0 (SPEC §10 Hooks; issue 12 item 5).
+
+    Nothing, or prose with no JSON-shaped line (a test runner's report), is no answer
+    (``None``: pass). The whole of stdout, or else its last line, parsed as one JSON
+    object is the answer. Everything else that is JSON-shaped fails closed: an
+    :class:`_Unreadable` (a hook failure, ``on_error``), never a pass: stdout that is all
+    JSON but not an object (an array, a number, a string, ``true``), stdout starting with
+    ``{`` that is not exactly one object (truncated, or an object followed by more lines),
+    a last line starting with ``{`` that is not one object, and a ``{"decision"`` line gg
+    would not read (one not last). Prose whose lines start with ``[`` (googletest's
+    ``[ RUN ]``) stays prose.
+    """
     text = stdout.strip()
     if not text:
         return None
-    for candidate in (text, text.rsplit("\n", 1)[-1].strip()):
-        if candidate.startswith("{"):
-            try:  # bounded: a hook's output is the agent's (its tests print it)
-                parsed = bounded.loads(candidate)
-            except bounded.BadJSON:
-                continue
-            if isinstance(parsed, dict):
-                return parsed
+    try:  # bounded: a hook's output is the agent's (its tests print it)
+        whole = bounded.loads(text)
+    except bounded.BadJSON:
+        whole = _NOT_JSON
+    if whole is not _NOT_JSON:
+        if isinstance(whole, dict):
+            return whole
+        return _Unreadable(f"stdout is JSON but not an object ({type(whole).__name__})")
+    if text.startswith("{"):
+        return _Unreadable("stdout starts as a JSON object but is not exactly one")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    last = lines[-1]
+    if last.startswith("{"):
+        try:
+            parsed = bounded.loads(last)
+        except bounded.BadJSON:
+            return _Unreadable("stdout's last line starts as JSON but does not parse")
+        if isinstance(parsed, dict):
+            return parsed
+        return _Unreadable(
+            f"stdout's last line is JSON but not an object ({type(parsed).__name__})"
+        )
+    if any(line.startswith("{") and '"decision"' in line for line in lines):
+        return _Unreadable("a decision is on stdout, but not as its last line")
     return None
+
+
+_NOT_JSON = object()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -500,6 +545,11 @@ class CallableHook(_HookBase):
                 f"hook {self._display()!r} timed out after {self.timeout_s:g} s",
                 seconds=time.monotonic() - start,
             )
+        except _HookRaised as exc:
+            return self._failure(
+                f"hook {self._display()!r} raised {exc} (a hook cannot end the run)",
+                seconds=time.monotonic() - start,
+            )
         except Exception as exc:
             return self._failure(
                 f"hook {self._display()!r} raised {type(exc).__name__}: {exc}",
@@ -508,16 +558,42 @@ class CallableHook(_HookBase):
         return self._judge(answer, seconds=time.monotonic() - start)
 
     async def _answer(self, event: StopEvent) -> object:
+        """The callable's answer; a ``SystemExit``, ``KeyboardInterrupt`` or other
+        non-``Exception`` it raises comes back as :class:`_HookRaised`, caught here, inside
+        the awaited coroutine, before asyncio would re-raise it out of the event loop and end
+        the run (issue 12 item 5). Cancellation (gg's own) still propagates."""
         is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
             type(self.fn).__call__  # an object with an async __call__
         )
-        if is_async:
-            answer: object = self.fn(event)
-        else:
-            answer = await asyncio.to_thread(self.fn, event)
-        if inspect.isawaitable(answer):
-            answer = await answer
+        try:
+            if is_async:
+                answer: object = self.fn(event)
+            else:
+                answer = await asyncio.to_thread(_guarded, self.fn, event)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except asyncio.CancelledError:
+            raise
+        except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+            raise _HookRaised(exc) from None
         return answer
+
+
+class _HookRaised(Exception):
+    """A hook raised a ``BaseException`` that is not an ``Exception`` (``SystemExit``)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        self.original = exc
+
+
+def _guarded(fn: Callable[[StopEvent], object], event: StopEvent) -> object:
+    """Call a sync hook in its worker thread; a ``SystemExit`` it raises becomes
+    :class:`_HookRaised` there, so no ``BaseException`` crosses into the event loop."""
+    try:
+        return fn(event)
+    except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+        raise _HookRaised(exc) from None
 
 
 Hook: TypeAlias = CommandHook | CallableHook
