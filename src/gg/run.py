@@ -240,7 +240,8 @@ class Run:
 
     def hook_place(self) -> HookPlace:
         """Where the run's command hooks run: its sandbox, checked against its snapshot."""
-        return HookPlace(sandbox=self.sandbox, snapshot=self.snapshot)
+        transcripts = run_dir(self.workspace, self.run_id) / "transcripts"  # gg-private
+        return HookPlace(sandbox=self.sandbox, snapshot=self.snapshot, transcripts=transcripts)
 
     def _probe(self) -> str:
         """Name the sandbox layer in force (SPEC M3), or why there is none."""
