@@ -60,7 +60,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 from gg import bounded
 from gg.config import HookSettings
@@ -78,6 +78,7 @@ __all__ = [
     "GateResult",
     "Hook",
     "HookAnswer",
+    "HookEvent",
     "HookOutcome",
     "HookPlace",
     "HookStatus",
@@ -104,6 +105,25 @@ HookStatus: TypeAlias = Literal["passed", "blocked", "failed", "stopped"]
 it by its own answer; the hook itself failed (whatever ``on_error`` then decided); or it
 answered ``{"continue": false}`` (Claude Code's stop: the session stops with a diagnosis
 naming the hook; no ending, SPEC S1, S6)."""
+
+
+class HookEvent(Protocol):
+    """What a command hook runs on: an event with a workspace and a stdin object
+    (:class:`StopEvent`, :class:`gg.toolhooks.ToolEvent`)."""
+
+    @property
+    def workspace(self) -> Path:
+        """The session's workspace: the hook's cwd and ``$CLAUDE_PROJECT_DIR``."""
+        ...
+
+    @property
+    def transcript_path(self) -> Path | None:
+        """The session's transcript file (bound read-only into a sandboxed hook), if any."""
+        ...
+
+    def as_json(self) -> dict[str, Any]:
+        """The object the hook reads on stdin."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,6 +224,8 @@ class HookOutcome:
     context: str = ""
     """The hook's ``hookSpecificOutput.additionalContext``: handed to the model with a
     block (a passed gate ends the session, so it has no one to go to)."""
+    updated_input: Mapping[str, Any] | None = None
+    """A pre-tool hook's ``hookSpecificOutput.updatedInput``: the call's new arguments."""
 
     @property
     def status(self) -> HookStatus:
@@ -317,7 +339,17 @@ class _HookBase:
                 seconds=seconds,
                 **extra,
             )
+        if isinstance(specific.get("updatedInput"), Mapping):
+            extra["updated_input"] = dict(specific["updatedInput"])
+        permission = specific.get("permissionDecision")
+        if permission in ("deny", "ask"):
+            why = _tail(specific.get("permissionDecisionReason") or "")
+            if permission == "ask":  # no one to ask in a run
+                why = f"the hook asks for approval, and no one can give it here. {why}".strip()
+            return self._outcome("block", why or self._no_reason(), seconds=seconds, **extra)
         decision, reason = answer.get("decision"), answer.get("reason")
+        if decision is None and permission == "allow":
+            decision = "approve"
         if decision == "block":
             text = _tail(reason) if isinstance(reason, str) else ""
             return self._outcome("block", text or self._no_reason(), seconds=seconds, **extra)
@@ -485,11 +517,12 @@ class CommandHook(_HookBase):
     def _display(self) -> str:
         return self.command
 
-    async def run(self, event: StopEvent, *, place: HookPlace | None = None) -> HookOutcome:
+    async def run(self, event: HookEvent, *, place: HookPlace | None = None) -> HookOutcome:
         """Run the command on ``event``; never raises for the command's own failures.
 
         Args:
-            event: the agent-stop event (its JSON is the command's stdin).
+            event: the event (its JSON is the command's stdin): agent-stop, or a tool
+                event (:mod:`gg.toolhooks`).
             place: the run's sandbox and snapshot; ``None``: on the host, unchecked.
 
         Returns:
@@ -520,7 +553,7 @@ class CommandHook(_HookBase):
                 )
         return await self._checked(event, place)
 
-    async def _checked(self, event: StopEvent, place: HookPlace | None) -> HookOutcome:
+    async def _checked(self, event: HookEvent, place: HookPlace | None) -> HookOutcome:
         start = time.monotonic()
         if place is not None and place.snapshot is not None:
             problems = place.snapshot.tampered(self.command, workspace=event.workspace)
@@ -554,7 +587,7 @@ class CommandHook(_HookBase):
             )
         return self._read(result)
 
-    async def _sandboxed(self, place: HookPlace, event: StopEvent, stdin: bytes) -> ShellResult:
+    async def _sandboxed(self, place: HookPlace, event: HookEvent, stdin: bytes) -> ShellResult:
         """Run in the run's sandbox, the workspace read-only (issue 9 item 5)."""
         from gg.sandbox.host import SYSTEM_PATH
 
@@ -607,13 +640,19 @@ def _object_problem(answer: Mapping[str, Any]) -> str:
         return ""
     if not isinstance(specific, Mapping):
         return '"hookSpecificOutput" is not an object'
-    context = specific.get("additionalContext")
-    if context is not None and not isinstance(context, str):
-        return '"hookSpecificOutput.additionalContext" is not a string'
+    for key in ("additionalContext", "permissionDecisionReason"):
+        if specific.get(key) is not None and not isinstance(specific[key], str):
+            return f'"hookSpecificOutput.{key}" is not a string'
+    permission = specific.get("permissionDecision")
+    if permission is not None and permission not in ("allow", "deny", "ask"):
+        return f'"hookSpecificOutput.permissionDecision" is {permission!r}, not allow/deny/ask'
+    updated = specific.get("updatedInput")
+    if updated is not None and not isinstance(updated, Mapping):
+        return '"hookSpecificOutput.updatedInput" is not an object'
     return ""
 
 
-def _claude_env(event: StopEvent) -> dict[str, str]:
+def _claude_env(event: HookEvent) -> dict[str, str]:
     """Claude Code's variables for a command hook: ``CLAUDE_PROJECT_DIR`` is the workspace."""
     return {"CLAUDE_PROJECT_DIR": str(event.workspace)}
 

@@ -51,6 +51,7 @@ from gg.skills import skills_section
 from gg.state import run_dir, warn_legacy
 from gg.stream import Event, RunEnded, RunStarted, StreamWriter
 from gg.terminal import inert
+from gg.toolhooks import ToolHooks, hooked
 from gg.tools.arms import Toolset, ToolsetArm, arm_from_settings, resolve_toolset
 from gg.tools.registry import Registry, Tool, ToolContext
 
@@ -123,6 +124,8 @@ class Run:
         self.settings = settings
         self.registry = registry
         self.gate = gate
+        self.tool_hooks = ToolHooks.from_settings(settings.hooks.pre_tool, settings.hooks.post_tool)
+        """The run's pre-tool and post-tool hooks (SPEC H1, :mod:`gg.toolhooks`)."""
         self.run_id = run_id or new_run_id()
         self.toolset = toolset or resolve_toolset(settings.tools, registry)
         """The run's toolset arm, resolved once: every session is offered these tools."""
@@ -236,6 +239,7 @@ class Run:
     def _snapshot(self, configs: Sequence[Path]) -> Snapshot:
         keys = set(self._config_keys(configs))
         commands = [h.command for h in self.gate.hooks if isinstance(h, CommandHook)]
+        commands += self.tool_hooks.commands()  # pre-tool and post-tool (SPEC H1)
         return Snapshot.take(self.workspace, configs=sorted(keys), commands=commands)
 
     def hook_place(self) -> HookPlace:
@@ -307,7 +311,10 @@ class Run:
 
     def make_mode(self, spec: SessionSpec) -> Mode:
         """Build the execution mode of the session ``spec`` describes (SPEC M1, M2)."""
-        tools = list(self.toolset.tools)
+        tools = hooked(
+            self.toolset.tools, self.tool_hooks, role=spec.role, session_id=spec.session_id,
+            place=self.hook_place(),
+        )  # fmt: skip
         context = self.tool_context(spec.workspace, session_id=spec.session_id, depth=spec.depth)
         arm = self.toolset.arm.name
         if spec.mode == "code":
