@@ -15,7 +15,7 @@ import pytest
 
 import gg
 from gg.errors import ConfigError
-from gg.models.base import ToolMessage
+from gg.models.base import SystemMessage, ToolMessage
 from gg.stream import ToolResult, read_events
 from gg.testing import ScriptedModel, call
 
@@ -209,3 +209,32 @@ def test_an_agent_weakening_tool_hooks_is_refused(ws: Path, toml: str) -> None:
     (ws / "gg.toml").write_text(toml)  # as an agent could
     with pytest.raises(gg.UserError, match="--trust-config"):
         gg.Agent(model=ScriptedModel([call("finish", summary="d")]), workspace=ws).run("t")
+
+
+SESSION_START = """\
+#!/usr/bin/env python3
+import json
+import sys
+
+data = json.load(sys.stdin)
+assert data["hook_event_name"] == "SessionStart" and data["source"] == "startup"
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
+    "additionalContext": "Branch policy: commit to feature branches only (task: %s)."
+    % data["task"]}}))
+"""
+
+
+def test_session_start_hooks_add_context_to_the_system_prompt(ws: Path) -> None:
+    script = _install(ws, "start.py", SESSION_START)
+    (ws / "gg.toml").write_text(
+        f"[[hooks.session_start]]\ncommand = {json.dumps(script)}\n\n"
+        '[[hooks.session_start]]\ncommand = "echo Remember: the CI runs on Python 3.11."\n\n'
+        '[[hooks.session_start]]\ncommand = "exit 7"\n'
+    )
+    model = ScriptedModel([call("finish", summary="d")])
+    assert gg.Agent(model=model, workspace=ws).run("fix the bug").status == "ended"
+    system = model.calls[0][0][0]
+    assert isinstance(system, SystemMessage)
+    assert "Branch policy: commit to feature branches only (task: fix the bug)." in system.content
+    assert "Remember: the CI runs on Python 3.11." in system.content
+    assert "session-start hook 'exit 7' failed" in system.content

@@ -135,9 +135,11 @@ class ToolHookSettings(HookSettings):
 
 class HooksSettings(_Section):
     """``[hooks]``: hooks by event. ``agent_stop`` runs in the ending gate (SPEC S12);
-    ``pre_tool`` and ``post_tool`` around each registry tool call (SPEC H1)."""
+    ``session_start`` before a session's first turn; ``pre_tool`` and ``post_tool``
+    around each registry tool call (SPEC H1)."""
 
     agent_stop: list[HookSettings] = []
+    session_start: list[HookSettings] = []
     pre_tool: list[ToolHookSettings] = []
     post_tool: list[ToolHookSettings] = []
 

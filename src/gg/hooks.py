@@ -226,6 +226,9 @@ class HookOutcome:
     block (a passed gate ends the session, so it has no one to go to)."""
     updated_input: Mapping[str, Any] | None = None
     """A pre-tool hook's ``hookSpecificOutput.updatedInput``: the call's new arguments."""
+    stdout: str = ""
+    """A command hook's prose on stdout after exit 0 (its tail; not a JSON answer): a
+    session-start hook's context (Claude Code's SessionStart)."""
 
     @property
     def status(self) -> HookStatus:
@@ -613,7 +616,8 @@ class CommandHook(_HookBase):
             )
         if code == 0:
             answer = _stdout_answer(result.output)
-            return self._judge(answer, seconds=seconds, exit_code=code)
+            prose = _tail(result.output) if answer is None else ""
+            return self._judge(answer, seconds=seconds, exit_code=code, stdout=prose)
         if code == 2:
             reason = _tail(result.stderr or "") or _tail(result.output)
             return self._outcome(

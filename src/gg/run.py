@@ -20,6 +20,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -51,7 +52,7 @@ from gg.skills import skills_section
 from gg.state import run_dir, warn_legacy
 from gg.stream import Event, RunEnded, RunStarted, StreamWriter
 from gg.terminal import inert
-from gg.toolhooks import ToolHooks, hooked
+from gg.toolhooks import StartEvent, ToolHooks, hooked, session_context
 from gg.tools.arms import Toolset, ToolsetArm, arm_from_settings, resolve_toolset
 from gg.tools.registry import Registry, Tool, ToolContext
 
@@ -125,6 +126,8 @@ class Run:
         self.registry = registry
         self.gate = gate
         self.tool_hooks = ToolHooks.from_settings(settings.hooks.pre_tool, settings.hooks.post_tool)
+        self.start_hooks = tuple(CommandHook.from_settings(h) for h in settings.hooks.session_start)
+        """The run's session-start hooks (SPEC H1)."""
         """The run's pre-tool and post-tool hooks (SPEC H1, :mod:`gg.toolhooks`)."""
         self.run_id = run_id or new_run_id()
         self.toolset = toolset or resolve_toolset(settings.tools, registry)
@@ -240,6 +243,7 @@ class Run:
         keys = set(self._config_keys(configs))
         commands = [h.command for h in self.gate.hooks if isinstance(h, CommandHook)]
         commands += self.tool_hooks.commands()  # pre-tool and post-tool (SPEC H1)
+        commands += [h.command for h in self.start_hooks]
         return Snapshot.take(self.workspace, configs=sorted(keys), commands=commands)
 
     def hook_place(self) -> HookPlace:
@@ -401,6 +405,12 @@ class Run:
                 working sandbox.
         """
         mode = self.make_mode(spec)
+        if self.start_hooks:  # session-start hooks add to the system prompt (SPEC H1)
+            event = StartEvent(role=spec.role, session_id=spec.session_id, workspace=spec.workspace,
+                               task=spec.task, resumed=spec.resume is not None)  # fmt: skip
+            added = await session_context(self.start_hooks, event, place=self.hook_place())
+            if added:
+                spec = replace(spec, instructions=f"{spec.instructions}\n\n{added}".strip())
         return await run_session(self.env, spec, mode=mode, prompt=self.system_prompt(spec, mode))
 
     async def spawn(

@@ -1,4 +1,12 @@
-"""Pre-tool and post-tool hooks around registry tool calls (SPEC H1; issue 13 item 2).
+"""Session-start, pre-tool and post-tool hooks (SPEC H1; issue 13 item 2).
+
+``[[hooks.session_start]]`` entries (an agent-stop hook's fields) run before a session's
+first turn, on ``{"event": "session-start", "hook_event_name": "SessionStart", "source":
+"startup"|"resume", "role", "session_id", "task", "workspace", "cwd", "transcript_path":
+null}``; what they add (prose on stdout after exit 0, or
+``hookSpecificOutput.additionalContext``) goes at the end of the session's system prompt.
+A session-start hook cannot block or stop a session: a block or a failure is added there
+as a note naming the hook (:func:`session_context`).
 
 ``[[hooks.pre_tool]]`` and ``[[hooks.post_tool]]`` entries are command hooks with an
 agent-stop hook's fields (``command``, ``timeout_s``, ``roles``, ``on_error``,
@@ -46,7 +54,15 @@ from gg.errors import ToolError
 from gg.hooks import CommandHook, HookOutcome, HookPlace
 from gg.tools.registry import ArgumentsError, Tool, ToolContext
 
-__all__ = ["HookedTool", "ToolEvent", "ToolHook", "ToolHooks", "hooked"]
+__all__ = [
+    "HookedTool",
+    "StartEvent",
+    "ToolEvent",
+    "ToolHook",
+    "ToolHooks",
+    "hooked",
+    "session_context",
+]
 
 _NAMES = {"pre-tool": "PreToolUse", "post-tool": "PostToolUse"}
 
@@ -89,6 +105,63 @@ class ToolEvent:
         if self.event == "post-tool":
             data["tool_response"] = self.tool_response
         return data
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartEvent:
+    """A ``session-start`` event: a session is about to take its first turn."""
+
+    role: Role
+    """The session's role."""
+    session_id: str
+    """The session."""
+    workspace: Path
+    """Its workspace."""
+    task: str
+    """Its task (the first user message)."""
+    resumed: bool = False
+    """True when the session continues an earlier one (``"source": "resume"``)."""
+    transcript_path: Path | None = None
+    """No transcript yet (``None``)."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The object the hook reads on stdin (module docstring)."""
+        return {
+            "event": "session-start",
+            "hook_event_name": "SessionStart",
+            "source": "resume" if self.resumed else "startup",
+            "role": Role(self.role).value,
+            "session_id": self.session_id,
+            "task": self.task,
+            "workspace": str(self.workspace),
+            "cwd": str(self.workspace),
+            "transcript_path": None,
+        }
+
+
+async def session_context(
+    hooks: Sequence[CommandHook], event: StartEvent, *, place: HookPlace | None
+) -> str:
+    """Run the session-start hooks bound to ``event.role`` and gather what they add.
+
+    Args:
+        hooks: ``[[hooks.session_start]]``, in order.
+        event: the session-start event.
+        place: where command hooks run (the run's sandbox and snapshot).
+
+    Returns:
+        One paragraph per hook that added something (its context, its prose, or a note
+        that it blocked or failed); ``""`` when none did.
+    """
+    parts: list[str] = []
+    for hook in (h for h in hooks if h.applies_to(event.role)):
+        outcome = await hook.run(event, place=place)
+        if outcome.status == "failed":
+            parts.append(f"(the session-start hook {outcome.hook!r} failed: {outcome.reason})")
+        elif outcome.decision == "block":
+            parts.append(f"(the session-start hook {outcome.hook!r} said: {outcome.reason})")
+        parts += [t for t in (outcome.context, outcome.stdout) if t]
+    return "\n\n".join(parts)
 
 
 @dataclass(frozen=True, kw_only=True)

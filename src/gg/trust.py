@@ -19,8 +19,8 @@ A trusted hook's scripts count with its setting (a rewritten script runs on
 the host next time), and so does **the gate**: an agent-stop hook the last
 approved config had that is gone now, made ``on_error = "pass"``, or bound to
 fewer roles (:func:`gate`); the same for a pre-tool hook (or its ``matcher`` changed).
-Pre-tool and post-tool hooks with ``trusted = true`` or ``pass_env`` are weakening
-settings as agent-stop hooks are.
+Session-start, pre-tool and post-tool hooks with ``trusted = true`` or ``pass_env`` are
+weakening settings as agent-stop hooks are.
 
 **The rule** (:func:`check`): gg keeps, per workspace, in its state directory
 (``approved.json``, never in the workspace), one digest of the config files
@@ -77,8 +77,8 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
         out.append(f"[sandbox] isolation = {box.isolation!r}")
     hooks = settings.hooks
     for kind, entries in (
-        ("agent_stop", hooks.agent_stop), ("pre_tool", hooks.pre_tool),
-        ("post_tool", hooks.post_tool),
+        ("agent_stop", hooks.agent_stop), ("session_start", hooks.session_start),
+        ("pre_tool", hooks.pre_tool), ("post_tool", hooks.post_tool),
     ):  # fmt: skip
         for hook in entries:
             if hook.trusted:
@@ -230,7 +230,7 @@ def check(
     """
     keys = sorted({"gg.toml", *(k for k in configs if not os.path.isabs(k))})
     hk = settings.hooks
-    commands = [h.command for h in (*hk.agent_stop, *hk.pre_tool, *hk.post_tool)]
+    commands = [h.command for h in (*hk.agent_stop, *hk.session_start, *hk.pre_tool, *hk.post_tool)]
     snapshot = Snapshot.take(workspace, configs=keys, commands=commands)
     digest = (
         "sha256:"
