@@ -127,7 +127,7 @@ def _front_matter(text: str, *, path: Path, first_line: int) -> dict[str, object
                             "the value out")  # fmt: skip
         data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
         where = f", line {mark.line + first_line}" if mark is not None else ""
         what = getattr(e, "problem", None) or str(e)
         raise UserError(
