@@ -181,7 +181,8 @@ def test_system_prompt_lists_skills_and_use_skill_returns_instructions(
     assert "use_skill" in model.calls[0][1]
     used = model.calls[1][0][-1]
     assert isinstance(used, ToolMessage)
-    assert used.content == "# Skill: release-notes\n1. Read the log.\n2. Group by type."
+    assert used.content.startswith("# Skill: release-notes\n1. Read the log.\n2. Group by type.")
+    assert "The skill's folder is skills/release-notes." in used.content
     unknown = model.calls[2][0][-1].content
     assert unknown == "Error: there is no skill named 'x'; the skills are: release-notes"
 
@@ -237,7 +238,8 @@ def test_on_use_script_cannot_end_the_session(workspace: Path) -> None:
     result = skills_agent(workspace, model).run("release it")
     assert result.status == "ended" and result.ending == gg.Finish(summary="cut")
     out = model.calls[1][0][-1].content
-    assert out.startswith("# Skill: release\nTag it.\n\nOutput of the skill's on-use script:")
+    assert out.startswith("# Skill: release\nTag it.\n\n## Where this skill lives\n")
+    assert "\n\nOutput of the skill's on-use script:" in out
     assert "checking the release branch" in out and "refused: EndingRefused" in out
     assert "# demo" in out  # the script's SDK has the arm's tools
     evs = events_of(result)

@@ -64,6 +64,13 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
+def _more_hooks(settings: Settings) -> tuple[ToolHooks, tuple[CommandHook, ...]]:
+    """The run's pre-tool/post-tool hooks and its session-start hooks (SPEC H1)."""
+    hooks = settings.hooks
+    start = tuple(CommandHook.from_settings(h) for h in hooks.session_start)
+    return ToolHooks.from_settings(hooks.pre_tool, hooks.post_tool), start
+
+
 def stream_path(workspace: Path, run_id: str) -> Path:
     """``<state>/runs/<run_id>/stream.jsonl`` in the workspace's gg-private state
     directory, outside the workspace (SPEC §10; issue 9 item 2). The run's
@@ -125,10 +132,7 @@ class Run:
         self.settings = settings
         self.registry = registry
         self.gate = gate
-        self.tool_hooks = ToolHooks.from_settings(settings.hooks.pre_tool, settings.hooks.post_tool)
-        self.start_hooks = tuple(CommandHook.from_settings(h) for h in settings.hooks.session_start)
-        """The run's session-start hooks (SPEC H1)."""
-        """The run's pre-tool and post-tool hooks (SPEC H1, :mod:`gg.toolhooks`)."""
+        self.tool_hooks, self.start_hooks = _more_hooks(settings)  # SPEC H1 (gg.toolhooks)
         self.run_id = run_id or new_run_id()
         self.toolset = toolset or resolve_toolset(settings.tools, registry)
         """The run's toolset arm, resolved once: every session is offered these tools."""

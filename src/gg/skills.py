@@ -45,6 +45,7 @@ import yaml
 from gg.endings import Language
 from gg.errors import ToolError, UserError
 from gg.onuse import NO_SCRIPT_CAPABILITIES, run_on_use
+from gg.skillpaths import SKILL_FILE, WORKSPACE_SKILL_DIRS, user_skill_dirs
 from gg.tools.arms import Toolset
 from gg.tools.registry import Tool, ToolContext, tool
 from gg.tools.safefs import open_beneath, read_beneath
@@ -65,7 +66,6 @@ __all__ = [
     "use_skill",
 ]
 
-SKILL_FILE = "SKILL.md"
 SCRIPTS: dict[str, Language] = {"on_use.py": "python", "on_use.js": "javascript"}
 """On-use script file names and their languages."""
 _NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
@@ -74,6 +74,7 @@ _SECTION_MAX = 100  # skills listed in the system prompt
 _DESCRIPTION_MAX = 300  # characters of a description in the system prompt
 _FILE_CAP = 1_000_000  # bytes of a SKILL.md or an on-use script
 _MAX_FOLDERS = 10_000  # entries of a skills directory looked at
+_FILES_LISTED = 50  # files of a skill's folder named by use_skill
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -290,9 +291,10 @@ def load_skill(folder: Path, base: Path | None = None) -> Skill:
 
 
 def skill_dirs(workspace: Path) -> list[Path]:
-    """Where skills are looked for, first first: the workspace's, then the user's."""
-    user = os.environ.get("GG_SKILLS_DIR") or str(Path.home() / ".config" / "gg" / "skills")
-    return [workspace / ".gg" / "skills", workspace / "skills", Path(user).expanduser()]
+    """Where skills are looked for, first first: the workspace's (``.gg/skills``,
+    ``skills``, ``.claude/skills``), then the user's (:func:`gg.skillpaths.user_skill_dirs`:
+    ``$GG_SKILLS_DIR`` or ``$XDG_CONFIG_HOME/gg/skills``, then ``~/.claude/skills``)."""
+    return [*(workspace / d for d in WORKSPACE_SKILL_DIRS), *user_skill_dirs()]
 
 
 def _skill_folders(root: Path, base: Path | None) -> list[Path]:
@@ -324,7 +326,7 @@ def discover_skills(workspace: Path) -> dict[str, Skill]:
     found: dict[str, Skill] = {}
     workspace = workspace.resolve()  # the folders below are taken beneath it
     for i, root in enumerate(skill_dirs(workspace)):
-        base = workspace if i < 2 else None  # the first two are in the workspace
+        base = workspace if i < len(WORKSPACE_SKILL_DIRS) else None  # in the workspace
         here: dict[str, Skill] = {}
         for folder in _skill_folders(root, base):
             skill = load_skill(folder, base)
@@ -371,6 +373,47 @@ def _one_line(text: str) -> str:
     return flat if len(flat) <= _DESCRIPTION_MAX else flat[: _DESCRIPTION_MAX - 1] + "…"
 
 
+def _where(skill: Skill, workspace: Path) -> str:
+    """Where a skill's files are, and how to read them (read_file takes these paths)."""
+    inside = skill.base is not None
+    folder = skill.folder.relative_to(workspace).as_posix() if inside else str(skill.folder)
+    files = _files(skill)
+    listed = "\n".join(f"- {folder}/{f}" for f in files[:_FILES_LISTED])
+    more = f"\n- ... and {len(files) - _FILES_LISTED} more" if len(files) > _FILES_LISTED else ""
+    how = "" if inside else " (read-only: read_file takes these absolute paths)"
+    return (
+        f"## Where this skill lives\nThe skill's folder is {folder}{how}. Paths the "
+        f"instructions give are relative to it. Its files:\n{listed or '(none)'}{more}"
+    )
+
+
+def _files(skill: Skill) -> list[str]:
+    """The skill folder's regular files but ``SKILL.md``, relative to it, sorted; links and
+    dot-files are skipped; a workspace skill's folder is opened beneath the workspace."""
+    try:
+        if skill.base is not None:
+            rel = skill.folder.relative_to(skill.base).as_posix()
+            fd = open_beneath(skill.base, rel, kind="directory")
+        else:
+            fd = os.open(skill.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (OSError, ToolError):
+        return []
+    out: list[str] = []
+    try:
+        for top, dirs, names, _ in os.fwalk(".", dir_fd=fd):  # links are not followed
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            here = os.path.normpath(top)
+            for name in names:
+                if name.startswith(".") or (here == "." and name == SKILL_FILE):
+                    continue
+                out.append(name if here == "." else f"{here}/{name}")
+            if len(out) > _MAX_FOLDERS:
+                break
+    finally:
+        os.close(fd)
+    return sorted(out)
+
+
 @tool
 async def use_skill(name: str, *, ctx: ToolContext) -> str:
     """Use a skill: returns its instructions, and the output of its on-use script if it has one.
@@ -387,6 +430,7 @@ async def use_skill(name: str, *, ctx: ToolContext) -> str:
         known = ", ".join(sorted(skills)) or "(none are installed)"
         raise ToolError(f"there is no skill named {name!r}; the skills are: {known}")
     parts = [f"# Skill: {skill.name}\n{skill.instructions or '(this skill has no instructions)'}"]
+    parts.append(_where(skill, ctx.workspace))
     if skill.script is not None and skill.language is not None:
         try:
             source = read_skill_file(skill.script, skill.base)
