@@ -68,6 +68,7 @@ from gg.endings import Ending, EndingRecord, Role
 from gg.errors import GGError, UserError
 from gg.guard import Snapshot, host_command
 from gg.models.base import AssistantMessage, Message, ToolMessage
+from gg.sandbox.host import SYSTEM_PATH
 from gg.shell import ShellResult, run_shell, scrubbed_env
 from gg.text import cut, redact
 
@@ -592,8 +593,6 @@ class CommandHook(_HookBase):
 
     async def _sandboxed(self, place: HookPlace, event: HookEvent, stdin: bytes) -> ShellResult:
         """Run in the run's sandbox, the workspace read-only (issue 9 item 5)."""
-        from gg.sandbox.host import SYSTEM_PATH
-
         assert place.sandbox is not None
         sandbox = place.sandbox()
         prefixes = _tool_prefixes()
