@@ -53,7 +53,7 @@ def alive(pid: int) -> bool:
 # ---------------------------------------------------------------- the event
 
 
-def test_stop_event_json_is_exactly_the_spec_object(workspace: Path) -> None:
+def test_stop_event_json_is_the_spec_object_and_claude_codes(workspace: Path) -> None:
     assert event(workspace, blocked_before=3).as_json() == {
         "event": "agent-stop",
         "role": "standard",
@@ -61,7 +61,14 @@ def test_stop_event_json_is_exactly_the_spec_object(workspace: Path) -> None:
         "session_id": "s-1",
         "workspace": str(workspace),
         "blocked_before": 3,
+        # Claude Code's Stop hook fields (issue 13 item 3)
+        "hook_event_name": "Stop",
+        "cwd": str(workspace),
+        "stop_hook_active": True,
+        "transcript_path": None,
+        "last_assistant_message": "",
     }
+    assert event(workspace).as_json()["stop_hook_active"] is False
     assert event(workspace, Role.REVIEW).as_json()["ending"] == {
         "call": "request_changes",
         "items": ["a"],
@@ -76,7 +83,11 @@ async def test_command_gets_the_event_on_stdin_in_the_workspace(workspace: Path)
     )
     seen = json.loads((workspace / "seen.json").read_text())
     assert seen == ev.as_json()
-    assert set(seen) == {"event", "role", "ending", "session_id", "workspace", "blocked_before"}
+    assert set(seen) == {
+        *("event", "role", "ending", "session_id", "workspace", "blocked_before"),
+        *("hook_event_name", "cwd", "stop_hook_active", "transcript_path"),
+        "last_assistant_message",
+    }
 
 
 # ---------------------------------------------------------------- command answers

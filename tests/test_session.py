@@ -211,13 +211,11 @@ def test_gate_blocks_then_passes_and_hook_sees_blocked_before(
     assert payloads[0]["event"] == "agent-stop" and payloads[0]["role"] == "standard"
     assert payloads[0]["ending"] == {"call": "finish", "summary": "done"}
     assert set(payloads[0]) == {
-        "event",
-        "role",
-        "ending",
-        "session_id",
-        "workspace",
-        "blocked_before",
+        *("event", "role", "ending", "session_id", "workspace", "blocked_before"),
+        *("hook_event_name", "cwd", "stop_hook_active", "transcript_path"),
+        "last_assistant_message",  # Claude Code's Stop fields (issue 13 item 3)
     }
+    assert [p["stop_hook_active"] for p in payloads] == [False, True]
 
 
 @pytest.mark.parametrize("hook_cmd", ["sleep 5", "no-such-command-gg-test"])

@@ -61,7 +61,7 @@ def test_parse_front_matter_and_body() -> None:
         "name": "notes",
         "description": "Write release: notes",
         "license": "MIT",
-        "long": "first part second part",
+        "long": "first part second part\n",  # YAML folds a block scalar
     }
     assert body == "# Steps\n1. read"
 
@@ -69,7 +69,7 @@ def test_parse_front_matter_and_body() -> None:
 def test_load_skill_with_script(workspace: Path) -> None:
     d = make_skill(
         workspace / "skills",
-        "rn",
+        "release-notes",
         "name: release-notes\ndescription: Notes.\nversion: 2",
         script=("on_use.js", "console.log(1)"),
     )
@@ -80,7 +80,7 @@ def test_load_skill_with_script(workspace: Path) -> None:
         "Do it well.",
     )
     assert skill.script == d / "on_use.js" and skill.language == "javascript"
-    assert skill.meta == {"version": "2"}
+    assert skill.meta == {"version": 2}
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_load_skill_with_script(workspace: Path) -> None:
     [
         ("name: x\ndescription: y\n", "must start with a '---' line"),
         ("---\nname: x\ndescription: y\n", "never closed"),
-        ("---\nname: x\nthis line has no colon\n---\n", "line 3: expected 'key: value'"),
+        ("---\nname: x\nthis line has no colon\n---\n", "line 3: the front matter is not valid"),
         ("---\ndescription: y\n---\n", "has no 'name'"),
         ("---\nname: x\n---\n", "has no 'description'"),
         ("---\nname: 'two words'\ndescription: y\n---\n", "name 'two words' must be"),
@@ -101,7 +101,7 @@ def test_malformed_skill_is_a_user_error_naming_the_file(
     content: str,
     problem: str,
 ) -> None:
-    d = workspace / ".gg" / "skills" / "bad"
+    d = workspace / ".gg" / "skills" / "x"
     d.mkdir(parents=True)
     (d / "SKILL.md").write_text(content)
     with pytest.raises(gg.UserError, match=problem) as info:
@@ -139,18 +139,18 @@ def test_a_malformed_skill_does_not_matter_when_skills_are_not_chosen(workspace:
 
 
 def test_discovery_order_and_shadowing(workspace: Path, user_skills: Path) -> None:
-    make_skill(workspace / ".gg" / "skills", "a", "name: shared\ndescription: from .gg")
-    make_skill(workspace / "skills", "b", "name: shared\ndescription: from skills/")
-    make_skill(workspace / "skills", "c", "name: local\ndescription: workspace only")
-    make_skill(user_skills, "d", "name: mine\ndescription: the user's")
-    make_skill(user_skills, "e", "name: local\ndescription: hidden by the workspace's")
+    make_skill(workspace / ".gg" / "skills", "shared", "name: shared\ndescription: from .gg")
+    make_skill(workspace / "skills", "shared", "name: shared\ndescription: from skills/")
+    make_skill(workspace / "skills", "local", "name: local\ndescription: workspace only")
+    make_skill(user_skills, "mine", "name: mine\ndescription: the user's")
+    make_skill(user_skills, "local", "name: local\ndescription: hidden by the workspace's")
     (workspace / "skills" / "not-a-skill").mkdir()
     found = discover_skills(workspace)
     assert sorted(found) == ["local", "mine", "shared"]
     assert found["shared"].description == "from .gg"
     assert found["local"].description == "workspace only"
     make_skill(workspace / "skills", "f", "name: local\ndescription: again")
-    with pytest.raises(gg.UserError, match="two skills are named 'local'"):
+    with pytest.raises(gg.UserError, match="must be the skill's folder name, 'f'"):
         discover_skills(workspace)
 
 
@@ -162,7 +162,7 @@ def test_system_prompt_lists_skills_and_use_skill_returns_instructions(
 ) -> None:
     make_skill(
         workspace / "skills",
-        "rn",
+        "release-notes",
         "name: release-notes\ndescription: Write release notes\n  from the git log.",
         body="1. Read the log.\n2. Group by type.",
     )
@@ -181,7 +181,8 @@ def test_system_prompt_lists_skills_and_use_skill_returns_instructions(
     assert "use_skill" in model.calls[0][1]
     used = model.calls[1][0][-1]
     assert isinstance(used, ToolMessage)
-    assert used.content == "# Skill: release-notes\n1. Read the log.\n2. Group by type."
+    assert used.content.startswith("# Skill: release-notes\n1. Read the log.\n2. Group by type.")
+    assert "The skill's folder is skills/release-notes." in used.content
     unknown = model.calls[2][0][-1].content
     assert unknown == "Error: there is no skill named 'x'; the skills are: release-notes"
 
@@ -228,7 +229,7 @@ print(gg.tools.read_file(path="README.md").strip())
 def test_on_use_script_cannot_end_the_session(workspace: Path) -> None:
     make_skill(
         workspace / "skills",
-        "rel",
+        "release",
         "name: release\ndescription: Cut a release.",
         body="Tag it.",
         script=("on_use.py", FINISHING_SCRIPT),
@@ -237,7 +238,8 @@ def test_on_use_script_cannot_end_the_session(workspace: Path) -> None:
     result = skills_agent(workspace, model).run("release it")
     assert result.status == "ended" and result.ending == gg.Finish(summary="cut")
     out = model.calls[1][0][-1].content
-    assert out.startswith("# Skill: release\nTag it.\n\nOutput of the skill's on-use script:")
+    assert out.startswith("# Skill: release\nTag it.\n\n## Where this skill lives\n")
+    assert "\n\nOutput of the skill's on-use script:" in out
     assert "checking the release branch" in out and "refused: EndingRefused" in out
     assert "# demo" in out  # the script's SDK has the arm's tools
     evs = events_of(result)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import tomllib
 import typing
@@ -41,6 +42,7 @@ __all__ = [
     "SessionSettings",
     "Settings",
     "StreamSettings",
+    "ToolHookSettings",
     "ToolsSettings",
     "default_toml",
     "load_settings",
@@ -129,10 +131,40 @@ class HookSettings(_Section):
     workspace read-only (issue 9 item 5)."""
 
 
+class ToolHookSettings(HookSettings):
+    """One ``[[hooks.pre_tool]]`` or ``[[hooks.post_tool]]`` entry (SPEC H1).
+
+    An agent-stop hook's fields and a ``matcher`` on the tool's name.
+    """
+
+    matcher: str = "*"
+    """A regular expression the whole tool name must match (``"run_command|write_file"``);
+    ``"*"`` or ``""``: every registry tool. Ending calls are never matched."""
+    timeout_s: float = Field(default=60, gt=0)
+
+    @field_validator("matcher")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        if value not in ("", "*"):
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"matcher {value!r} is not a regular expression: {exc}") from None
+        return value
+
+
 class HooksSettings(_Section):
-    """``[hooks]``: hooks by event. ``agent_stop`` runs in the ending gate (SPEC S12)."""
+    """``[hooks]``: hooks by event.
+
+    ``agent_stop`` runs in the ending gate (SPEC S12); ``session_start`` before a
+    session's first turn; ``pre_tool`` and ``post_tool`` around each registry tool call
+    (SPEC H1).
+    """
 
     agent_stop: list[HookSettings] = []
+    session_start: list[HookSettings] = []
+    pre_tool: list[ToolHookSettings] = []
+    post_tool: list[ToolHookSettings] = []
 
 
 def _no_endings(names: list[str] | None, what: str) -> list[str] | None:

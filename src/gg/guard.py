@@ -37,6 +37,7 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -115,6 +116,19 @@ def host_command(command: str) -> str:
     return f"exec {setpriv} --bounding-set={_NO_PEEKING} -- /bin/sh -c {shlex.quote(command)}"
 
 
+_PROJECT_DIR = re.compile(r"\$(?:CLAUDE_PROJECT_DIR\b|\{CLAUDE_PROJECT_DIR\})")
+"""``$CLAUDE_PROJECT_DIR``, which a hook's environment sets to the workspace (gg.hooks)."""
+
+
+def _expand(command: str, workspace: Path) -> str:
+    """Spell out ``$CLAUDE_PROJECT_DIR`` in ``command`` as ``workspace``.
+
+    So the scripts of Claude Code hooks (``"$CLAUDE_PROJECT_DIR"/.claude/hooks/x.sh``)
+    are found.
+    """
+    return _PROJECT_DIR.sub(lambda _: str(workspace), command)
+
+
 def _words(command: str) -> list[str]:
     try:
         words = shlex.split(command)
@@ -141,7 +155,7 @@ def hook_scripts(command: str, workspace: Path) -> tuple[str, ...]:
         file (inside the workspace: reached without a symlink).
     """
     found: set[str] = set()
-    for word in _words(command):
+    for word in _words(_expand(command, workspace)):
         if not word or word.startswith("-") or "\0" in word:
             continue
         key = _key(word, workspace)
@@ -292,7 +306,7 @@ def _located(command: str, here: Path, root: Path) -> list[tuple[str, Path]]:
     relative to ``root``; other absolute paths are keyed as they are.
     """
     found: dict[tuple[str, Path], None] = {}
-    for word in _words(command):
+    for word in _words(_expand(command, here)):
         if not word or word.startswith("-") or "\0" in word:
             continue
         key = _key(word, here)

@@ -60,15 +60,17 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 from gg import bounded
 from gg.config import HookSettings
 from gg.endings import Ending, EndingRecord, Role
 from gg.errors import GGError, UserError
 from gg.guard import Snapshot, host_command
+from gg.models.base import AssistantMessage, Message, ToolMessage
+from gg.sandbox.host import SYSTEM_PATH
 from gg.shell import ShellResult, run_shell, scrubbed_env
-from gg.text import cut
+from gg.text import cut, redact
 
 __all__ = [
     "CallableHook",
@@ -77,10 +79,13 @@ __all__ = [
     "GateResult",
     "Hook",
     "HookAnswer",
+    "HookEvent",
     "HookOutcome",
     "HookPlace",
     "HookStatus",
     "StopEvent",
+    "last_text",
+    "write_transcript",
 ]
 
 _REASON_CAP = 4_000  # characters of a reason kept (the tail: where test summaries are)
@@ -96,9 +101,30 @@ HookAnswer: TypeAlias = bool | str | Mapping[str, Any] | None
 block (the string is the reason); a dict ``{"decision": "pass"|"block", "reason": str}``."""
 
 
-HookStatus: TypeAlias = Literal["passed", "blocked", "failed"]
+HookStatus: TypeAlias = Literal["passed", "blocked", "failed", "stopped"]
 """How one hook's outcome is classified (SPEC H1): it let the ending through; it blocked
-it by its own answer; or the hook itself failed (whatever ``on_error`` then decided)."""
+it by its own answer; the hook itself failed (whatever ``on_error`` then decided); or it
+answered ``{"continue": false}`` (Claude Code's stop: the session stops with a diagnosis
+naming the hook; no ending, SPEC S1, S6)."""
+
+
+class HookEvent(Protocol):
+    """What a command hook runs on: an event with a workspace and a stdin object
+    (:class:`StopEvent`, :class:`gg.toolhooks.ToolEvent`)."""
+
+    @property
+    def workspace(self) -> Path:
+        """The session's workspace: the hook's cwd and ``$CLAUDE_PROJECT_DIR``."""
+        ...
+
+    @property
+    def transcript_path(self) -> Path | None:
+        """The session's transcript file (bound read-only into a sandboxed hook), if any."""
+        ...
+
+    def as_json(self) -> dict[str, Any]:
+        """The object the hook reads on stdin."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,6 +143,11 @@ class StopEvent:
     """The session's workspace; a command hook runs there."""
     blocked_before: int = 0
     """How many times this session's gate has blocked already."""
+    transcript_path: Path | None = None
+    """The session's JSONL transcript so far (:func:`write_transcript`), written by gg
+    outside the workspace; ``None`` when the gate runs outside a run."""
+    last_assistant_message: str = ""
+    """The text of the model's last reply that had text (Claude Code's field)."""
 
     @classmethod
     def for_ending(
@@ -127,6 +158,8 @@ class StopEvent:
         session_id: str,
         workspace: Path,
         blocked_before: int = 0,
+        transcript_path: Path | None = None,
+        last_assistant_message: str = "",
     ) -> StopEvent:
         """The event for a typed ending: the one way gg builds it (its ``ending`` is
         :meth:`gg.endings.Finish.record` and its peers)."""
@@ -136,14 +169,20 @@ class StopEvent:
             session_id=session_id,
             workspace=workspace,
             blocked_before=blocked_before,
+            transcript_path=transcript_path,
+            last_assistant_message=last_assistant_message,
         )
 
     def as_json(self) -> dict[str, Any]:
-        """Exactly the SPEC §10 object a command hook reads on stdin.
+        """The object a command hook reads on stdin: SPEC §10's, plus Claude Code's Stop
+        hook fields (issue 13 item 3), so Claude Code Stop hooks run unchanged.
 
         Returns:
-            ``{"event", "role", "ending", "session_id", "workspace", "blocked_before"}``
-            with the role as its value (``"standard"``) and the workspace as a string.
+            SPEC §10's ``{"event", "role", "ending", "session_id", "workspace",
+            "blocked_before"}`` (the role as its value, the workspace as a string), and
+            ``"hook_event_name": "Stop"``, ``"cwd"`` (the workspace), ``"stop_hook_active"``
+            (``blocked_before > 0``), ``"transcript_path"`` (a string, ``None`` outside a
+            run) and ``"last_assistant_message"``.
         """
         return {
             "event": self.event,
@@ -152,6 +191,11 @@ class StopEvent:
             "session_id": self.session_id,
             "workspace": str(self.workspace),
             "blocked_before": self.blocked_before,
+            "hook_event_name": "Stop",
+            "cwd": str(self.workspace),
+            "stop_hook_active": self.blocked_before > 0,
+            "transcript_path": None if self.transcript_path is None else str(self.transcript_path),
+            "last_assistant_message": self.last_assistant_message,
         }
 
 
@@ -175,15 +219,29 @@ class HookOutcome:
     script_changed: bool = False
     """True when gg did not run the hook because a script it names changed since the run
     started (issue 9 item 2); the diagnosis then says so, not the hook's own words."""
+    stop: bool = False
+    """True when the hook answered ``{"continue": false, "stopReason": ...}`` (Claude
+    Code): the session stops (no ending); :attr:`reason` is the stop reason."""
+    context: str = ""
+    """The hook's ``hookSpecificOutput.additionalContext``: handed to the model with a
+    block (a passed gate ends the session, so it has no one to go to)."""
+    updated_input: Mapping[str, Any] | None = None
+    """A pre-tool hook's ``hookSpecificOutput.updatedInput``: the call's new arguments."""
+    stdout: str = ""
+    """A command hook's prose on stdout after exit 0 (its tail; not a JSON answer): a
+    session-start hook's context (Claude Code's SessionStart)."""
 
     @property
     def status(self) -> HookStatus:
         """The one classification of this outcome (SPEC H1): ``"failed"`` whenever the hook
         itself failed (even when ``on_error="pass"`` let the ending through), else
-        ``"blocked"`` or ``"passed"`` by its answer. The stream, the live view and the
-        diagnosis read it (through :attr:`failed`)."""
+        ``"stopped"`` for a ``continue: false`` answer, else ``"blocked"`` or ``"passed"``
+        by its answer. The stream, the live view and the diagnosis read it (through
+        :attr:`failed`)."""
         if self.failed:
             return "failed"
+        if self.stop:
+            return "stopped"
         return "blocked" if self.decision == "block" else "passed"
 
 
@@ -236,6 +294,14 @@ class _HookBase:
 
     def _judge(self, answer: object, *, seconds: float, **extra: Any) -> HookOutcome:
         """Turn an answer (callable return or parsed stdout JSON) into an outcome."""
+        if isinstance(answer, _Unreadable):
+            return self._failure(
+                f"hook {self._display()!r} answered something gg cannot read: {answer.why}; "
+                'expected exit 0 with no JSON, or one object such as {"decision": "block", '
+                '"reason": "..."}',
+                seconds=seconds,
+                **extra,
+            )
         if answer is None or answer is True:
             return self._outcome("pass", seconds=seconds, **extra)
         if answer is False:
@@ -245,21 +311,57 @@ class _HookBase:
                 "block", _tail(answer) or self._no_reason(), seconds=seconds, **extra
             )
         if isinstance(answer, Mapping):
-            decision, reason = answer.get("decision"), answer.get("reason")
-            if decision == "block":
-                text = _tail(reason) if isinstance(reason, str) else ""
-                return self._outcome("block", text or self._no_reason(), seconds=seconds, **extra)
-            if decision is None or decision in _PASS_DECISIONS:
-                return self._outcome("pass", seconds=seconds, **extra)
-            return self._failure(
-                f"hook {self._display()!r} answered an unknown decision {decision!r}; "
-                "expected 'block' or 'pass'",
-                seconds=seconds,
-                **extra,
-            )
+            return self._judge_object(answer, seconds=seconds, **extra)
         return self._failure(
             f"hook {self._display()!r} answered {type(answer).__name__}; expected None, a bool, "
             "a reason string or {'decision': ..., 'reason': ...}",
+            seconds=seconds,
+            **extra,
+        )
+
+    def _judge_object(
+        self, answer: Mapping[str, Any], *, seconds: float, **extra: Any
+    ) -> HookOutcome:
+        """A JSON/dict answer: SPEC §10's ``decision``/``reason`` and Claude Code's
+        ``continue``/``stopReason`` (wins over a decision) and
+        ``hookSpecificOutput.additionalContext``; a field of the wrong type is unreadable."""
+        problem = _object_problem(answer)
+        if problem:
+            return self._failure(
+                f"hook {self._display()!r} answered something gg cannot read: {problem}",
+                seconds=seconds,
+                **extra,
+            )
+        specific = answer.get("hookSpecificOutput") or {}
+        extra["context"] = _tail(specific.get("additionalContext") or "")
+        if answer.get("continue") is False:
+            why = _tail(answer.get("stopReason") or "")
+            return self._outcome(
+                "block",
+                why or f"hook {self._display()!r} stopped the run without giving a reason",
+                stop=True,
+                seconds=seconds,
+                **extra,
+            )
+        if isinstance(specific.get("updatedInput"), Mapping):
+            extra["updated_input"] = dict(specific["updatedInput"])
+        permission = specific.get("permissionDecision")
+        if permission in ("deny", "ask"):
+            why = _tail(specific.get("permissionDecisionReason") or "")
+            if permission == "ask":  # no one to ask in a run
+                why = f"the hook asks for approval, and no one can give it here. {why}".strip()
+            return self._outcome("block", why or self._no_reason(), seconds=seconds, **extra)
+        decision, reason = answer.get("decision"), answer.get("reason")
+        if decision is None and permission == "allow":
+            decision = "approve"
+        if decision == "block":
+            text = _tail(reason) if isinstance(reason, str) else ""
+            return self._outcome("block", text or self._no_reason(), seconds=seconds, **extra)
+        if decision is None or decision in _PASS_DECISIONS:
+            return self._outcome("pass", seconds=seconds, **extra)
+        return self._failure(
+            f"hook {self._display()!r} answered an unknown decision {decision!r}; "
+            "expected 'block' or 'pass'",
             seconds=seconds,
             **extra,
         )
@@ -280,6 +382,90 @@ class HookPlace:
     ``None``: untrusted hooks run on the host too (no sandbox offered)."""
     snapshot: Snapshot | None = None
     """The digests taken at run start; a hook whose script differs now is not run."""
+    transcripts: Path | None = None
+    """gg's private directory (the run's state directory, outside the workspace) where
+    each session's transcript is written for its hooks (``transcript_path``); ``None``:
+    no transcript."""
+
+    def transcript(self, session_id: str, messages: Sequence[Message]) -> Path | None:
+        """Write ``session_id``'s transcript so far and return its path (issue 13 item 3).
+
+        Args:
+            session_id: the session; the file is ``<transcripts>/<session_id>.jsonl``.
+            messages: its conversation so far, oldest first.
+
+        Returns:
+            The file's path, or ``None`` without a :attr:`transcripts` directory.
+
+        Raises:
+            OSError: the file could not be written.
+        """
+        if self.transcripts is None:
+            return None
+        return write_transcript(self.transcripts / f"{session_id}.jsonl", messages, session_id)
+
+
+def _transcript_line(message: Message, session_id: str) -> dict[str, Any]:
+    """One message as a Claude-Code-shaped transcript record (README "Hooks")."""
+    content: str | list[dict[str, Any]]
+    if isinstance(message, AssistantMessage):
+        content = [{"type": "text", "text": message.content}] if message.content else []
+        content += [
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+            for c in message.tool_calls
+        ]
+        kind = "assistant"
+    elif isinstance(message, ToolMessage):
+        content = [{"type": "tool_result", "tool_use_id": message.call_id,
+                    "name": message.name, "content": message.content}]  # fmt: skip
+        kind = "user"
+    else:
+        content, kind = message.content, message.role
+    role = "assistant" if kind == "assistant" else kind
+    return {"type": kind, "session_id": session_id, "message": {"role": role, "content": content}}
+
+
+def write_transcript(path: Path, messages: Sequence[Message], session_id: str) -> Path:
+    """Write a session's conversation as JSON Lines at ``path`` (whole, replaced atomically).
+
+    One object a line, oldest first, shaped as Claude Code's transcripts:
+    ``{"type": "system"|"user"|"assistant", "session_id", "message": {"role", "content"}}``;
+    an assistant's ``content`` is a list of ``{"type": "text", "text"}`` and
+    ``{"type": "tool_use", "id", "name", "input"}`` blocks; a tool result is a ``user``
+    record whose content is ``[{"type": "tool_result", "tool_use_id", "name", "content"}]``.
+    Secrets are redacted (:func:`gg.text.redact`, SPEC C3). The directory is made private
+    (``0700``); the file is ``0644`` so a sandboxed hook (bound read-only) can read it.
+
+    Args:
+        path: the file to write.
+        messages: the conversation.
+        session_id: the session's id, on every record.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        OSError: the directory or file could not be written.
+    """
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lines = [json.dumps(_transcript_line(m, session_id), ensure_ascii=False) for m in messages]
+    body = redact("".join(f"{line}\n" for line in lines))
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(body)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return path
+
+
+def last_text(messages: Sequence[Message]) -> str:
+    """The text of the last assistant message that has any (Claude Code's
+    ``last_assistant_message``), or ``""``."""
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage) and message.content.strip():
+            return message.content
+    return ""
 
 
 def _tool_prefixes() -> tuple[str, ...]:
@@ -335,11 +521,12 @@ class CommandHook(_HookBase):
     def _display(self) -> str:
         return self.command
 
-    async def run(self, event: StopEvent, *, place: HookPlace | None = None) -> HookOutcome:
+    async def run(self, event: HookEvent, *, place: HookPlace | None = None) -> HookOutcome:
         """Run the command on ``event``; never raises for the command's own failures.
 
         Args:
-            event: the agent-stop event (its JSON is the command's stdin).
+            event: the event (its JSON is the command's stdin): agent-stop, or a tool
+                event (:mod:`gg.toolhooks`).
             place: the run's sandbox and snapshot; ``None``: on the host, unchecked.
 
         Returns:
@@ -370,7 +557,7 @@ class CommandHook(_HookBase):
                 )
         return await self._checked(event, place)
 
-    async def _checked(self, event: StopEvent, place: HookPlace | None) -> HookOutcome:
+    async def _checked(self, event: HookEvent, place: HookPlace | None) -> HookOutcome:
         start = time.monotonic()
         if place is not None and place.snapshot is not None:
             problems = place.snapshot.tampered(self.command, workspace=event.workspace)
@@ -393,7 +580,7 @@ class CommandHook(_HookBase):
             else:
                 result = await run_shell(
                     host_command(self.command), cwd=event.workspace,
-                    env=scrubbed_env(self.pass_env),
+                    env=scrubbed_env(self.pass_env) | _claude_env(event),
                     timeout_s=self.timeout_s, stdin=stdin, capture_limit=_CAPTURE,
                 )  # fmt: skip
         except (OSError, GGError) as exc:
@@ -404,19 +591,19 @@ class CommandHook(_HookBase):
             )
         return self._read(result)
 
-    async def _sandboxed(self, place: HookPlace, event: StopEvent, stdin: bytes) -> ShellResult:
+    async def _sandboxed(self, place: HookPlace, event: HookEvent, stdin: bytes) -> ShellResult:
         """Run in the run's sandbox, the workspace read-only (issue 9 item 5)."""
-        from gg.sandbox.host import SYSTEM_PATH
-
         assert place.sandbox is not None
         sandbox = place.sandbox()
         prefixes = _tool_prefixes()
         env = {"PATH": ":".join([*(f"{p}/bin" for p in prefixes), SYSTEM_PATH])}
         env |= {k: os.environ[k] for k in self.pass_env if k in os.environ}
+        env |= _claude_env(event)
         outside = place.snapshot.outside() if place.snapshot is not None else ()
+        transcript = () if event.transcript_path is None else (str(event.transcript_path),)
         done: ShellResult = await sandbox.run_shell(
-            self.command, workspace=event.workspace, timeout_s=self.timeout_s,
-            read_only=True, stdin=stdin, env=env, binds=(*prefixes, *outside),
+            self.command, workspace=event.workspace, timeout_s=self.timeout_s, read_only=True,
+            stdin=stdin, env=env, binds=(*prefixes, *outside, *transcript),
         )  # fmt: skip
         return done
 
@@ -428,7 +615,8 @@ class CommandHook(_HookBase):
             )
         if code == 0:
             answer = _stdout_answer(result.output)
-            return self._judge(answer, seconds=seconds, exit_code=code)
+            prose = _tail(result.output) if answer is None else ""
+            return self._judge(answer, seconds=seconds, exit_code=code, stdout=prose)
         if code == 2:
             reason = _tail(result.stderr or "") or _tail(result.output)
             return self._outcome(
@@ -443,6 +631,35 @@ class CommandHook(_HookBase):
         )
 
 
+def _object_problem(answer: Mapping[str, Any]) -> str:
+    """Why an answer object is unreadable (a Claude Code field of the wrong type), or ``""``."""
+    if "continue" in answer and not isinstance(answer["continue"], bool):
+        return '"continue" is not true or false'
+    for key in ("stopReason", "reason"):
+        if answer.get(key) is not None and not isinstance(answer[key], str):
+            return f"{key!r} is not a string"
+    specific = answer.get("hookSpecificOutput")
+    if specific is None:
+        return ""
+    if not isinstance(specific, Mapping):
+        return '"hookSpecificOutput" is not an object'
+    for key in ("additionalContext", "permissionDecisionReason"):
+        if specific.get(key) is not None and not isinstance(specific[key], str):
+            return f'"hookSpecificOutput.{key}" is not a string'
+    permission = specific.get("permissionDecision")
+    if permission is not None and permission not in ("allow", "deny", "ask"):
+        return f'"hookSpecificOutput.permissionDecision" is {permission!r}, not allow/deny/ask'
+    updated = specific.get("updatedInput")
+    if updated is not None and not isinstance(updated, Mapping):
+        return '"hookSpecificOutput.updatedInput" is not an object'
+    return ""
+
+
+def _claude_env(event: HookEvent) -> dict[str, str]:
+    """Claude Code's variables for a command hook: ``CLAUDE_PROJECT_DIR`` is the workspace."""
+    return {"CLAUDE_PROJECT_DIR": str(event.workspace)}
+
+
 def _describe_exit(code: int | None) -> str:
     if code is not None and code < 0:
         return f"signal {-code}"
@@ -450,20 +667,57 @@ def _describe_exit(code: int | None) -> str:
     return f"exit code {code}{notes.get(code or 0, '')}"
 
 
+class _Unreadable:
+    """An answer on stdout gg cannot read (issue 12 item 5): the gate fails closed on it."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
 def _stdout_answer(stdout: str) -> object:
-    """A JSON object answer on stdout (the whole of it, or its last line), else ``None``."""
+    """Read a command hook's stdout after exit 0 (SPEC §10 Hooks; issue 12 item 5).
+
+    Nothing, or prose with no JSON-shaped line (a test runner's report), is no answer
+    (``None``: pass). The whole of stdout, or else its last line, parsed as one JSON
+    object is the answer. Everything else that is JSON-shaped fails closed: an
+    :class:`_Unreadable` (a hook failure, ``on_error``), never a pass: stdout that is all
+    JSON but not an object (an array, a number, a string, ``true``), stdout starting with
+    ``{`` that is not exactly one object (truncated, or an object followed by more lines),
+    a last line starting with ``{`` that is not one object, and a ``{"decision"`` line gg
+    would not read (one not last). Prose whose lines start with ``[`` (googletest's
+    ``[ RUN ]``) stays prose.
+    """
     text = stdout.strip()
     if not text:
         return None
-    for candidate in (text, text.rsplit("\n", 1)[-1].strip()):
-        if candidate.startswith("{"):
-            try:  # bounded: a hook's output is the agent's (its tests print it)
-                parsed = bounded.loads(candidate)
-            except bounded.BadJSON:
-                continue
-            if isinstance(parsed, dict):
-                return parsed
+    try:  # bounded: a hook's output is the agent's (its tests print it)
+        whole = bounded.loads(text)
+    except bounded.BadJSON:
+        whole = _NOT_JSON
+    if whole is not _NOT_JSON:
+        if isinstance(whole, dict):
+            return whole
+        return _Unreadable(f"stdout is JSON but not an object ({type(whole).__name__})")
+    if text.startswith("{"):
+        return _Unreadable("stdout starts as a JSON object but is not exactly one")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    last = lines[-1]
+    if last.startswith("{"):
+        try:
+            parsed = bounded.loads(last)
+        except bounded.BadJSON:
+            return _Unreadable("stdout's last line starts as JSON but does not parse")
+        if isinstance(parsed, dict):
+            return parsed
+        return _Unreadable(
+            f"stdout's last line is JSON but not an object ({type(parsed).__name__})"
+        )
+    if any(line.startswith("{") and '"decision"' in line for line in lines):
+        return _Unreadable("a decision is on stdout, but not as its last line")
     return None
+
+
+_NOT_JSON = object()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -500,6 +754,11 @@ class CallableHook(_HookBase):
                 f"hook {self._display()!r} timed out after {self.timeout_s:g} s",
                 seconds=time.monotonic() - start,
             )
+        except _HookRaised as exc:
+            return self._failure(
+                f"hook {self._display()!r} raised {exc} (a hook cannot end the run)",
+                seconds=time.monotonic() - start,
+            )
         except Exception as exc:
             return self._failure(
                 f"hook {self._display()!r} raised {type(exc).__name__}: {exc}",
@@ -508,16 +767,42 @@ class CallableHook(_HookBase):
         return self._judge(answer, seconds=time.monotonic() - start)
 
     async def _answer(self, event: StopEvent) -> object:
+        """The callable's answer; a ``SystemExit``, ``KeyboardInterrupt`` or other
+        non-``Exception`` it raises comes back as :class:`_HookRaised`, caught here, inside
+        the awaited coroutine, before asyncio would re-raise it out of the event loop and end
+        the run (issue 12 item 5). Cancellation (gg's own) still propagates."""
         is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
             type(self.fn).__call__  # an object with an async __call__
         )
-        if is_async:
-            answer: object = self.fn(event)
-        else:
-            answer = await asyncio.to_thread(self.fn, event)
-        if inspect.isawaitable(answer):
-            answer = await answer
+        try:
+            if is_async:
+                answer: object = self.fn(event)
+            else:
+                answer = await asyncio.to_thread(_guarded, self.fn, event)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except asyncio.CancelledError:
+            raise
+        except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+            raise _HookRaised(exc) from None
         return answer
+
+
+class _HookRaised(Exception):
+    """A hook raised a ``BaseException`` that is not an ``Exception`` (``SystemExit``)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        self.original = exc
+
+
+def _guarded(fn: Callable[[StopEvent], object], event: StopEvent) -> object:
+    """Call a sync hook in its worker thread; a ``SystemExit`` it raises becomes
+    :class:`_HookRaised` there, so no ``BaseException`` crosses into the event loop."""
+    try:
+        return fn(event)
+    except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+        raise _HookRaised(exc) from None
 
 
 Hook: TypeAlias = CommandHook | CallableHook
@@ -533,7 +818,13 @@ class GateResult:
     outcomes: tuple[HookOutcome, ...]
     """Each hook run, in order (hooks after a block are not run)."""
     blocking: HookOutcome | None
-    """The outcome that blocked, or ``None`` when passed."""
+    """The outcome that blocked (or stopped, :attr:`HookOutcome.stop`), or ``None`` when
+    passed."""
+
+    @property
+    def context(self) -> str:
+        """The hooks' ``additionalContext`` texts, in order, one paragraph each."""
+        return "\n\n".join(o.context for o in self.outcomes if o.context)
 
 
 class Gate:
@@ -555,6 +846,35 @@ class Gate:
     def hooks_for(self, role: Role) -> tuple[Hook, ...]:
         """The hooks bound to ``role``, in order."""
         return tuple(h for h in self.hooks if h.applies_to(role))
+
+    def event(
+        self,
+        ending: Ending,
+        *,
+        role: Role,
+        session_id: str,
+        workspace: Path,
+        blocked_before: int,
+        messages: Sequence[Message],
+        place: HookPlace | None,
+    ) -> StopEvent:
+        """The agent-stop event a session's ending is checked on, with Claude Code's fields:
+        the transcript is written (``place``'s directory) only when a command hook of
+        ``role`` will read it; when it cannot be written, ``transcript_path`` is ``None``."""
+        commands = any(isinstance(h, CommandHook) for h in self.hooks_for(role))
+        path = None
+        if place is not None and commands:
+            with contextlib.suppress(OSError):  # no transcript: a hook reading it fails closed
+                path = place.transcript(session_id, messages)
+        return StopEvent.for_ending(
+            ending,
+            role=role,
+            session_id=session_id,
+            workspace=workspace,
+            blocked_before=blocked_before,
+            transcript_path=path,
+            last_assistant_message=last_text(messages),
+        )
 
     async def check(self, event: StopEvent, *, place: HookPlace | None = None) -> GateResult:
         """Run the hooks bound to ``event.role`` in order; stop at the first block.

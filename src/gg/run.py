@@ -20,6 +20,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -51,6 +52,7 @@ from gg.skills import skills_section
 from gg.state import run_dir, warn_legacy
 from gg.stream import Event, RunEnded, RunStarted, StreamWriter
 from gg.terminal import inert
+from gg.toolhooks import StartEvent, ToolHooks, hooked, session_context
 from gg.tools.arms import Toolset, ToolsetArm, arm_from_settings, resolve_toolset
 from gg.tools.registry import Registry, Tool, ToolContext
 
@@ -60,6 +62,13 @@ __all__ = ["Run", "arm_from_settings", "new_run_id", "stream_path"]
 def new_run_id() -> str:
     """A sortable, unique run id: ``YYYYMMDD-HHMMSS-xxxxxx`` (UTC)."""
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def _more_hooks(settings: Settings) -> tuple[ToolHooks, tuple[CommandHook, ...]]:
+    """The run's pre-tool/post-tool hooks and its session-start hooks (SPEC H1)."""
+    hooks = settings.hooks
+    start = tuple(CommandHook.from_settings(h) for h in hooks.session_start)
+    return ToolHooks.from_settings(hooks.pre_tool, hooks.post_tool), start
 
 
 def stream_path(workspace: Path, run_id: str) -> Path:
@@ -123,6 +132,7 @@ class Run:
         self.settings = settings
         self.registry = registry
         self.gate = gate
+        self.tool_hooks, self.start_hooks = _more_hooks(settings)  # SPEC H1 (gg.toolhooks)
         self.run_id = run_id or new_run_id()
         self.toolset = toolset or resolve_toolset(settings.tools, registry)
         """The run's toolset arm, resolved once: every session is offered these tools."""
@@ -236,11 +246,14 @@ class Run:
     def _snapshot(self, configs: Sequence[Path]) -> Snapshot:
         keys = set(self._config_keys(configs))
         commands = [h.command for h in self.gate.hooks if isinstance(h, CommandHook)]
+        commands += self.tool_hooks.commands()  # pre-tool and post-tool (SPEC H1)
+        commands += [h.command for h in self.start_hooks]
         return Snapshot.take(self.workspace, configs=sorted(keys), commands=commands)
 
     def hook_place(self) -> HookPlace:
         """Where the run's command hooks run: its sandbox, checked against its snapshot."""
-        return HookPlace(sandbox=self.sandbox, snapshot=self.snapshot)
+        transcripts = run_dir(self.workspace, self.run_id) / "transcripts"  # gg-private
+        return HookPlace(sandbox=self.sandbox, snapshot=self.snapshot, transcripts=transcripts)
 
     def _probe(self) -> str:
         """Name the sandbox layer in force (SPEC M3), or why there is none."""
@@ -306,7 +319,10 @@ class Run:
 
     def make_mode(self, spec: SessionSpec) -> Mode:
         """Build the execution mode of the session ``spec`` describes (SPEC M1, M2)."""
-        tools = list(self.toolset.tools)
+        tools = hooked(
+            self.toolset.tools, self.tool_hooks, role=spec.role, session_id=spec.session_id,
+            place=self.hook_place(),
+        )  # fmt: skip
         context = self.tool_context(spec.workspace, session_id=spec.session_id, depth=spec.depth)
         arm = self.toolset.arm.name
         if spec.mode == "code":
@@ -393,6 +409,12 @@ class Run:
                 working sandbox.
         """
         mode = self.make_mode(spec)
+        if self.start_hooks:  # session-start hooks add to the system prompt (SPEC H1)
+            event = StartEvent(role=spec.role, session_id=spec.session_id, workspace=spec.workspace,
+                               task=spec.task, resumed=spec.resume is not None)  # fmt: skip
+            added = await session_context(self.start_hooks, event, place=self.hook_place())
+            if added:
+                spec = replace(spec, instructions=f"{spec.instructions}\n\n{added}".strip())
         return await run_session(self.env, spec, mode=mode, prompt=self.system_prompt(spec, mode))
 
     async def spawn(

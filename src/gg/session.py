@@ -27,7 +27,7 @@ from typing import Any, Literal
 from gg.ceilings import Budget, Ceilings, Diagnosis, SessionCeilings
 from gg.endings import Ending, Language, Role
 from gg.errors import ModelError, ScriptExhausted
-from gg.hooks import Gate, HookPlace, StopEvent
+from gg.hooks import Gate, HookPlace
 from gg.models.base import (
     AssistantMessage,
     Message,
@@ -246,14 +246,14 @@ class _Loop:
             self.cleaned += 1  # made from the cleaned reply: nothing to clean again
         return reply
 
-    async def gate(self, ending: Ending) -> bool:
-        event = StopEvent.for_ending(
-            ending,
-            role=self.role,
-            session_id=self.session_id,
-            workspace=self.workspace,
-            blocked_before=self.blocked_total,
-        )
+    async def gate(self, ending: Ending) -> bool | Diagnosis:
+        """Put ``ending`` through the gate: True passed, False blocked (the session goes
+        on), a :class:`Diagnosis` when a hook answered ``continue: false`` (a stop by the
+        hook, not an ending: SPEC S1, S6)."""
+        event = self.env.gate.event(
+            ending, role=self.role, session_id=self.session_id, workspace=self.workspace,
+            blocked_before=self.blocked_total, messages=self.messages, place=self.env.hook_place,
+        )  # fmt: skip
         result = await self.env.gate.check(event, place=self.env.hook_place)
         block = result.blocking
         if result.passed or block is None:
@@ -262,6 +262,10 @@ class _Loop:
             return True
         hook, reason = block.hook, block.reason
         failed = block.status == "failed"  # the one classification (gg.hooks, SPEC H1)
+        if block.status == "stopped":
+            said = f"the agent-stop hook {hook!r} stopped the run (continue: false): {reason}"
+            self.emit(GateBlocked(**self.ids, hook=hook, reason=excerpt(said, 2000)))
+            return Diagnosis(ceiling=None, message=said)
         self.blocked_total += 1
         self.ceilings.record_gate(
             blocked=True,
@@ -271,11 +275,12 @@ class _Loop:
             script_changed=block.script_changed,
         )
         self.emit(GateBlocked(**self.ids, hook=hook, reason=excerpt(reason, 2000), failed=failed))
+        context = f"More context from the hooks:\n{result.context}\n" if result.context else ""
         self.messages.append(
             UserMessage(
                 content=(
                     f"Your {ending.call} was blocked by the agent-stop hook {hook!r}; "
-                    f"the session goes on. The hook's reason:\n{reason}\n"
+                    f"the session goes on. The hook's reason:\n{reason}\n{context}"
                     "Fix the problem, then declare again."
                 )
             )
@@ -337,7 +342,10 @@ async def run_session(
         )
         outcome = await mode.act(reply, ctx)
         loop.record(reply, outcome)
-        if outcome.ending is not None and await loop.gate(outcome.ending):
+        gated = False if outcome.ending is None else await loop.gate(outcome.ending)
+        if isinstance(gated, Diagnosis):
+            return await loop.result(None, gated)  # a hook's continue: false (a stop)
+        if gated and outcome.ending is not None:
             return await loop.result(outcome.ending, None)
         diagnosis = loop.ceilings.check() or run.budget.check()
         if diagnosis is not None:

@@ -40,9 +40,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from gg.endings import Language
 from gg.errors import ToolError, UserError
 from gg.onuse import NO_SCRIPT_CAPABILITIES, run_on_use
+from gg.skillpaths import SKILL_FILE, WORKSPACE_SKILL_DIRS, user_skill_dirs
 from gg.tools.arms import Toolset
 from gg.tools.registry import Tool, ToolContext, tool
 from gg.tools.safefs import open_beneath, read_beneath
@@ -53,6 +56,7 @@ __all__ = [
     "SKILL_FILE",
     "SKILL_TOOLS",
     "Skill",
+    "check_skill_fields",
     "discover_skills",
     "load_skill",
     "parse_skill_md",
@@ -62,15 +66,15 @@ __all__ = [
     "use_skill",
 ]
 
-SKILL_FILE = "SKILL.md"
 SCRIPTS: dict[str, Language] = {"on_use.py": "python", "on_use.js": "javascript"}
 """On-use script file names and their languages."""
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_BLOCK_MARKS = frozenset({">", "|", ">-", "|-", ">+", "|+"})
+_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
+_DESCRIPTION_RULE = 1024  # characters of a description at most (Agent Skills)
 _SECTION_MAX = 100  # skills listed in the system prompt
 _DESCRIPTION_MAX = 300  # characters of a description in the system prompt
 _FILE_CAP = 1_000_000  # bytes of a SKILL.md or an on-use script
 _MAX_FOLDERS = 10_000  # entries of a skills directory looked at
+_FILES_LISTED = 50  # files of a skill's folder named by use_skill
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,32 +93,75 @@ class Skill:
     """Its on-use script, if any."""
     language: Language | None = None
     """The script's language: ``"python"`` (``on_use.py``) or ``"javascript"`` (``on_use.js``)."""
-    meta: dict[str, str] = field(default_factory=dict)
-    """Other front-matter keys, as written."""
+    meta: dict[str, object] = field(default_factory=dict)
+    """Other front-matter keys, as YAML reads them (``license``, ``metadata`` as a dict,
+    ``allowed-tools``...)."""
     base: Path | None = None
     """The workspace, when the skill lives in it: its files are then read beneath it."""
 
 
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    return value
+class _Loader(yaml.SafeLoader):
+    """YAML's safe loader with duplicate keys refused (a key given twice is an error)."""
 
 
-def parse_skill_md(text: str, *, path: Path) -> tuple[dict[str, str], str]:
-    """Split a ``SKILL.md`` into its front matter and its body.
+def _mapping(loader: _Loader, node: yaml.MappingNode) -> dict[object, object]:
+    seen: set[object] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{key!r} is given twice (line {mark.line + 1})", mark
+            )
+        seen.add(key)
+    return dict(loader.construct_pairs(node, deep=True))
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def _front_matter(text: str, *, path: Path, first_line: int) -> dict[str, object]:
+    """The YAML mapping of a front matter, with aliases (``*x``) refused (no blow-up)."""
+    try:
+        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=_Loader)):
+            raise UserError(f"{str(path)!r}: the front matter uses a YAML alias ('*'); write "
+                            "the value out")  # fmt: skip
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
+        where = f", line {mark.line + first_line}" if mark is not None else ""
+        what = getattr(e, "problem", None) or str(e)
+        raise UserError(
+            f"{str(path)!r}{where}: the front matter is not valid YAML: {what}"
+        ) from None
+    except RecursionError:
+        raise UserError(f"{str(path)!r}: the front matter nests too deeply") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        raise UserError(
+            f"{str(path)!r}: the front matter must be a YAML mapping of names to values "
+            "(name: ..., description: ...)"
+        )
+    return data
+
+
+def parse_skill_md(text: str, *, path: Path) -> tuple[dict[str, object], str]:
+    """Split a ``SKILL.md`` into its front matter (YAML) and its body.
 
     Args:
         text: the file's content.
         path: the file, for error messages.
 
     Returns:
-        ``(fields, body)``: the front matter's keys and values (strings), and
-        the body after the closing ``---``, trimmed.
+        ``(fields, body)``: the front matter as YAML reads it (quotes and escapes
+        resolved, block scalars kept as YAML folds or keeps them, nested maps such as
+        ``metadata`` as dicts), and the body after the closing ``---``, trimmed.
 
     Raises:
-        UserError: naming ``path`` and the line: no opening or closing ``---``,
-            a line that is not ``key: value``, or a key given twice.
+        UserError: naming ``path`` (and the line where YAML knows it): no opening or
+            closing ``---``, YAML that does not parse, a front matter that is not a
+            mapping, a key given twice, an alias.
     """
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
@@ -122,32 +169,56 @@ def parse_skill_md(text: str, *, path: Path) -> tuple[dict[str, str], str]:
             f"{str(path)!r}: a SKILL.md must start with a '---' line that opens "
             "its front matter (name: ..., description: ...)"
         )
-    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
     if end is None:
         raise UserError(
             f"{str(path)!r}: the front matter opened on line 1 is never closed by a '---' line"
         )
-    fields: dict[str, str] = {}
-    key: str | None = None
-    for number, line in enumerate(lines[1:end], start=2):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if line[0] in " \t" and key is not None:
-            fields[key] = f"{fields[key]} {line.strip()}".strip()
-            continue
-        name, sep, value = line.partition(":")
-        name = name.strip()
-        if not sep or not name:
-            raise UserError(
-                f"{str(path)!r}, line {number}: expected 'key: value' in the front "
-                f"matter, got {line.strip()!r}"
-            )
-        if name in fields:
-            raise UserError(f"{str(path)!r}, line {number}: {name!r} is given twice")
-        value = value.strip()
-        fields[name] = "" if value in _BLOCK_MARKS else _unquote(value)
-        key = name
+    fields = _front_matter("".join(f"{x}\n" for x in lines[1:end]), path=path, first_line=2)
     return fields, "\n".join(lines[end + 1 :]).strip()
+
+
+def check_skill_fields(fields: dict[str, object], *, path: Path, folder: str) -> tuple[str, str]:
+    """Check the Agent Skills rules for ``name`` and ``description``.
+
+    ``name``: 1-64 characters of lowercase letters, digits and hyphens, neither starting
+    nor ending with a hyphen, no ``--``, and the same as the skill's folder name.
+    ``description``: a non-empty string of at most 1024 characters. ``compatibility``,
+    when given: a string of at most 500 characters.
+
+    Returns:
+        ``(name, description)``, trimmed.
+
+    Raises:
+        UserError: naming ``path`` and the rule broken.
+    """
+    name, description = fields.get("name"), fields.get("description")
+    if name is None or (isinstance(name, str) and not name.strip()):
+        raise UserError(f"{str(path)!r}: the front matter has no 'name'")
+    if not isinstance(name, str) or not _NAME.fullmatch(name.strip()) or "--" in name:
+        raise UserError(
+            f"{str(path)!r}: name {name!r} must be 1-64 lowercase letters, digits and "
+            "hyphens, not starting or ending with a hyphen, without '--' (Agent Skills)"
+        )
+    name = name.strip()
+    if name != folder:
+        raise UserError(
+            f"{str(path)!r}: name {name!r} must be the skill's folder name, {folder!r} "
+            "(Agent Skills); rename one of them"
+        )
+    if not isinstance(description, str) or not description.strip():
+        raise UserError(
+            f"{str(path)!r}: the front matter has no 'description' (say when to use the skill)"
+        )
+    if len(description.strip()) > _DESCRIPTION_RULE:
+        raise UserError(
+            f"{str(path)!r}: the description has {len(description.strip())} characters; "
+            f"at most {_DESCRIPTION_RULE} (Agent Skills)"
+        )
+    compat = fields.get("compatibility")
+    if compat is not None and (not isinstance(compat, str) or len(compat) > 500):
+        raise UserError(f"{str(path)!r}: 'compatibility' must be text of at most 500 characters")
+    return name, description.strip()
 
 
 def _is_file(path: Path, base: Path | None) -> bool:
@@ -204,19 +275,8 @@ def load_skill(folder: Path, base: Path | None = None) -> Skill:
     except OSError as e:
         raise UserError(f"cannot read {str(path)!r}: {e.strerror or e}") from None
     fields, body = parse_skill_md(text, path=path)
-    name = fields.pop("name", "").strip()
-    description = fields.pop("description", "").strip()
-    if not name:
-        raise UserError(f"{str(path)!r}: the front matter has no 'name'")
-    if not _NAME.fullmatch(name):
-        raise UserError(
-            f"{str(path)!r}: name {name!r} must be 1-64 letters, digits, '-', '_' "
-            "or '.', starting with a letter or digit"
-        )
-    if not description:
-        raise UserError(
-            f"{str(path)!r}: the front matter has no 'description' (say when to use the skill)"
-        )
+    name, description = check_skill_fields(fields, path=path, folder=folder.name)
+    meta = {k: v for k, v in fields.items() if k not in ("name", "description")}
     script, language = _script_of(folder, base)
     return Skill(
         name=name,
@@ -225,15 +285,16 @@ def load_skill(folder: Path, base: Path | None = None) -> Skill:
         folder=folder,
         script=script,
         language=language,
-        meta=fields,
+        meta=meta,
         base=base,
     )
 
 
 def skill_dirs(workspace: Path) -> list[Path]:
-    """Where skills are looked for, first first: the workspace's, then the user's."""
-    user = os.environ.get("GG_SKILLS_DIR") or str(Path.home() / ".config" / "gg" / "skills")
-    return [workspace / ".gg" / "skills", workspace / "skills", Path(user).expanduser()]
+    """Where skills are looked for, first first: the workspace's (``.gg/skills``,
+    ``skills``, ``.claude/skills``), then the user's (:func:`gg.skillpaths.user_skill_dirs`:
+    ``$GG_SKILLS_DIR`` or ``$XDG_CONFIG_HOME/gg/skills``, then ``~/.claude/skills``)."""
+    return [*(workspace / d for d in WORKSPACE_SKILL_DIRS), *user_skill_dirs()]
 
 
 def _skill_folders(root: Path, base: Path | None) -> list[Path]:
@@ -265,7 +326,7 @@ def discover_skills(workspace: Path) -> dict[str, Skill]:
     found: dict[str, Skill] = {}
     workspace = workspace.resolve()  # the folders below are taken beneath it
     for i, root in enumerate(skill_dirs(workspace)):
-        base = workspace if i < 2 else None  # the first two are in the workspace
+        base = workspace if i < len(WORKSPACE_SKILL_DIRS) else None  # in the workspace
         here: dict[str, Skill] = {}
         for folder in _skill_folders(root, base):
             skill = load_skill(folder, base)
@@ -312,6 +373,47 @@ def _one_line(text: str) -> str:
     return flat if len(flat) <= _DESCRIPTION_MAX else flat[: _DESCRIPTION_MAX - 1] + "…"
 
 
+def _where(skill: Skill, workspace: Path) -> str:
+    """Where a skill's files are, and how to read them (read_file takes these paths)."""
+    inside = skill.base is not None
+    folder = skill.folder.relative_to(workspace).as_posix() if inside else str(skill.folder)
+    files = _files(skill)
+    listed = "\n".join(f"- {folder}/{f}" for f in files[:_FILES_LISTED])
+    more = f"\n- ... and {len(files) - _FILES_LISTED} more" if len(files) > _FILES_LISTED else ""
+    how = "" if inside else " (read-only: read_file takes these absolute paths)"
+    return (
+        f"## Where this skill lives\nThe skill's folder is {folder}{how}. Paths the "
+        f"instructions give are relative to it. Its files:\n{listed or '(none)'}{more}"
+    )
+
+
+def _files(skill: Skill) -> list[str]:
+    """The skill folder's regular files but ``SKILL.md``, relative to it, sorted; links and
+    dot-files are skipped; a workspace skill's folder is opened beneath the workspace."""
+    try:
+        if skill.base is not None:
+            rel = skill.folder.relative_to(skill.base).as_posix()
+            fd = open_beneath(skill.base, rel, kind="directory")
+        else:
+            fd = os.open(skill.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (OSError, ToolError):
+        return []
+    out: list[str] = []
+    try:
+        for top, dirs, names, _ in os.fwalk(".", dir_fd=fd):  # links are not followed
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            here = os.path.normpath(top)
+            for name in names:
+                if name.startswith(".") or (here == "." and name == SKILL_FILE):
+                    continue
+                out.append(name if here == "." else f"{here}/{name}")
+            if len(out) > _MAX_FOLDERS:
+                break
+    finally:
+        os.close(fd)
+    return sorted(out)
+
+
 @tool
 async def use_skill(name: str, *, ctx: ToolContext) -> str:
     """Use a skill: returns its instructions, and the output of its on-use script if it has one.
@@ -328,6 +430,7 @@ async def use_skill(name: str, *, ctx: ToolContext) -> str:
         known = ", ".join(sorted(skills)) or "(none are installed)"
         raise ToolError(f"there is no skill named {name!r}; the skills are: {known}")
     parts = [f"# Skill: {skill.name}\n{skill.instructions or '(this skill has no instructions)'}"]
+    parts.append(_where(skill, ctx.workspace))
     if skill.script is not None and skill.language is not None:
         try:
             source = read_skill_file(skill.script, skill.base)

@@ -18,7 +18,9 @@ path (``sqlite:PATH``).
 A trusted hook's scripts count with its setting (a rewritten script runs on
 the host next time), and so does **the gate**: an agent-stop hook the last
 approved config had that is gone now, made ``on_error = "pass"``, or bound to
-fewer roles (:func:`gate`).
+fewer roles (:func:`gate`); the same for a pre-tool hook (or its ``matcher`` changed).
+Session-start, pre-tool and post-tool hooks with ``trusted = true`` or ``pass_env`` are
+weakening settings as agent-stop hooks are.
 
 **The rule** (:func:`check`): gg keeps, per workspace, in its state directory
 (``approved.json``, never in the workspace), one digest of the config files
@@ -73,19 +75,24 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
         out.append('[sandbox] commands = "host"')
     if box.isolation != "auto":
         out.append(f"[sandbox] isolation = {box.isolation!r}")
-    for hook in settings.hooks.agent_stop:
-        if hook.trusted:
-            scripts = (
-                ""
-                if snapshot is None
-                else "".join(
-                    f" [{key} {snapshot.digests.get(key)}]"
-                    for key in snapshot.hooks.get(hook.command, ())
+    hooks = settings.hooks
+    for kind, entries in (
+        ("agent_stop", hooks.agent_stop), ("session_start", hooks.session_start),
+        ("pre_tool", hooks.pre_tool), ("post_tool", hooks.post_tool),
+    ):  # fmt: skip
+        for hook in entries:
+            if hook.trusted:
+                scripts = (
+                    ""
+                    if snapshot is None
+                    else "".join(
+                        f" [{key} {snapshot.digests.get(key)}]"
+                        for key in snapshot.hooks.get(hook.command, ())
+                    )
                 )
-            )
-            out.append(f"[[hooks.agent_stop]] trusted = true: {hook.command}{scripts}")
-        if hook.pass_env:
-            out.append(f"[[hooks.agent_stop]] pass_env = {sorted(hook.pass_env)}: {hook.command}")
+                out.append(f"[[hooks.{kind}]] trusted = true: {hook.command}{scripts}")
+            if hook.pass_env:
+                out.append(f"[[hooks.{kind}]] pass_env = {sorted(hook.pass_env)}: {hook.command}")
     if "@" in settings.model.spec:
         out.append(f"[model] spec = {settings.model.spec!r}")
     spec = settings.model.spec
@@ -103,11 +110,17 @@ def gate(settings: Settings) -> list[str]:
     A line the last approved config had and this one lacks is a weakened gate (removed,
     made to pass on failure, or bound to fewer roles).
     """
-    return sorted(
+    lines = [
         f"[[hooks.agent_stop]] {h.command} (roles {sorted(r.value for r in h.roles)}, "
         f"on_error {h.on_error})"
         for h in settings.hooks.agent_stop
-    )
+    ]
+    lines += [  # a pre-tool policy removed or loosened is a weakened gate too (SPEC H1)
+        f"[[hooks.pre_tool]] {h.command} (matcher {h.matcher!r}, roles "
+        f"{sorted(r.value for r in h.roles)}, on_error {h.on_error})"
+        for h in settings.hooks.pre_tool
+    ]
+    return sorted(lines)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,9 +236,9 @@ def check(
             the hooks gone, and says how to confirm them (exit 2, nothing written).
     """
     keys = sorted({"gg.toml", *(k for k in configs if not os.path.isabs(k))})
-    snapshot = Snapshot.take(
-        workspace, configs=keys, commands=[h.command for h in settings.hooks.agent_stop]
-    )
+    hk = settings.hooks
+    commands = [h.command for h in (*hk.agent_stop, *hk.session_start, *hk.pre_tool, *hk.post_tool)]
+    snapshot = Snapshot.take(workspace, configs=keys, commands=commands)
     digest = (
         "sha256:"
         + hashlib.sha256(json.dumps(sorted(snapshot.digests.items())).encode()).hexdigest()

@@ -34,6 +34,7 @@ from pydantic import Field
 from gg.errors import SandboxError, ToolError
 from gg.guard import host_command
 from gg.shell import ShellResult, run_shell, scrubbed_env, spawn_shell
+from gg.skillpaths import user_skill_file
 from gg.text import cut
 from gg.tools.registry import Registry, ToolContext, tool
 from gg.tools.safefs import Beneath, check_path, open_beneath, read_beneath, run_blocking
@@ -75,14 +76,17 @@ async def _off_loop(fn: Callable[[], _T], what: str) -> _T:
 
 @tool
 async def read_file(path: str, *, ctx: ToolContext) -> str:
-    """Read a text file of the workspace and return its content.
+    """Read a text file of the workspace (or of a skill use_skill named) and return it.
 
     Args:
-        path: The file to read, relative to the workspace root.
+        path: The file to read, relative to the workspace root; or the absolute path of a
+            file in a skill's folder, as use_skill gives it.
         ctx: The run's tool context, injected by gg (not part of the tool's schema).
     """
-    check_path(path)
-    data = await _off_loop(lambda: read_beneath(ctx.workspace, path, cap=_READ_LIMIT),
+    skill = user_skill_file(path)  # read-only, beneath the skill's folder (gg.skillpaths)
+    base, inner = skill if skill is not None else (ctx.workspace, path)
+    check_path(inner)
+    data = await _off_loop(lambda: read_beneath(base, inner, cap=_READ_LIMIT),
                            "read_file")  # fmt: skip
     if b"\x00" in data[:8192]:
         raise ToolError(
