@@ -84,7 +84,13 @@ async def _off_loop(fn: Callable[[], _T], what: str) -> _T:
 # ---------------------------------------------------------------- files
 
 
-@tool
+_READ_ONLY = (
+    "this session may not change the workspace (a reviewer reads and runs checks; "
+    "the implementer makes the changes): nothing was written"
+)
+
+
+@tool(access="read")
 async def read_file(path: str, *, ctx: ToolContext) -> str:
     """Read a text file of the workspace and return its content.
 
@@ -111,6 +117,8 @@ async def write_file(path: str, content: str, *, ctx: ToolContext) -> str:
         path: The file to write, relative to the workspace root.
         content: The file's whole new content (UTF-8 text).
     """
+    if ctx.read_only:
+        raise ToolError(_READ_ONLY)
     check_path(path)
     try:
         data = content.encode("utf-8")
@@ -159,7 +167,7 @@ def _protected_guard(ctx: ToolContext, root: Beneath) -> Callable[[int, str], No
     return guard
 
 
-@tool
+@tool(access="read")
 async def list_dir(path: str = ".", *, ctx: ToolContext) -> str:
     """List a workspace directory: one entry a line, directories ending in '/'.
 
@@ -195,7 +203,7 @@ def _entry_line(entry: os.DirEntry[str]) -> str:
     return f"{entry.name}/" if entry.is_dir(follow_symlinks=False) else entry.name
 
 
-@tool
+@tool(access="read")
 async def search_text(pattern: str, path: str = ".", *, ctx: ToolContext) -> str:
     """Search the workspace's text files for a regular expression.
 
@@ -442,10 +450,22 @@ async def _run_in_sandbox(command: str, timeout_s: float, ctx: ToolContext) -> s
     tool runs outside a run or ``[sandbox] commands = "host"``."""
     run = ctx.run
     if run is None or run.settings.sandbox.commands != "sandbox":
+        if ctx.read_only:  # on the host nothing would keep the workspace as it is
+            raise ToolError(
+                "this session may not change the workspace, and commands run on the host "
+                'here ([sandbox] commands = "host"), so run_command is not available; '
+                "read the files with read_file, list_dir and search_text"
+            )
         return None
     try:
-        result = await run.sandbox().run_shell(
-            command, workspace=ctx.workspace, timeout_s=timeout_s
+        sandbox = run.sandbox()
+        if ctx.read_only and not sandbox.enforces_read_only():
+            raise ToolError(
+                "this session may not change the workspace, and the sandbox here cannot keep "
+                "it read-only (no bubblewrap, no Landlock), so run_command is not available"
+            )
+        result = await sandbox.run_shell(
+            command, workspace=ctx.workspace, timeout_s=timeout_s, read_only=ctx.read_only
         )
     except SandboxError as exc:
         raise ToolError(f"the sandbox could not run the command: {exc}") from None
@@ -458,7 +478,7 @@ async def _run_in_sandbox(command: str, timeout_s: float, ctx: ToolContext) -> s
     return f"exit code: {result.exit_code}\n{text}"
 
 
-@tool
+@tool(access="command")
 async def run_command(
     command: Annotated[str, Field(min_length=1)],
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60,
