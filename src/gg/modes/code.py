@@ -407,6 +407,8 @@ def _read_program(
     feedback = program_feedback(result)
     if closed.revoked is not None and result.error is not None:
         feedback = _runtime_error(result.error)  # S9: the runtime error alone
+    if result.error is not None and (name := _misused(result.error)) is not None:
+        feedback = f"{feedback}\nCall it like this: {turn.form(name)}"
     ok = result.error is None
     ctx.emit(ToolResult(**ctx.ids, name="submit_program", ok=ok, excerpt=excerpt(feedback, 300)))
     out.messages.insert(0, ToolMessage(call_id=call.id, name=call.name, content=feedback))
@@ -414,6 +416,16 @@ def _read_program(
         out.error, out.error_message = "ending_refused", turn.refused[-1].message
     out.ending = closed.ending
     return out
+
+
+_MISUSED = re.compile(r"_(?:Tools|Session)\.(\w+)\(\) (?:got an unexpected|missing \d+ required)")
+
+
+def _misused(error: str) -> str | None:
+    """The SDK call a Python program called with the wrong arguments (a ``TypeError`` the
+    SDK's own signature raised before anything crossed the membrane), if any."""
+    found = _MISUSED.search(error)
+    return None if found is None else found.group(1)
 
 
 def _error(out: TurnOutcome, call: ToolCall, kind: ErrorKind, message: str) -> TurnOutcome:
