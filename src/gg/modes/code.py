@@ -18,6 +18,14 @@ returns (S8): the last declaration is read, superseded ones are counted on
 the stream. If the program raises after declaring, the ending is revoked
 (S9) and the turn's feedback is the runtime error alone.
 
+For small models (issue 16): the same program submitted ``repeat_limit`` times
+with nothing else run between is not run again (``repeated_call``,
+:mod:`gg.progress`); the prompt shows a short example program and the SDK as
+calls that compile; feedback for a bad call or a program that does not compile
+shows the one-line program to write; once the task looks done, a good turn's
+feedback carries the reminder that points at the ending. A reviewer's program
+runs with the workspace read-only.
+
 One program per reply: further ``submit_program`` calls in the same reply are
 answered "not run" and do not count as error turns.
 

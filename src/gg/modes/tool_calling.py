@@ -11,6 +11,13 @@ superseded on the stream. The model wrote the whole reply before seeing any
 result, so the reply is one unit, like a program: if any call in it fails (an
 error-turn call, or a tool that raised), the reply's declaration is revoked
 (S9), the feedback is the failing results alone, and the session continues.
+
+**For small models** (issue 16): a registry call identical to one made
+``repeat_limit`` times while the workspace did not change is not run; it is a
+``repeated_call`` error turn (:mod:`gg.progress`). Error feedback ends with the
+JSON of a correct call (:func:`gg.callform.json_call`), and once the task looks
+done a good turn's last result carries the reminder that points at the ending
+(:func:`gg.prompts.ending_reminder`).
 """
 
 from __future__ import annotations
