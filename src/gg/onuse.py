@@ -50,6 +50,11 @@ async def run_on_use(ctx: ToolContext, source: str, *, language: Language, label
         sandbox = run.sandbox()
     except GGError as e:
         raise ToolError(f"{label} could not run: the sandbox is not available ({e})") from e
+    if ctx.read_only and not sandbox.enforces_read_only():
+        raise ToolError(
+            f"{label} could not run: this session may not change the workspace, "
+            "and the sandbox here cannot keep it read-only"
+        )
     try:
         problem = await sandbox.acompile(source, language=language)
         if problem is not None:

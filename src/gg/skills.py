@@ -312,7 +312,7 @@ def _one_line(text: str) -> str:
     return flat if len(flat) <= _DESCRIPTION_MAX else flat[: _DESCRIPTION_MAX - 1] + "…"
 
 
-@tool
+@tool(access="command")  # runs on-use scripts: read-only for a reviewer
 async def use_skill(name: str, *, ctx: ToolContext) -> str:
     """Use a skill: returns its instructions, and the output of its on-use script if it has one.
 

@@ -475,6 +475,8 @@ async def run_on_use_script(
 
     Every ending call from the script is refused as unavailable ("on-use scripts
     cannot end a session"), raised inside the script, and reported on the stream.
+    For a ``read_only`` context (a reviewer's) the script's SDK has no ``write`` tools and
+    the workspace is read-only to it.
 
     Args:
         script: the script's source.
@@ -488,6 +490,8 @@ async def run_on_use_script(
     Returns:
         The script's :class:`ProgramResult` (its output is what the use returns).
     """
+    if context.read_only:  # a reviewer's use: nothing of the workspace may change (issue 16)
+        tools = [t for t in tools if t.access != "write"]
     turn = ProgramTurn(
         role=None,
         language=language,
@@ -502,4 +506,5 @@ async def run_on_use_script(
         workspace=context.workspace,
         tools=[t.spec() for t in tools],
         handler=turn.answer,
+        read_only=context.read_only,
     )

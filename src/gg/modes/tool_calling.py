@@ -142,7 +142,9 @@ class ToolCallingMode:
             shown = excerpt(res.content, 300)
             ctx.emit(ToolResult(**ctx.ids, name=call.name, ok=res.ok, excerpt=shown))
             out.messages.append(ToolMessage(call_id=call.id, name=call.name, content=res.content))
-            if res.kind is not None and out.error is None:
+            # the reply's kind: its first error, a repeat only when nothing worse came
+            worse = out.error is None or (out.error == "repeated_call" != res.kind)
+            if res.kind is not None and worse:
                 out.error, out.error_message = res.kind, res.content
             if not res.ok and not failed:
                 failed = f"{call.name}: {res.content}"
