@@ -49,9 +49,9 @@ def test_a_third_identical_read_is_a_repeated_call_with_what_to_do_instead(
     assert kinds(result) == ["repeated_call"]
     third = tool_texts(model)[2]
     assert third.startswith('Not run: you already made read_file(path="README.md") 2 times')
-    assert (
-        '{"name": "write_file", "arguments": {"path": "<path>", "content": "<content>"}}' in third
-    )
+    # the write shown names the file last read, so a copy of it is aimed at a real file
+    write = '{"name": "write_file", "arguments": {"path": "README.md", "content": "<the whole'
+    assert write in third
     assert '{"name": "finish", "arguments": {"summary": "' in third
     assert tool_texts(model)[1] == "# demo\n"  # the second one still ran
 
@@ -203,7 +203,6 @@ def sdk_lines(model: ScriptedModel) -> list[str]:
 def test_the_prompts_sdk_lines_run_as_they_stand(
     run_scripted: RunScripted, workspace: Path, language: str
 ) -> None:
-    (workspace / "<path>").write_text("placeholder\n")  # the lines' own example path
     noop = "pass" if language == "python" else ";"
     _, first = run_scripted([program(noop), program(noop + "\n")], mode="code", language=language)
     lines = sdk_lines(first)
@@ -211,9 +210,12 @@ def test_the_prompts_sdk_lines_run_as_they_stand(
     finish = [ln for ln in lines if ".session.finish(" in ln]
     assert len(tools) == 5 and len(finish) == 1
     assert not any("->" in ln or ": str" in ln for ln in lines)  # no annotated stubs
-    result, model = run_scripted(
-        [program("\n".join([*tools, *finish]))], mode="code", language=language
-    )
+    # the lines with the model's own values in place of the placeholders, as the prompt says
+    values = {"<path>": "README.md", "<content>": "new", "<pattern>": "demo", "<command>": "true"}
+    source = "\n".join([*tools, *finish])
+    for placeholder, value in values.items():
+        source = source.replace(placeholder, value)
+    result, model = run_scripted([program(source)], mode="code", language=language)
     assert kinds(result) == []
     assert result.ending == Finish(summary="<what you did and how you checked it>")
     prompt = next(m.content for m in model.calls[0][0] if isinstance(m, SystemMessage))
@@ -300,3 +302,26 @@ def test_a_reviewer_gets_only_the_tools_that_cannot_write(workspace: Path) -> No
     assert {"read_file", "list_dir", "search_text", "run_command", "word_count"} <= review
     assert not {"write_file", "deploy", "spawn_agent"} & review
     assert {"write_file", "deploy", "word_count"} <= standard
+
+
+def test_a_copied_placeholder_is_refused_and_nothing_is_written(
+    run_scripted: RunScripted, workspace: Path
+) -> None:
+    replies = [call("write_file", path="<path>", content="<content>"), FINISH]
+    result, model = run_scripted(replies)
+    assert kinds(result) == ["bad_arguments"]
+    assert "the example's placeholder" in tool_texts(model)[0]
+    assert not (workspace / "<path>").exists()
+    src = "gg.tools.write_file(path='<path>', content='x')"
+    result, model = run_scripted([program(src), program("gg.session.finish('ok')")], mode="code")
+    assert "the example's placeholder" in tool_texts(model)[0]
+    assert not (workspace / "<path>").exists()
+
+
+def test_a_missing_file_under_an_invented_prefix_names_the_real_one(
+    run_scripted: RunScripted,
+) -> None:
+    reads = [call("read_file", path="/workspace/README.md"), call("read_file", path="x/README.md")]
+    _, model = run_scripted([*reads, FINISH])
+    first, second = tool_texts(model)[:2]
+    assert "did you mean 'README.md'?" in first and "did you mean 'README.md'?" in second

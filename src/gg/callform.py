@@ -15,10 +15,18 @@ an array a list of one example item, an object ``{}``; a parameter with an
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ENDING_EXAMPLES", "example_arguments", "example_value", "json_call"]
+__all__ = [
+    "ENDING_EXAMPLES",
+    "change_arguments",
+    "example_arguments",
+    "example_value",
+    "json_call",
+    "placeholder_in",
+]
 
 ENDING_EXAMPLES: dict[str, dict[str, Any]] = {
     "finish": {"summary": "<what you did and how you checked it>"},
@@ -96,3 +104,32 @@ def json_call(
     if arguments is None:
         arguments = ENDING_EXAMPLES.get(name) or example_arguments(parameters)
     return json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)
+
+
+_PLACEHOLDER = re.compile(r"<[a-z][a-z0-9 _./-]{0,78}>")
+
+
+def placeholder_in(arguments: Mapping[str, Any]) -> str | None:
+    """The first argument whose value is one of the examples' placeholders (``"<path>"``,
+    ``"<content>"``), copied instead of a real value; ``None`` if none is.
+
+    A small model copies the call forms it is shown as they stand; such a call is refused
+    (``bad_arguments``) rather than run, so no file named ``<path>`` is ever written.
+    """
+    for key, value in arguments.items():
+        if isinstance(value, str) and _PLACEHOLDER.fullmatch(value.strip()):
+            return key
+    return None
+
+
+def change_arguments(parameters: Mapping[str, Any] | None, path: str | None) -> dict[str, Any]:
+    """Example arguments of a writing tool aimed at ``path`` (the file last read), so the
+    form shown names a real file: ``{"path": "calc.py", "content": "<the whole new
+    content of calc.py>"}``; without ``path``, :func:`example_arguments`."""
+    args = example_arguments(parameters)
+    if path and "path" in args:
+        args["path"] = path
+        for key, value in args.items():
+            if key != "path" and isinstance(value, str):
+                args[key] = f"<the whole new {key} of {path}>"
+    return args

@@ -63,6 +63,8 @@ class Progress:
     _checked: bool = False
     _fresh: bool = False
     _stale: int = 0
+    last_read: str | None = None
+    """The ``path`` of the last successful ``read`` call that named one (a file to change)."""
 
     def repeats(self, name: str, arguments: Any) -> int | None:
         """How many times this call was made with nothing changed, if that reaches the limit
@@ -88,7 +90,7 @@ class Progress:
             self._counts[key] = seen + 1
         self._fresh = self._fresh or changed or seen == 0
 
-    def observe(self, *, access: str, ok: bool, result: str = "") -> None:
+    def observe(self, *, access: str, ok: bool, result: str = "", arguments: Any = None) -> None:
         """Record what a registry tool call did toward the ending (both modes; in code mode
         for each call a program makes: the program itself is what :meth:`note` counts).
 
@@ -96,7 +98,11 @@ class Progress:
             access: the tool's :attr:`gg.tools.registry.Tool.access`.
             ok: it succeeded.
             result: its result text (a command's, to see whether it passed).
+            arguments: its arguments (a read's ``path`` is kept as :attr:`last_read`).
         """
+        path = arguments.get("path") if isinstance(arguments, dict) else None
+        if ok and access == "read" and isinstance(path, str) and path.strip(" ./"):
+            self.last_read = path
         if ok and access == "write" and not self.review:
             self._wrote, self._checked = True, False
         if access == "command" and ok and (self.review or (self._wrote and _PASSED.match(result))):

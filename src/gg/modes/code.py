@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gg.bounded import scrub
+from gg.callform import change_arguments, placeholder_in
 from gg.ceilings import ErrorKind
 from gg.endings import (
     Declarations,
@@ -150,6 +151,14 @@ class ProgramTurn:
                 error=f"there is no tool {request.name!r}; the SDK's tools are: "
                 f"{', '.join(self.tools) or '(none)'}",
             )
+        elif (copied := placeholder_in(request.arguments)) is not None:
+            answer = CallAnswer(
+                ok=False,
+                error_type="bad_call",
+                error=f"the {copied} argument of {tool.name} is "
+                f"{request.arguments[copied]!r}, the example's placeholder: nothing was run; "
+                f"pass the real {copied}",
+            )
         else:
             answer = _valid_text(await _call_tool(tool, request.arguments, self.context))
             if answer.error_type == "bad_call":
@@ -158,7 +167,9 @@ class ProgramTurn:
                 )
         text = _shown(answer.value) if answer.ok else answer.error
         if tool is not None and self.progress is not None:
-            self.progress.observe(access=tool.access, ok=answer.ok, result=text)
+            self.progress.observe(
+                access=tool.access, ok=answer.ok, result=text, arguments=request.arguments
+            )
         self.emit(
             ToolResult(**self.ids, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300))
         )
@@ -259,10 +270,15 @@ class CodeMode:
         self.progress = Progress(limit=repeat_limit, review=context.read_only)
         forms = [sdk_call(self._specs, c, language=language) for c in ending_group(role)]
         self._endings = " or ".join(f for f in forms if f)
-        writer = next((t for t in tools if t.access == "write"), None)
-        self._change = (
-            None if writer is None else sdk_call(self._specs, writer.name, language=language)
-        )
+        self._writer = next((t for t in tools if t.access == "write"), None)
+
+    def _change(self) -> str | None:
+        """The program line writing the file last read, for feedback; ``None``: no writer."""
+        w = self._writer
+        if w is None:
+            return None
+        args = change_arguments(w.parameters, self.progress.last_read)
+        return sdk_call(self._specs, w.name, language=self.language, arguments=args)
 
     def offered_tools(self) -> list[ToolSpec]:
         """Only ``submit_program`` (SPEC M2)."""
@@ -346,7 +362,7 @@ class CodeMode:
                 what="this same program",
                 times=times,
                 unit="program",
-                change=self._change,
+                change=self._change(),
                 endings=self._endings,
             )
             return _error(out, first, "repeated_call", text)

@@ -26,7 +26,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from gg.callform import json_call
+from gg.callform import change_arguments, json_call, placeholder_in
 from gg.ceilings import ErrorKind
 from gg.endings import (
     Declarations,
@@ -110,8 +110,7 @@ class ToolCallingMode:
         ]
         self._offered = ", ".join(s.name for s in self._specs)
         self._endings = " or ".join(json_call(c, None) for c in ending_group(role))
-        writer = next((t for t in tools if t.access == "write"), None)
-        self._change = None if writer is None else json_call(writer.name, writer.parameters)
+        self._writer = next((t for t in tools if t.access == "write"), None)
 
     def offered_tools(self) -> list[ToolSpec]:
         """Registry tools of the arm + the role's ending tools (SPEC S2)."""
@@ -189,6 +188,14 @@ class ToolCallingMode:
                 ok=False,
                 kind="bad_arguments",
             )
+        copied = placeholder_in(args)
+        if copied is not None:
+            return _CallOutcome(
+                f"The {copied} argument of {tool.name} is {args[copied]!r}, the example's "
+                f"placeholder: nothing was run. Send the real {copied} instead.",
+                ok=False,
+                kind="bad_arguments",
+            )
         return await self._run(tool, args)
 
     async def _run(self, tool: Tool, args: dict[str, Any]) -> _CallOutcome:
@@ -201,7 +208,7 @@ class ToolCallingMode:
                 what=what,
                 times=times,
                 unit="call",
-                change=self._change,
+                change=self._change(),
                 endings=self._endings,
             )
             return _CallOutcome(text, ok=False, kind="repeated_call")
@@ -213,8 +220,16 @@ class ToolCallingMode:
             res = _CallOutcome(f"Error: {type(e).__name__}: {e}", ok=False)
         changed = res.ok and tool.access != "read" and not self._context.read_only
         self.progress.note(tool.name, args, changed=changed)
-        self.progress.observe(access=tool.access, ok=res.ok, result=res.content)
+        self.progress.observe(access=tool.access, ok=res.ok, result=res.content, arguments=args)
         return res
+
+    def _change(self) -> str | None:
+        """The JSON of a write to the file last read, for feedback; ``None``: no write tool."""
+        w = self._writer
+        if w is None:
+            return None
+        args = change_arguments(w.parameters, self.progress.last_read)
+        return json_call(w.name, w.parameters, args)
 
     def _ending(self, call: ToolCall, decl: Declarations, ctx: TurnContext) -> _CallOutcome:
         name = canonical_call(call.name)

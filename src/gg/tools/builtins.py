@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -90,6 +91,25 @@ _READ_ONLY = (
 )
 
 
+def _top_level_hint(workspace: Path, path: str) -> str | None:
+    """The path's last part when the workspace holds a regular file of that name at its top
+    level (``/workspace/NOTES.md`` -> ``NOTES.md``): a small model often invents a prefix.
+    Only a plain name is looked up, relative to the workspace's descriptor (nothing
+    followed)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if not name or name in (".", "..") or name == path or "\x00" in name:
+        return None
+    try:
+        fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            st = os.lstat(name, dir_fd=fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    return name if stat.S_ISREG(st.st_mode) else None
+
+
 @tool(access="read")
 async def read_file(path: str, *, ctx: ToolContext) -> str:
     """Read a text file of the workspace and return its content.
@@ -97,9 +117,17 @@ async def read_file(path: str, *, ctx: ToolContext) -> str:
     Args:
         path: The file to read, relative to the workspace root.
     """
-    check_path(path)
-    data = await _off_loop(lambda: read_beneath(ctx.workspace, path, cap=_READ_LIMIT),
-                           "read_file")  # fmt: skip
+    try:
+        check_path(path)
+        data = await _off_loop(lambda: read_beneath(ctx.workspace, path, cap=_READ_LIMIT),
+                               "read_file")  # fmt: skip
+    except ToolError as exc:
+        hint = _top_level_hint(ctx.workspace, path)
+        if hint is None:
+            raise
+        raise ToolError(
+            f"{exc}; did you mean {hint!r}? (the workspace has it at its top)"
+        ) from None
     if b"\x00" in data[:8192]:
         raise ToolError(
             f"{path!r} is a binary file ({len(data):,} bytes); read_file reads text only"
