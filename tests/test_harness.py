@@ -312,6 +312,10 @@ def test_a_copied_placeholder_is_refused_and_nothing_is_written(
     assert kinds(result) == ["bad_arguments"]
     assert "the example's placeholder" in tool_texts(model)[0]
     assert not (workspace / "<path>").exists()
+    echo = call("write_file", path="README.md", content="<the whole new content of README.md>")
+    result, model = run_scripted([echo, FINISH])
+    assert kinds(result) == ["bad_arguments"]
+    assert (workspace / "README.md").read_text() == "# demo\n"
     src = "gg.tools.write_file(path='<path>', content='x')"
     result, model = run_scripted([program(src), program("gg.session.finish('ok')")], mode="code")
     assert "the example's placeholder" in tool_texts(model)[0]

@@ -106,7 +106,7 @@ def json_call(
     return json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)
 
 
-_PLACEHOLDER = re.compile(r"<[a-z][a-z0-9 _./-]{0,78}>")
+_PLACEHOLDER = re.compile(r"<[a-z][a-z0-9 _./-]{0,78}>", re.IGNORECASE)
 
 
 def placeholder_in(arguments: Mapping[str, Any]) -> str | None:
