@@ -103,7 +103,7 @@ def test_padded_items_example() -> None:
 @pytest.mark.parametrize(
     ("call", "args"),
     [
-        ("approve", {"why": 1}),
+        ("approve", {"items": ["fix the bug"]}),
         ("finish", {"summary": 3}),
         ("request_changes", {"items": "x"}),
         ("finish", {}),

@@ -96,12 +96,11 @@ WRONG: dict[str, list[Call]] = {  # each one plausible, each one a failure its c
     "create-version-file": [_w("VERSION", "2.4.0\n"), _finish("Wrote it.")],
     "create-module": [_finish("Added greet.py.")],  # ends without doing the work
     "review-deleted-check": [APPROVE],
-    "review-broken-loop": [
-        _w("inventory.py", "# fixed\n"),
-        REJECT,
-    ],  # rewrote the file under review
+    # a reviewer cannot write to the workspace any more (issue 16): its wrong work is the
+    # wrong verdict
+    "review-broken-loop": [_r("CHANGE.diff"), APPROVE],
     "review-good-refactor": [REJECT],
-    "review-good-fix": [_w("test_names.py", FAKE_TEST), APPROVE],
+    "review-good-fix": [_r("CHANGE.diff"), REJECT],
 }
 
 

@@ -50,7 +50,8 @@ def test_error_rate_ceiling(run_scripted: RunScripted) -> None:
     replies = []
     for _ in range(6):
         replies += [text("thinking"), call("list_dir")]
-    result, _ = run_scripted(replies, ceilings={"error_window": 10, "error_rate": 0.4})
+    ceilings = {"error_window": 10, "error_rate": 0.4, "repeated_calls": 0}
+    result, _ = run_scripted(replies, ceilings=ceilings)
     assert result.status == "stopped"
     tripped = [e for e in events_of(result) if e.type == "ceiling_tripped"][0]
     assert tripped.ceiling == "error_rate"
@@ -64,7 +65,8 @@ def test_each_role_is_offered_only_its_group(run_scripted: RunScripted) -> None:
     _, m2 = run_scripted([call("approve")], role="review")
     offered = set(m2.calls[0][1])
     assert {"approve", "request_changes"} <= offered and "finish" not in offered
-    assert {"read_file", "write_file", "list_dir", "search_text", "run_command"} <= offered
+    assert {"read_file", "list_dir", "search_text", "run_command"} <= offered
+    assert "write_file" not in offered  # a reviewer cannot write to the workspace (issue 16)
 
 
 def test_wrong_group_is_refused_before_shape(run_scripted: RunScripted) -> None:

@@ -3,7 +3,9 @@
 A ceiling stops a run early. Per session: consecutive error turns (default 3),
 error rate over a sliding window (default more than 50% of the last 10 turns,
 once 10 turns exist), consecutive endings blocked by the gate (default 8),
-turns per session (default 50). Per run: a budget of tokens, cost and wall
+turns per session (default 50). A ``repeated_call`` error turn (an identical call
+made more than ``repeated_calls`` times, default 2, with nothing changed) counts like
+any other error turn. Per run: a budget of tokens, cost and wall
 time (0 = none). The values come from ``[ceilings]`` in ``gg.toml``.
 
 A :class:`Diagnosis` says which ceiling, the counts, the kinds of the recent
@@ -32,9 +34,17 @@ __all__ = [
 ]
 
 ErrorKind: TypeAlias = Literal[
-    "no_tool_call", "no_program", "unknown_tool", "bad_arguments", "ending_refused", "compile_error"
+    "no_tool_call",
+    "no_program",
+    "unknown_tool",
+    "bad_arguments",
+    "ending_refused",
+    "compile_error",
+    "repeated_call",
 ]
-"""The kinds of error turn (SPEC S5, §10)."""
+"""The kinds of error turn (SPEC S5, §10). ``repeated_call``: the same call (same tool, same
+arguments; in code mode the same program) made more than ``repeated_calls`` times while the
+workspace did not change (:mod:`gg.progress`)."""
 
 CeilingName: TypeAlias = Literal[
     "consecutive_errors", "error_rate", "gate_blocks", "max_turns", "budget"
@@ -47,6 +57,7 @@ _KIND_WORDS: dict[str, str] = {
     "bad_arguments": "sent arguments that did not fit the tool's schema",
     "ending_refused": "made an ending call that was refused",
     "compile_error": "submitted a program that did not compile",
+    "repeated_call": "repeated the same call with nothing changed in between",
 }
 
 
@@ -71,6 +82,10 @@ class Ceilings:
     """Endings blocked by the gate in a row that stop a session."""
     max_turns: int = _DEFAULTS.max_turns
     """Turns per session."""
+    repeated_calls: int = _DEFAULTS.repeated_calls
+    """Times one identical call may be made while the workspace does not change; the next
+    one is a ``repeated_call`` error turn (0 = no limit). Default: ``[ceilings]`` in
+    :class:`gg.config.CeilingSettings`."""
     max_tokens: int = _DEFAULTS.max_tokens
     """Run budget in input+output tokens (0 = none)."""
     max_seconds: float = _DEFAULTS.max_seconds
@@ -250,6 +265,11 @@ class SessionCeilings:
             what = f"the model replied with prose {n} times in a row; it never called a tool"
         elif set(kinds) == {"no_program"}:
             what = f"the model replied {n} times in a row without submitting a program"
+        elif set(kinds) == {"repeated_call"}:
+            what = (
+                f"the model repeated a call it had already made {n} times in a row, with "
+                "nothing changed in between; it never moved on to change a file or end"
+            )
         else:
             what = f"{n} error turns in a row ({describe_kinds(kinds)})"
         if len(set(kinds)) > 1:

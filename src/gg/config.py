@@ -112,6 +112,10 @@ class CeilingSettings(_Section):
     error_window: int = Field(default=10, ge=1, le=10_000)
     gate_blocks: int = Field(default=8, ge=1, le=10_000)
     max_turns: int = Field(default=50, ge=1, le=1_000_000)
+    repeated_calls: int = Field(default=2, ge=0, le=10_000)
+    """Times one identical call (same tool and arguments; in code mode the same program) may
+    be made while the workspace does not change; the next is a ``repeated_call`` error
+    turn. 0 = no limit."""
     max_tokens: int = Field(default=0, ge=0, le=10**12)
     max_seconds: float = Field(default=0, ge=0, le=30 * _DAY_S)
     max_cost: float = Field(default=0, ge=0, le=1_000_000_000)
@@ -454,6 +458,7 @@ error_rate = 0.5          # stop when more than this share of the window are err
 error_window = 10         # turns in the sliding window
 gate_blocks = 8           # endings blocked by agent-stop hooks in a row
 max_turns = 50            # turns per session
+repeated_calls = 2        # one identical call this often with nothing changed; then error turns
 max_tokens = 0            # run budget; 0 = none
 max_seconds = 0           # run budget; 0 = none
 max_cost = 0              # run budget in price-table units; 0 = none

@@ -13,6 +13,13 @@ The rule, in order (SPEC S3, S4):
 2. **Shape.** ``finish`` needs a non-empty summary after trimming;
    ``request_changes`` trims its items, drops blank ones, then needs at least
    one; ``approve`` takes nothing. A refusal says what to send instead.
+   Before the shape is looked at, harmless extra keys are dropped (a small
+   model echoes schema words such as ``"type": "string"`` or
+   ``"description"`` beside its arguments) and an echoed schema wrapper
+   (``{"type": "object", "properties": {"summary": ...}}``) is unwrapped; the
+   shape rules themselves are unchanged, and ``approve`` given non-blank
+   ``items`` is refused (it would turn a request for changes into an
+   approval). :func:`ending_from_record` stays strict.
 
 An on-use script (SPEC S13) is checked with ``role=None``: it has no ending
 group, so every ending call from it is refused as unavailable.
@@ -195,7 +202,10 @@ def _unavailable(call: str, role: Role | None, language: Language) -> Refusal:
 def _shape(call: str, problem: str, language: Language) -> Refusal:
     fixes = {
         "finish": 'send finish(summary="<what you did and how you checked it>")',
-        "approve": "send approve() with no arguments",
+        "approve": (
+            "send approve() with no arguments if the work is acceptable as it is, or "
+            f'{spell("request_changes", language)}(["<a change>", ...]) if it needs changes'
+        ),
         "request_changes": (
             f'send {spell("request_changes", language)}(["<a change the implementer must '
             f'make>", ...]) with at least one non-blank item, or approve() if none is needed'
@@ -205,9 +215,47 @@ def _shape(call: str, problem: str, language: Language) -> Refusal:
     return Refusal(call=call, reason="shape", message=msg)
 
 
-def _check_shape(call: str, args: Mapping[str, Any], language: Language) -> Ending | Refusal:
-    allowed = {"finish": {"summary"}, "approve": set(), "request_changes": {"items"}}[call]
-    extra = sorted(set(args) - allowed)
+_ARGUMENTS: dict[str, frozenset[str]] = {
+    "finish": frozenset({"summary"}),
+    "approve": frozenset(),
+    "request_changes": frozenset({"items"}),
+}
+_SCHEMA_WORDS = frozenset({"type", "properties", "required", "additionalProperties", "title"})
+
+
+def _unwrapped(call: str, args: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The arguments inside an echoed schema wrapper: ``{"type": "object", "properties":
+    {"summary": "did X"}}`` -> ``{"summary": "did X"}`` when no argument is given beside it."""
+    props = args.get("properties")
+    if not isinstance(props, Mapping) or set(args) & _ARGUMENTS[call]:
+        return args
+    if set(args) - _SCHEMA_WORDS or not set(props) & _ARGUMENTS[call]:
+        return args
+    return props
+
+
+def _lenient(call: str, args: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+    """Drop harmless extra keys (a small model's echoed schema words: ``"type"``,
+    ``"description"``, or a note beside its arguments) and unwrap an echoed schema; the
+    shape check that follows is unchanged (SPEC S4). Returns the arguments to check and, for
+    an extra key that would change the verdict (``approve`` given the ``items`` of a
+    request for changes), the problem to refuse it with."""
+    args = _unwrapped(call, args)
+    if call == "approve":
+        items = args.get("items")
+        if isinstance(items, list | tuple) and any(str(i).strip() for i in items):
+            return args, "approve takes no changes, yet items were given"
+    return {k: v for k, v in args.items() if k in _ARGUMENTS[call]}, None
+
+
+def _check_shape(
+    call: str, args: Mapping[str, Any], language: Language, *, lenient: bool = False
+) -> Ending | Refusal:
+    if lenient:
+        args, problem = _lenient(call, args)
+        if problem is not None:
+            return _shape(call, problem, language)
+    extra = sorted(set(args) - _ARGUMENTS[call])
     if extra:
         return _shape(call, f"unexpected argument(s) {', '.join(map(repr, extra))}", language)
     if call == "approve":
@@ -255,7 +303,7 @@ def check_ending(
         raise ValueError(f"{call!r} is not an ending call")
     if name not in ending_group(role):
         return _unavailable(name, role, language)
-    return _check_shape(name, arguments or {}, language)
+    return _check_shape(name, arguments or {}, language, lenient=True)
 
 
 def ending_from_record(record: Mapping[str, Any]) -> Ending:

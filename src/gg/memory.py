@@ -316,7 +316,7 @@ async def remember(text: str, tags: tuple[str, ...] = (), *, ctx: ToolContext) -
     return f"Remembered note #{note.id}{shown}."
 
 
-@tool
+@tool(access="command")  # runs on-use scripts: read-only for a reviewer
 async def recall(
     query: str, limit: Annotated[int, Field(ge=1, le=50)] = 5, *, ctx: ToolContext
 ) -> str:

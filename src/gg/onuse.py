@@ -69,6 +69,11 @@ async def run_on_use(
         sandbox = run.sandbox()
     except GGError as e:
         raise ToolError(f"{label} could not run: the sandbox is not available ({e})") from e
+    if ctx.read_only and not sandbox.enforces_read_only():
+        raise ToolError(
+            f"{label} could not run: this session may not change the workspace, "
+            "and the sandbox here cannot keep it read-only"
+        )
     try:
         _compiles(await sandbox.acompile(source, language=language), label, offset)
         result = await run_on_use_script(

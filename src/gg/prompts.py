@@ -14,7 +14,15 @@ import functools
 
 from gg.endings import Language, Role, spell
 
-__all__ = ["ENDING_RULE_MARK", "SUBAGENT_NOTE", "ending_rule", "session_prompt", "system_prompt"]
+__all__ = [
+    "ENDING_RULE_MARK",
+    "SUBAGENT_NOTE",
+    "ending_reminder",
+    "ending_rule",
+    "repeated_call_feedback",
+    "session_prompt",
+    "system_prompt",
+]
 
 ENDING_RULE_MARK = "How your session ends"
 """The heading of the rule; tests count it to check the rule is stated once."""
@@ -131,3 +139,53 @@ def session_prompt(
     note = SUBAGENT_NOTE.format(parent=parent) if parent is not None else ""
     extra = "\n\n".join(p for p in (overview, note, skills, instructions) if p)
     return system_prompt(role, mode=mode, language=language, mode_part=mode_part, extra=extra)
+
+
+def repeated_call_feedback(
+    role: Role, *, what: str, times: int, unit: str, change: str | None, endings: str
+) -> str:
+    """The feedback of a ``repeated_call`` error turn (SPEC S5, :mod:`gg.progress`): what
+    was repeated, that it did not run, and what to send instead, as call forms to copy.
+
+    Args:
+        role: the session's role (decides what "instead" is).
+        what: the repeated call as the model would recognise it
+            (``read_file(path="calc.py")``, or ``the same program``).
+        times: how many times it was made with nothing changed.
+        unit: ``"call"`` or ``"program"``.
+        change: the form of a call that changes the workspace (a write), or ``None`` when
+            the session has none (a reviewer).
+        endings: the form of the role's ending call(s), ready to send.
+
+    Returns:
+        The feedback text.
+    """
+    ran = "result is" if unit == "call" else "output is"
+    head = (
+        f"Not run: you already made {what} {times} times and nothing has changed since, "
+        f"so its {ran} above. Do not repeat it."
+    )
+    if role is Role.REVIEW:
+        return f"{head} If you have seen enough, give your verdict now: {endings}"
+    step = f"change a file, e.g. {change}, " if change else "do a different step, "
+    return f"{head} Now {step}or, if the task is done, end with: {endings}"
+
+
+def ending_reminder(role: Role, *, why: str, endings: str) -> str:
+    """The per-turn reminder once the task looks done (:meth:`gg.progress.Progress.looks_done`):
+    one short rule pointing at the ending, added to the turn's feedback.
+
+    Args:
+        role: the session's role.
+        why: why the task looks done (``"you changed ... and a command ... passed"``).
+        endings: the form of the role's ending call(s), ready to send.
+
+    Returns:
+        ``"Reminder: <why>. If the task is done, end the session now: <form>"``.
+    """
+    if role is Role.REVIEW:
+        return f"Reminder: {why}. If you have seen enough, give your verdict now: {endings}"
+    return (
+        f"Reminder: {why}. If the task is done, end the session now: {endings} "
+        "Otherwise make the next change."
+    )

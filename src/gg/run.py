@@ -293,15 +293,22 @@ class Run:
         return f"s{self._sessions}"
 
     def tool_context(
-        self, workspace: Path | None = None, *, session_id: str | None = None, depth: int = 0
+        self,
+        workspace: Path | None = None,
+        *,
+        session_id: str | None = None,
+        depth: int = 0,
+        read_only: bool = False,
     ) -> ToolContext:
-        """What registry tools of a session get: its workspace, the run, its id and depth."""
+        """What registry tools of a session get: its workspace, the run, its id and depth,
+        and whether it may change the workspace (not a reviewer's, issue 16)."""
         return ToolContext(
             workspace=workspace or self.workspace,
             output_cap=self.settings.tools.output_cap,
             run=self,
             session_id=session_id,
             depth=depth,
+            read_only=read_only,
         )
 
     def arm(self) -> ToolsetArm:
@@ -319,12 +326,16 @@ class Run:
 
     def make_mode(self, spec: SessionSpec) -> Mode:
         """Build the execution mode of the session ``spec`` describes (SPEC M1, M2)."""
+        read_only = spec.role is Role.REVIEW  # a reviewer's tools: read-only (issue 16)
         tools = hooked(
-            self.toolset.tools, self.tool_hooks, role=spec.role, session_id=spec.session_id,
-            place=self.hook_place(),
+            list(self.toolset.tools_for(spec.role)), self.tool_hooks, role=spec.role,
+            session_id=spec.session_id, place=self.hook_place(),
         )  # fmt: skip
-        context = self.tool_context(spec.workspace, session_id=spec.session_id, depth=spec.depth)
+        context = self.tool_context(
+            spec.workspace, session_id=spec.session_id, depth=spec.depth, read_only=read_only
+        )
         arm = self.toolset.arm.name
+        repeats = self.ceilings.repeated_calls
         if spec.mode == "code":
             return CodeMode(
                 role=spec.role,
@@ -333,8 +344,11 @@ class Run:
                 context=context,
                 sandbox=self.sandbox(),
                 arm=arm,
+                repeat_limit=repeats,
             )
-        return ToolCallingMode(role=spec.role, tools=tools, context=context, arm=arm)
+        return ToolCallingMode(
+            role=spec.role, tools=tools, context=context, arm=arm, repeat_limit=repeats
+        )
 
     def system_prompt(self, spec: SessionSpec, mode: Mode) -> str:
         """The whole system prompt of the session ``spec`` describes, for every session

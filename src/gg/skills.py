@@ -414,7 +414,7 @@ def _files(skill: Skill) -> list[str]:
     return sorted(out)
 
 
-@tool
+@tool(access="command")  # runs on-use scripts: read-only for a reviewer
 async def use_skill(name: str, *, ctx: ToolContext) -> str:
     """Use a skill: returns its instructions, and the output of its on-use script if it has one.
 

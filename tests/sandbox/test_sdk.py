@@ -81,14 +81,18 @@ def test_javascript_sdk_declares_tools_and_all_three_endings() -> None:
 
 def test_signatures_for_the_prompt() -> None:
     py = sdk_signatures(TOOLS, language="python").splitlines()
-    assert "gg.tools.read_file(path: str) -> Any  # Read a file in the workspace." in py
+    assert 'gg.tools.read_file(path="<path>")  # Read a file in the workspace.' in py
     assert any(
-        line.startswith("gg.tools.run_command(command: str, timeout_s: float = 60") for line in py
+        line.startswith('gg.tools.run_command(command="<command>")')
+        and "(optional: timeout_s=60" in line
+        for line in py
     )
-    assert "gg.session.request_changes(items: list[str]) -> None" in "\n".join(py)
+    assert 'gg.session.request_changes(items=["<a change the implementer must make>"])' in (
+        "\n".join(py)
+    )
     js = sdk_signatures(TOOLS, language="javascript").splitlines()
-    assert "await gg.tools.readFile({path: string})  // Read a file in the workspace." in js
-    assert any(line.startswith("await gg.session.requestChanges(items: string[])") for line in js)
+    assert 'await gg.tools.readFile({path: "<path>"})  // Read a file in the workspace.' in js
+    assert any(line.startswith('await gg.session.requestChanges(["') for line in js)
     with pytest.raises(ValueError):
         sdk_signatures(TOOLS, language="ruby")  # type: ignore[arg-type]
 

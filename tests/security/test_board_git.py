@@ -280,8 +280,13 @@ def test_a_reviewer_changing_the_views_git_stops_the_issue(
     model = board_model(attack_fsmonitor(traps), job="review")
     board, result = run_board(repo, model, reviewers=2)
     traps.check()
-    assert_first_stuck_second_merged(repo, board, result, "its .git file was rewritten")
-    assert "issue-1-review" in (result.issues[0].diagnosis or "")
+    # a reviewer is offered no write_file (issue 16): its rewrite of the view's .git is
+    # refused outright, so the reviewer stops on its error turns and the issue with it
+    one, two = result.issues
+    assert one.state is IssueState.STUCK and "unknown_tool x3" in (one.diagnosis or ""), one
+    assert "tampered" not in (one.diagnosis or "")  # nothing was rewritten to detect
+    assert two.state is IssueState.DONE and two.merge_sha, two
+    assert plain_git(repo, "rev-parse", "main") == two.merge_sha
 
 
 def test_a_merge_agent_changing_the_merge_worktree_stops_only_its_issue(

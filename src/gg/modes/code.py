@@ -18,6 +18,14 @@ returns (S8): the last declaration is read, superseded ones are counted on
 the stream. If the program raises after declaring, the ending is revoked
 (S9) and the turn's feedback is the runtime error alone.
 
+For small models (issue 16): the same program submitted ``repeat_limit`` times
+with nothing else run between is not run again (``repeated_call``,
+:mod:`gg.progress`); the prompt shows a short example program and the SDK as
+calls that compile; feedback for a bad call or a program that does not compile
+shows the one-line program to write; once the task looks done, a good turn's
+feedback carries the reminder that points at the ending. A reviewer's program
+runs with the workspace read-only.
+
 One program per reply: further ``submit_program`` calls in the same reply are
 answered "not run" and do not count as error turns.
 
@@ -33,17 +41,29 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gg.bounded import scrub
+from gg.callform import change_arguments, placeholder_in
 from gg.ceilings import ErrorKind
-from gg.endings import Declarations, Language, Refusal, Role, check_ending, is_ending_name
+from gg.endings import (
+    Declarations,
+    Language,
+    Refusal,
+    Role,
+    check_ending,
+    ending_group,
+    is_ending_name,
+)
 from gg.errors import ToolError
 from gg.models.base import Reply, ToolCall, ToolMessage, ToolSpec, UserMessage
 from gg.modes.base import Emit, TurnContext, TurnOutcome, close_turn
+from gg.progress import Progress
+from gg.prompts import ending_reminder, repeated_call_feedback
 from gg.sandbox import (
     CallAnswer,
     CallRequest,
     CompileProblem,
     ProgramResult,
     Sandbox,
+    sdk_call,
     sdk_signatures,
 )
 from gg.stream import (
@@ -87,6 +107,13 @@ class ProgramTurn:
     context: ToolContext
     declarations: Declarations = field(default_factory=Declarations)
     refused: list[Refusal] = field(default_factory=list)
+    progress: Progress | None = None
+    """The session's progress, told what each tool call did (``None``: an on-use script)."""
+
+    def form(self, name: str) -> str:
+        """The one-line program calling ``name`` (a tool or an ending), for feedback."""
+        specs = [t.spec() for t in self.tools.values()]
+        return sdk_call(specs, name, language=self.language) or name
 
     async def answer(self, request: CallRequest) -> CallAnswer:
         """Answer one SDK call that crossed the membrane (never raises)."""
@@ -105,7 +132,10 @@ class ProgramTurn:
                     **self.ids, call=result.call, reason=result.reason, message=result.message
                 )
             )
-            return CallAnswer(ok=False, error=result.message, error_type="ending_refused")
+            calls = [result.call] if result.reason == "shape" else ending_group(self.role)
+            form = " or ".join(self.form(c) for c in calls)
+            text = f"{result.message} Write it as: {form}" if form else result.message
+            return CallAnswer(ok=False, error=text, error_type="ending_refused")
         self.declarations.declare(result)
         self.emit(EndingDeclared(**self.ids, call=result.call, arguments=result.arguments()))
         return CallAnswer(ok=True, value=None)
@@ -121,9 +151,25 @@ class ProgramTurn:
                 error=f"there is no tool {request.name!r}; the SDK's tools are: "
                 f"{', '.join(self.tools) or '(none)'}",
             )
+        elif (copied := placeholder_in(request.arguments)) is not None:
+            answer = CallAnswer(
+                ok=False,
+                error_type="bad_call",
+                error=f"the {copied} argument of {tool.name} is "
+                f"{request.arguments[copied]!r}, the example's placeholder: nothing was run; "
+                f"pass the real {copied}",
+            )
         else:
             answer = _valid_text(await _call_tool(tool, request.arguments, self.context))
+            if answer.error_type == "bad_call":
+                answer = replace(
+                    answer, error=f"{answer.error} Call it like this: {self.form(tool.name)}"
+                )
         text = _shown(answer.value) if answer.ok else answer.error
+        if tool is not None and self.progress is not None:
+            self.progress.observe(
+                access=tool.access, ok=answer.ok, result=text, arguments=request.arguments
+            )
         self.emit(
             ToolResult(**self.ids, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300))
         )
@@ -192,9 +238,13 @@ class CodeMode:
         role: the session's role (``None`` is not allowed here; see on-use scripts).
         language: the language arm, ``"python"`` or ``"javascript"``.
         tools: the arm's registry tools, offered through the SDK.
-        context: what the tools get (workspace, output cap).
+        context: what the tools get (workspace, output cap); a ``read_only`` context (a
+            reviewer's) runs programs with the workspace read-only.
         sandbox: the run's sandbox.
         arm: the arm's name, for the stream.
+        repeat_limit: times one identical program may run with nothing else run between
+            before it is a ``repeated_call`` error turn (``[ceilings] repeated_calls``;
+            0 = no limit).
     """
 
     name = "code"
@@ -208,6 +258,7 @@ class CodeMode:
         context: ToolContext,
         sandbox: Sandbox,
         arm: str = "all",
+        repeat_limit: int = 0,
     ) -> None:
         self.role = role
         self.language: Language = language
@@ -217,20 +268,51 @@ class CodeMode:
         self._context = context
         self._sandbox = sandbox
         sandbox.warm_up(context.workspace, language=language)  # while the model thinks (issue 11)
+        self.progress = Progress(limit=repeat_limit, review=context.read_only)
+        forms = [sdk_call(self._specs, c, language=language) for c in ending_group(role)]
+        self._endings = " or ".join(f for f in forms if f)
+        self._writer = next((t for t in tools if t.access == "write"), None)
+
+    def _change(self) -> str | None:
+        """The program line writing the file last read, for feedback; ``None``: no writer."""
+        w = self._writer
+        if w is None:
+            return None
+        args = change_arguments(w.parameters, self.progress.last_read)
+        return sdk_call(self._specs, w.name, language=self.language, arguments=args)
 
     def offered_tools(self) -> list[ToolSpec]:
         """Only ``submit_program`` (SPEC M2)."""
         return [SUBMIT_PROGRAM]
 
     def prompt_part(self) -> str:
-        """How to answer, and the SDK's signatures for this arm and language."""
+        """How to answer, a short example program, and the SDK as calls that compile."""
         return (
             f"## Answering with programs ({self.language})\n"
             "Answer every turn by calling submit_program with a complete program. It runs in "
             "a sandbox with the SDK bound to the name `gg`; what it prints and returns, and "
             "any error, come back to you as the result.\n"
+            f"An example program:\n{self._example()}\n"
+            "The SDK (each line is a call you can write as it stands, with your own values):\n"
             + sdk_signatures(self._specs, language=self.language)
         )
+
+    def _example(self) -> str:
+        """A two- or three-line program: print what a reading tool returns, then end."""
+        comment = "#" if self.language == "python" else "//"
+        reader = next((t for t in self._tools.values() if t.access == "read"), None)
+        lines = []
+        if reader is not None:
+            call = sdk_call(self._specs, reader.name, language=self.language) or ""
+            show = "print(result)" if self.language == "python" else "console.log(result)"
+            head = "result = " if self.language == "python" else "const result = "
+            lines += [f"{head}{call}", show]
+        end = self._endings.split(" or ")[0]
+        lines.append(
+            f"{comment} once the work is done (in a later program, after seeing the output):"
+        )
+        lines.append(f"{comment} {end}")
+        return "\n".join(lines)
 
     def describe(self) -> dict[str, Any]:
         """``{"arm": ...}`` for ``session_started``."""
@@ -238,6 +320,17 @@ class CodeMode:
 
     async def act(self, reply: Reply, ctx: TurnContext) -> TurnOutcome:
         """Compile and run the reply's program; read its declarations (SPEC S5, S8, S9)."""
+        out = await self._act(reply, ctx)
+        self.progress.end_turn()
+        why = self.progress.looks_done()
+        if why is not None and out.error is None and out.ending is None and out.messages:
+            first = out.messages[0]
+            if isinstance(first, ToolMessage):
+                note = ending_reminder(self.role, why=why, endings=self._endings)
+                out.messages[0] = replace(first, content=f"{first.content}\n\n{note}")
+        return out
+
+    async def _act(self, reply: Reply, ctx: TurnContext) -> TurnOutcome:
         programs = [c for c in reply.tool_calls if c.name == "submit_program"]
         if not programs:
             return _no_program(reply)
@@ -263,9 +356,34 @@ class CodeMode:
                     "program's source."
                 ),
             )
+        times = self.progress.repeats("submit_program", {"program": program})
+        if times is not None:
+            text = repeated_call_feedback(
+                self.role,
+                what="this same program",
+                times=times,
+                unit="program",
+                change=self._change(),
+                endings=self._endings,
+            )
+            return _error(out, first, "repeated_call", text)
         problem = await self._sandbox.precheck(program, language=self.language)
         if problem is not None:
-            return _error(out, first, "compile_error", _problem_text(problem))
+            return _error(out, first, "compile_error", self._compile_text(problem))
+        return await self._run(out, first, program, ctx)
+
+    def _compile_text(self, problem: CompileProblem) -> str:
+        text = _problem_text(problem)
+        if problem.refused:
+            return text
+        return (
+            f"{text}\nA program is plain {self.language} statements calling the SDK, "
+            f"for example:\n{self._example()}"
+        )
+
+    async def _run(
+        self, out: TurnOutcome, first: ToolCall, program: str, ctx: TurnContext
+    ) -> TurnOutcome:
         turn = ProgramTurn(
             role=self.role,
             language=self.language,
@@ -273,6 +391,7 @@ class CodeMode:
             ids=ctx.ids,
             tools=self._tools,
             context=replace(self._context, turn=ctx.turn),  # on-use events carry the turn
+            progress=self.progress,
         )
         shown = {"program": excerpt(program, 2000)}
         ctx.emit(ToolCalled(**ctx.ids, name="submit_program", arguments=shown))
@@ -282,15 +401,18 @@ class CodeMode:
             workspace=ctx.workspace,
             tools=self._specs,
             handler=turn.answer,
+            read_only=self._context.read_only,
         )
         if result.compile_problem is not None:  # compiled in the sandbox (Python): S5
-            message = _problem_text(result.compile_problem)
+            message = self._compile_text(result.compile_problem)
             ctx.emit(
                 ToolResult(
                     **ctx.ids, name="submit_program", ok=False, excerpt=excerpt(message, 300)
                 )
             )
             return _error(out, first, "compile_error", message)
+        changed = not self._context.read_only  # a program may write anything (progress.py)
+        self.progress.note("submit_program", {"program": program}, changed=changed)
         return _read_program(out, first, result, turn, ctx)
 
 
@@ -310,6 +432,8 @@ def _read_program(
     feedback = program_feedback(result)
     if closed.revoked is not None and result.error is not None:
         feedback = _runtime_error(result.error)  # S9: the runtime error alone
+    if result.error is not None and (name := _misused(result.error)) is not None:
+        feedback = f"{feedback}\nCall it like this: {turn.form(name)}"
     ok = result.error is None
     ctx.emit(ToolResult(**ctx.ids, name="submit_program", ok=ok, excerpt=excerpt(feedback, 300)))
     out.messages.insert(0, ToolMessage(call_id=call.id, name=call.name, content=feedback))
@@ -317,6 +441,16 @@ def _read_program(
         out.error, out.error_message = "ending_refused", turn.refused[-1].message
     out.ending = closed.ending
     return out
+
+
+_MISUSED = re.compile(r"_(?:Tools|Session)\.(\w+)\(\) (?:got an unexpected|missing \d+ required)")
+
+
+def _misused(error: str) -> str | None:
+    """The SDK call a Python program called with the wrong arguments (a ``TypeError`` the
+    SDK's own signature raised before anything crossed the membrane), if any."""
+    found = _MISUSED.search(error)
+    return None if found is None else found.group(1)
 
 
 def _error(out: TurnOutcome, call: ToolCall, kind: ErrorKind, message: str) -> TurnOutcome:
@@ -358,6 +492,8 @@ async def run_on_use_script(
 
     Every ending call from the script is refused as unavailable ("on-use scripts
     cannot end a session"), raised inside the script, and reported on the stream.
+    For a ``read_only`` context (a reviewer's) the script's SDK has no ``write`` tools and
+    the workspace is read-only to it.
 
     Args:
         script: the script's source.
@@ -371,6 +507,8 @@ async def run_on_use_script(
     Returns:
         The script's :class:`ProgramResult` (its output is what the use returns).
     """
+    if context.read_only:  # a reviewer's use: nothing of the workspace may change (issue 16)
+        tools = [t for t in tools if t.access != "write"]
     turn = ProgramTurn(
         role=None,
         language=language,
@@ -385,4 +523,5 @@ async def run_on_use_script(
         workspace=context.workspace,
         tools=[t.spec() for t in tools],
         handler=turn.answer,
+        read_only=context.read_only,
     )

@@ -35,7 +35,7 @@ from gg.sandbox.host import Isolation
 from gg.sandbox.isolation import probe
 from gg.sandbox.limits import Limits
 from gg.sandbox.membrane import CallAnswer, CallRequest, Handler
-from gg.sandbox.sdk import sdk_signatures, sdk_source
+from gg.sandbox.sdk import sdk_call, sdk_signatures, sdk_source
 
 __all__ = [
     "CallAnswer",
@@ -48,6 +48,7 @@ __all__ = [
     "Sandbox",
     "ShellResult",
     "probe",
+    "sdk_call",
     "sdk_signatures",
     "sdk_source",
 ]

@@ -340,6 +340,7 @@ class Sandbox:
         workspace: Path,
         tools: Sequence[ToolSpec],
         handler: Handler,
+        read_only: bool = False,
     ) -> ProgramResult:
         """Run ``program`` with the SDK for ``tools`` bound to ``gg`` (SPEC M2, M3).
 
@@ -357,6 +358,8 @@ class Sandbox:
                 place besides a private tmp).
             tools: the arm's registry tools (the SDK also declares the three endings).
             handler: answers each call (see :data:`gg.sandbox.membrane.Handler`).
+            read_only: the workspace is read-only to the program (a reviewer's, issue 16;
+                see :meth:`enforces_read_only`).
 
         Returns:
             The :class:`ProgramResult`; a limit or a bad message is a runtime error there.
@@ -381,13 +384,21 @@ class Sandbox:
             await asyncio.to_thread(share_workspace, ws)
         membrane = Membrane(tools=[t.name for t in tools], handler=handler, limits=self.limits)
         async with self.quiet.process():
-            if language == "python" and self.warm:
+            if language == "python" and self.warm and not read_only:
                 warm = await self._run_warm(membrane, ws, files)
                 if warm is not None:
                     return warm
                 membrane = Membrane(tools=[t.name for t in tools], handler=handler,
                                     limits=self.limits)  # fmt: skip
-            return await self._run_program(membrane, language, ws, files)
+            return await self._run_program(membrane, language, ws, files, read_only)
+
+    def enforces_read_only(self) -> bool:
+        """Whether ``read_only`` is enforced here.
+
+        It is under bubblewrap (a read-only bind) or where the kernel has Landlock; under
+        ``rlimit`` without Landlock nothing enforces it.
+        """
+        return self.isolation is Isolation.BWRAP or host_facts().landlock_abi >= 1
 
     async def _run_warm(
         self, membrane: Membrane, ws: Path, files: dict[str, str]
@@ -455,11 +466,17 @@ class Sandbox:
         return outcome, cap
 
     async def _run_program(
-        self, membrane: Membrane, language: Language, ws: Path, files: dict[str, str]
+        self,
+        membrane: Membrane,
+        language: Language,
+        ws: Path,
+        files: dict[str, str],
+        read_only: bool = False,
     ) -> ProgramResult:
+        options = Options(protect=self._protected(ws), read_only=read_only)
         with prepared(
             mode=language, isolation=self.isolation, limits=self.limits, workspace=ws,
-            files=files, options=Options(protect=self._protected(ws)),
+            files=files, options=options,
         ) as job:  # fmt: skip
             cap = self._write_cap(job.written)
             outcome = await supervise(

@@ -30,14 +30,15 @@ from __future__ import annotations
 import json
 import keyword
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gg.callform import ENDING_EXAMPLES, example_arguments
 from gg.endings import ENDING_CALLS, Role, ending_tool_specs, spell
 from gg.models.base import ToolSpec
 
-__all__ = ["sdk_signatures", "sdk_source"]
+__all__ = ["sdk_call", "sdk_signatures", "sdk_source"]
 
 Language = Literal["python", "javascript"]
 
@@ -400,50 +401,123 @@ def sdk_source(tools: Sequence[ToolSpec], *, language: Language) -> str:
     raise ValueError(f"unknown language {language!r}")
 
 
-def _py_signature(fn: _Function, prefix: str) -> str:
-    sig = ", ".join(
-        f"{p.ident}: {_py_type(p.schema)}"
-        + (
-            ""
-            if p.required or fn.kind == "ending"
-            else f" = {_py_default(p)}".replace("_UNSET", "...")
-        )
-        for p in fn.params
-    )
-    ret = "None" if fn.kind == "ending" else "Any"
-    return f"{prefix}.{fn.py_name}({sig}) -> {ret}"
+def _py_literal(value: Any) -> str:
+    """``value`` (JSON-able) as Python source: ``"a"``, ``0``, ``False``, ``["x"]``."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_py_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        inner = ", ".join(f"{json.dumps(str(k))}: {_py_literal(v)}" for k, v in value.items())
+        return "{" + inner + "}"
+    return json.dumps(value)
 
 
-def _js_signature(fn: _Function, prefix: str) -> str:
+def _js_key(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z_$][\w$]*", name) else json.dumps(name)
+
+
+def _example_args(fn: _Function, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    if arguments is not None:
+        return dict(arguments)
     if fn.kind == "ending":
-        inner = ", ".join(f"{_camel(p.name)}: {_js_type(p.schema)}" for p in fn.params)
+        return ENDING_EXAMPLES[fn.call]
+    schema = {
+        "properties": {p.name: p.schema for p in fn.params},
+        "required": [p.name for p in fn.params if p.required],
+    }
+    return example_arguments(schema)
+
+
+def _call_line(
+    fn: _Function, language: Language, arguments: Mapping[str, Any] | None = None
+) -> str:
+    """One call of ``fn`` as a statement that compiles (SPEC M2)."""
+    args = _example_args(fn, arguments)
+    prefix = "gg.tools" if fn.kind == "tool" else "gg.session"
+    known = [p for p in fn.params if p.name in args]
+    if language == "python":
+        inner = ", ".join(f"{p.ident}={_py_literal(args[p.name])}" for p in known)
+        return f"{prefix}.{fn.py_name}({inner})"
+    if fn.kind == "ending":  # positional in JavaScript: finish(summary), requestChanges(items)
+        inner = ", ".join(json.dumps(args[p.name], ensure_ascii=False) for p in known)
     else:
         fields = ", ".join(
-            f"{p.name}{'' if p.required else '?'}: {_js_type(p.schema)}" for p in fn.params
+            f"{_js_key(p.name)}: {json.dumps(args[p.name], ensure_ascii=False)}" for p in known
         )
-        inner = f"{{{fields}}}" if fn.params else ""
+        inner = f"{{{fields}}}" if fields else ""
     return f"await {prefix}.{fn.js_name}({inner})"
 
 
+def _optional_note(fn: _Function, language: Language) -> str:
+    optional = [p for p in fn.params if not p.required and fn.kind == "tool"]
+    if not optional:
+        return ""
+    shown = []
+    for p in optional:
+        value = p.schema.get("default") if "default" in p.schema else None
+        name = p.ident if language == "python" else _js_key(p.name)
+        lit = _py_literal(value) if language == "python" else json.dumps(value)
+        shown.append(f"{name}={lit}" if language == "python" else f"{name}: {lit}")
+    return f" (optional: {', '.join(shown)})"
+
+
+def sdk_call(
+    tools: Sequence[ToolSpec],
+    name: str,
+    *,
+    language: Language,
+    arguments: Mapping[str, Any] | None = None,
+) -> str | None:
+    """One call of the SDK as a program line that compiles, for feedback (SPEC S5, M2).
+
+    Args:
+        tools: the arm's registry tools (the SDK's naming depends on all of them).
+        name: a registry tool's name or an ending call in any spelling.
+        language: ``"python"`` or ``"javascript"``.
+        arguments: the arguments to show; default: an example
+            (:func:`gg.callform.example_arguments`; the endings' own examples).
+
+    Returns:
+        ``gg.tools.read_file(path="<path>")`` (Python) or
+        ``await gg.tools.readFile({path: "<path>"})`` (JavaScript); ``None`` if the SDK
+        has no such call.
+    """
+    tool_fns, endings = _functions(tools)
+    canonical = "request_changes" if name == "requestChanges" else name
+    for fn in [*tool_fns, *endings]:
+        if fn.call == canonical:
+            return _call_line(fn, language, arguments)
+    return None
+
+
 def sdk_signatures(tools: Sequence[ToolSpec], *, language: Language) -> str:
-    """A short listing of the SDK for the prompt: one line per call, with its one-line doc.
+    """The SDK for the prompt: one call per line (SPEC M2).
+
+    Each line is a statement that compiles as it stands (an example call, not an
+    annotated stub a model would copy), with its one-line doc and its optional
+    parameters in a comment.
 
     Args:
         tools: the arm's registry tools.
         language: ``"python"`` or ``"javascript"``.
 
     Returns:
-        Lines such as ``gg.tools.read_file(path: str) -> Any  # Read a file.`` (Python) or
-        ``await gg.tools.readFile({path: string})  // Read a file.`` (JavaScript).
+        Lines such as ``gg.tools.read_file(path="<path>")  # Read a file.`` (Python) or
+        ``await gg.tools.readFile({path: "<path>"})  // Read a file.`` (JavaScript).
+
+    Raises:
+        ValueError: for an unknown language.
     """
-    tool_fns, endings = _functions(tools)
     if language not in ("python", "javascript"):
         raise ValueError(f"unknown language {language!r}")
+    tool_fns, endings = _functions(tools)
     mark = "#" if language == "python" else "//"
     lines = []
     for fn in [*tool_fns, *endings]:
-        prefix = "gg.tools" if fn.kind == "tool" else "gg.session"
-        sig = _py_signature(fn, prefix) if language == "python" else _js_signature(fn, prefix)
-        doc = _first_line(fn.doc)
+        doc = (_first_line(fn.doc) + _optional_note(fn, language)).strip()
+        sig = _call_line(fn, language)
         lines.append(f"{sig}  {mark} {doc}" if doc else sig)
     return "\n".join(lines)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gg.config import ToolsSettings
-from gg.endings import is_ending_name
+from gg.endings import Role, is_ending_name
 from gg.errors import UserError
 from gg.tools.registry import Registry, Tool
 
@@ -158,6 +158,18 @@ class Toolset:
     arm: ToolsetArm
     tools: tuple[Tool, ...]
     capabilities: tuple[str, ...]
+
+    def tools_for(self, role: Role) -> tuple[Tool, ...]:
+        """The tools a session of ``role`` is offered.
+
+        All of :attr:`tools` for Standard; for Review only those that cannot change the
+        workspace (``access`` ``"read"``, and ``"command"`` tools, which a reviewer's
+        read-only context runs in a read-only sandbox), so a reviewer never rewrites the
+        work under review (issue 16).
+        """
+        if role is Role.REVIEW:
+            return tuple(t for t in self.tools if t.access != "write")
+        return self.tools
 
     def offers(self, name: str) -> bool:
         """Whether a tool named ``name`` is among :attr:`tools`."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -74,7 +75,34 @@ async def _off_loop(fn: Callable[[], _T], what: str) -> _T:
 # ---------------------------------------------------------------- files
 
 
-@tool
+_READ_ONLY = (
+    "this session may not change the workspace (a reviewer reads and runs checks; "
+    "the implementer makes the changes): nothing was written"
+)
+
+
+def _top_level_hint(workspace: Path, path: str) -> str | None:
+    """The path's last part, when the workspace holds a regular file of that name at its top.
+
+    ``/workspace/NOTES.md`` -> ``NOTES.md``: a small model often invents a prefix.
+    Only a plain name is looked up, relative to the workspace's descriptor (nothing
+    followed).
+    """
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if not name or name in (".", "..") or name == path or "\x00" in name:
+        return None
+    try:
+        fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            st = os.lstat(name, dir_fd=fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    return name if stat.S_ISREG(st.st_mode) else None
+
+
+@tool(access="read")
 async def read_file(path: str, *, ctx: ToolContext) -> str:
     """Read a text file of the workspace (or of a skill use_skill named) and return it.
 
@@ -85,9 +113,17 @@ async def read_file(path: str, *, ctx: ToolContext) -> str:
     """
     skill = user_skill_file(path)  # read-only, beneath the skill's folder (gg.skillpaths)
     base, inner = skill if skill is not None else (ctx.workspace, path)
-    check_path(inner)
-    data = await _off_loop(lambda: read_beneath(base, inner, cap=_READ_LIMIT),
-                           "read_file")  # fmt: skip
+    try:
+        check_path(inner)
+        data = await _off_loop(lambda: read_beneath(base, inner, cap=_READ_LIMIT),
+                               "read_file")  # fmt: skip
+    except ToolError as exc:
+        hint = None if skill is not None else _top_level_hint(ctx.workspace, path)
+        if hint is None:
+            raise
+        raise ToolError(
+            f"{exc}; did you mean {hint!r}? (the workspace has it at its top)"
+        ) from None
     if b"\x00" in data[:8192]:
         raise ToolError(
             f"{path!r} is a binary file ({len(data):,} bytes); read_file reads text only"
@@ -106,6 +142,8 @@ async def write_file(path: str, content: str, *, ctx: ToolContext) -> str:
         content: The file's whole new content (UTF-8 text).
         ctx: The run's tool context, injected by gg (not part of the tool's schema).
     """
+    if ctx.read_only:
+        raise ToolError(_READ_ONLY)
     check_path(path)
     try:
         data = content.encode("utf-8")
@@ -157,7 +195,7 @@ def _protected_guard(ctx: ToolContext, root: Beneath) -> Callable[[int, str], No
     return guard
 
 
-@tool
+@tool(access="read")
 async def list_dir(path: str = ".", *, ctx: ToolContext) -> str:
     """List a workspace directory: one entry a line, directories ending in '/'.
 
@@ -194,7 +232,7 @@ def _entry_line(entry: os.DirEntry[str]) -> str:
     return f"{entry.name}/" if entry.is_dir(follow_symlinks=False) else entry.name
 
 
-@tool
+@tool(access="read")
 async def search_text(pattern: str, path: str = ".", *, ctx: ToolContext) -> str:
     """Search the workspace's text files for a regular expression.
 
@@ -250,10 +288,22 @@ async def _run_in_sandbox(command: str, timeout_s: float, ctx: ToolContext) -> s
     """
     run = ctx.run
     if run is None or run.settings.sandbox.commands != "sandbox":
+        if ctx.read_only:  # on the host nothing would keep the workspace as it is
+            raise ToolError(
+                "this session may not change the workspace, and commands run on the host "
+                'here ([sandbox] commands = "host"), so run_command is not available; '
+                "read the files with read_file, list_dir and search_text"
+            )
         return None
     try:
-        result = await run.sandbox().run_shell(
-            command, workspace=ctx.workspace, timeout_s=timeout_s
+        sandbox = run.sandbox()
+        if ctx.read_only and not sandbox.enforces_read_only():
+            raise ToolError(
+                "this session may not change the workspace, and the sandbox here cannot keep "
+                "it read-only (no bubblewrap, no Landlock), so run_command is not available"
+            )
+        result = await sandbox.run_shell(
+            command, workspace=ctx.workspace, timeout_s=timeout_s, read_only=ctx.read_only
         )
     except SandboxError as exc:
         raise ToolError(f"the sandbox could not run the command: {exc}") from None
@@ -266,7 +316,7 @@ async def _run_in_sandbox(command: str, timeout_s: float, ctx: ToolContext) -> s
     return f"exit code: {result.exit_code}\n{text}"
 
 
-@tool
+@tool(access="command")
 async def run_command(
     command: Annotated[str, Field(min_length=1)],
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60,

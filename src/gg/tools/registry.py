@@ -27,7 +27,7 @@ import keyword
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, get_type_hints, overload
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -51,11 +51,15 @@ __all__ = [
     "RunServices",
     "SessionOutcome",
     "Tool",
+    "ToolAccess",
     "ToolContext",
     "tool",
 ]
 
 _MAX_NAME = 64
+
+ToolAccess: TypeAlias = Literal["read", "write", "command"]
+"""What a tool may do to the workspace (:attr:`Tool.access`)."""
 _ENDING_REFUSAL = "ending calls are never registry tools (SPEC §1)"
 
 
@@ -162,6 +166,9 @@ class ToolContext:
     turn: int | None = None
     """The calling turn (its number in the session), so events a tool causes (an on-use
     script's) carry it; ``None`` outside a turn."""
+    read_only: bool = False
+    """The workspace must not change through this call (a Review session, issue 16): a
+    ``command`` tool runs its command in a read-only sandbox, a ``write`` tool refuses."""
 
     def __post_init__(self) -> None:
         if self.output_cap < 1:
@@ -237,6 +244,13 @@ class Tool:
     """What it does, for the model."""
     parameters: dict[str, Any]
     """JSON Schema (``"type": "object"``) of its arguments. Do not mutate."""
+    access: ToolAccess = "write"
+    """What it may do to the workspace: ``"read"`` (never changes it), ``"command"`` (runs
+    commands: changes it unless its :class:`ToolContext` is ``read_only``, where it runs
+    them in a read-only sandbox) or ``"write"`` (may change it; the default for any tool
+    that does not say). A Review session is offered ``read`` and ``command`` tools only
+    (SPEC S2, issue 16); a ``write`` or ``command`` call that succeeds counts as a change
+    of the workspace for the repeated-call check (:mod:`gg.progress`)."""
 
     def __post_init__(self) -> None:
         check_tool_name(self.name)
@@ -347,7 +361,12 @@ def _problems(exc: ValidationError) -> tuple[str, ...]:
 def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
 @overload
 def tool(
-    fn: None = None, /, *, name: str | None = None, description: str | None = None
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    access: ToolAccess = "write",
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -357,6 +376,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    access: ToolAccess = "write",
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a registry tool from a function (SPEC T1). Use as ``@tool`` or ``@tool(name=...)``.
 
@@ -371,6 +391,8 @@ def tool(
         name: the tool's name; defaults to the function's ``__name__``.
         description: what it does; defaults to the docstring's text before its
             sections (``Args:``, ``Returns:``...).
+        access: what it may do to the workspace (:attr:`Tool.access`); ``"write"``
+            unless you say so: a tool said to be ``"read"`` is offered to reviewers.
 
     Returns:
         A :class:`FunctionTool` (or, without ``fn``, a decorator making one).
@@ -382,13 +404,13 @@ def tool(
     """
 
     def make(f: Callable[..., Any]) -> FunctionTool:
-        return _function_tool(f, name=name, description=description)
+        return _function_tool(f, name=name, description=description, access=access)
 
     return make if fn is None else make(fn)
 
 
 def _function_tool(
-    fn: Callable[..., Any], *, name: str | None, description: str | None
+    fn: Callable[..., Any], *, name: str | None, description: str | None, access: ToolAccess
 ) -> FunctionTool:
     tool_name = name if name is not None else getattr(fn, "__name__", "")
     check_tool_name(tool_name)
@@ -407,6 +429,7 @@ def _function_tool(
         name=tool_name,
         description=description,
         parameters=schema,
+        access=access,
         fn=fn,
         validator=model.__pydantic_validator__,
         ctx_param=ctx_param,
