@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from gg.errors import UserError
 from gg.eval.runner import Configuration
@@ -40,7 +41,7 @@ class SpecModels:
     def __init__(
         self,
         progress: Callable[[str], None] | None = None,
-        options: Mapping[str, object] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
         self._progress = progress
         self._options = dict(options or {})
