@@ -131,8 +131,9 @@ def run(
     /workspaces/NAME-HASH/runs/RUN_ID/stream.jsonl. Nothing is written in WORKSPACE.
 
     Exit codes: 0 ended by an ending; 1 stopped by a ceiling or a model failure
-    (diagnosis printed); 2 bad usage or configuration (nothing written);
-    130 interrupted.
+    (diagnosis printed, a full disk included); 2 bad usage or configuration
+    (nothing written); 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP: the run
+    is stopped cleanly, run_ended and --json are written (continue it with gg resume).
 
     Example: gg run "Fix the failing test" -w examples/tiny-calc --model local
     """
@@ -168,12 +169,14 @@ def run(
             on_delta=renderer.delta,
             trust_config=trust_config,
         )
-        result = agent.run(task)
+        result = agent.run(task, signals=True)
     except UserError as e:
         raise _fail(str(e)) from None
     except ModelUnavailable as e:  # e.g. a missing API key: configuration, before any run
         raise _fail(f"--model: {e}") from None
     if json_out:
+        if result.status == "stopped":  # the live view is on stderr: say why there too
+            console.print(line(("stopped:", "bold red"), f" {redact(result.diagnosis or '')}"))
         sys.stdout.write(redact(inert_json(result.to_json())) + "\n")
     else:
         _print_result(console, result.to_json())

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from gg import reaper
 from gg.text import cut_marker
 
 __all__ = ["ShellResult", "Spawn", "run_shell", "scrubbed_env", "spawn_shell"]
@@ -78,6 +79,7 @@ async def spawn_shell(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=reaper.die_with_parent,  # issue 12: dies with gg, SIGKILL included
     )
 
 
@@ -200,6 +202,7 @@ async def run_shell(
     """
     start = time.monotonic()
     proc = await spawn(command, cwd=cwd, env=env, stdin=stdin is not None)
+    reaper.watch(proc.pid)  # its group is killed even if gg is (issue 12 item 3)
     out, err = _Capture(capture_limit), _Capture(capture_limit)
     tasks = [
         asyncio.create_task(_pump(proc.stdout, out)),
@@ -215,6 +218,7 @@ async def run_shell(
     finally:
         _kill_group(proc)
         await _settle(proc, tasks)
+        reaper.forget(proc.pid)
     return ShellResult(
         exit_code=None if timed_out else proc.returncode,
         output=out.text(),

@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gg.reaper import forget as forget_group
+from gg.reaper import watch as watch_group
 from gg.sandbox.launch import Plan
 from gg.sandbox.membrane import Membrane
 from gg.sandbox.writes import POLL_S, WriteCap
@@ -262,6 +264,7 @@ async def supervise(
             if fd is not None:
                 os.close(fd)
         raise
+    watch_group(proc.pid)  # killed even if gg is (issue 12 item 3)
     streams = await _Streams.open(out_read, req_fd, ans_fd, membrane.message_bytes + 1)
     watch = _Watch(proc, membrane, wall_s)
     out = _Output(output_bytes, keep_tail=shell)
@@ -278,6 +281,7 @@ async def supervise(
         stopped = await watch.done
     finally:
         await _wind_down(proc, tasks, streams, sweep, plan.reaper)
+        forget_group(proc.pid)
     if stopped is None and writes is not None and writes.triggered():
         stopped = await asyncio.to_thread(writes.check)  # passed in its last moments
     if not tasks["membrane"].cancelled() and (error := tasks["membrane"].exception()):
