@@ -18,6 +18,7 @@ prompt, so this module imports nothing of :mod:`gg.run`.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from dataclasses import dataclass
@@ -296,7 +297,7 @@ async def run_session(
         The :class:`SessionResult`. Never raises for anything a model sends.
     """
     loop = _Loop(env, spec, mode=mode, prompt=prompt)
-    role, ws, task, parent, resume = spec.role, spec.workspace, spec.task, spec.parent, spec.resume
+    role, task, parent, resume = spec.role, spec.task, spec.parent, spec.resume
     run = env  # the run's parts, as the loop sees them
     loop.emit(
         SessionStarted(
@@ -311,6 +312,20 @@ async def run_session(
             resumed=resume is not None,
         )
     )
+    try:  # max_seconds is a hard wall-clock bound, inside a turn too (issue 12 item 2)
+        async with asyncio.timeout(env.budget.seconds_left()) as bound:
+            return await _turns(loop, mode)
+    except TimeoutError:
+        if not bound.expired():
+            raise
+    diagnosis = env.budget.out_of_time()  # the model call, tools and hooks were cancelled
+    loop.emit(CeilingTripped(**loop.ids, ceiling="budget", diagnosis=diagnosis.message))
+    return await loop.result(None, diagnosis)
+
+
+async def _turns(loop: _Loop, mode: Mode) -> SessionResult:
+    """The session's turns, from the first to its ending or a ceiling (SPEC S1)."""
+    role, ws, run = loop.role, loop.workspace, loop.env
     while True:
         loop.turn += 1
         reply = await loop.ask()
