@@ -25,7 +25,8 @@ from rich.text import Text
 from gg.agent import Agent
 from gg.board.cli import board_app
 from gg.config import CONFIG_NAME, default_toml
-from gg.errors import ModelUnavailable, UserError
+from gg.disk import is_disk_full
+from gg.errors import DiskFull, ModelUnavailable, UserError
 from gg.eval.cli import eval_command
 from gg.models.factory import validate_spec
 from gg.render import Renderer, summary_table
@@ -174,6 +175,10 @@ def run(
         raise _fail(str(e)) from None
     except ModelUnavailable as e:  # e.g. a missing API key: configuration, before any run
         raise _fail(f"--model: {e}") from None
+    except Exception as e:  # a full disk before the run could start: no stream to end
+        if not is_disk_full(e):
+            raise
+        raise _disk_full_at_start(e, json_out=json_out) from None
     if json_out:
         if result.status == "stopped":  # the live view is on stderr: say why there too
             console.print(line(("stopped:", "bold red"), f" {redact(result.diagnosis or '')}"))
@@ -181,6 +186,18 @@ def run(
     else:
         _print_result(console, result.to_json())
     raise typer.Exit(result.exit_code)
+
+
+def _disk_full_at_start(error: Exception, *, json_out: bool) -> typer.Exit:
+    """Say that the disk is full (stderr, and ``--json``'s object); return exit 1 (issue 12)."""
+    message = str(error) if isinstance(error, DiskFull) else f"the disk is full: {error}"
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        line(("stopped:", "bold red"), f" {redact(message)}")
+    )
+    if json_out:
+        data = {"run_id": None, "status": "stopped", "ending": None, "diagnosis": message}
+        sys.stdout.write(redact(inert_json({**data, "stream": None})) + "\n")
+    return typer.Exit(1)
 
 
 def _print_result(console: Console, data: dict[str, object]) -> None:

@@ -30,7 +30,7 @@ from gg.endings import (
     is_ending_name,
     spell,
 )
-from gg.errors import ToolError
+from gg.errors import DiskFull, ToolError
 from gg.models.base import Reply, ToolCall, ToolMessage, ToolSpec, UserMessage
 from gg.modes.base import TurnContext, TurnOutcome, close_turn
 from gg.stream import (
@@ -151,6 +151,8 @@ class ToolCallingMode:
             return _CallOutcome(await tool.call(args, self._context))
         except ToolError as e:
             return _CallOutcome(f"Error: {e}", ok=False)
+        except DiskFull:  # not the model's doing: the run stops, naming the disk (issue 12)
+            raise
         except Exception as e:  # a user tool's bug must not crash the session
             return _CallOutcome(f"Error: {type(e).__name__}: {e}", ok=False)
 
