@@ -22,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from gg.agent import Agent
+from gg.agent import Agent, RunResult
 from gg.board.cli import board_app
 from gg.config import CONFIG_NAME, default_toml
 from gg.disk import is_disk_full
@@ -30,6 +30,7 @@ from gg.errors import DiskFull, ModelUnavailable, UserError
 from gg.eval.cli import eval_command
 from gg.models.factory import validate_spec
 from gg.render import Renderer, summary_table
+from gg.resume import ResumeRefused, load_resume_point, resume_run
 from gg.seal import Checker, StreamAltered, Verdict
 from gg.state import RUN_ID_PATTERN, StateError, existing_state, state_path, warn_legacy
 from gg.stream import Event, read_events
@@ -179,13 +180,7 @@ def run(
         if not is_disk_full(e):
             raise
         raise _disk_full_at_start(e, json_out=json_out) from None
-    if json_out:
-        if result.status == "stopped":  # the live view is on stderr: say why there too
-            console.print(line(("stopped:", "bold red"), f" {redact(result.diagnosis or '')}"))
-        sys.stdout.write(redact(inert_json(result.to_json())) + "\n")
-    else:
-        _print_result(console, result.to_json())
-    raise typer.Exit(result.exit_code)
+    _report(console, result, json_out=json_out)
 
 
 def _disk_full_at_start(error: Exception, *, json_out: bool) -> typer.Exit:
@@ -217,6 +212,60 @@ def _print_result(console: Console, data: dict[str, object]) -> None:
     else:
         console.print(line(("stopped:", "bold red"), f" {data['diagnosis']}"))
     console.print(line((f"stream: {data['stream']}  (replay: gg show {data['run_id']})", "dim")))
+
+
+@app.command()
+def resume(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN_ID|STREAM_PATH")],
+    workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
+    model: Annotated[
+        str | None, typer.Option(help="Another model spec (default: the run's own).")
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON result object on stdout at the end.")
+    ] = False,
+    trust_config: Annotated[bool, typer.Option("--trust-config", help="As for gg run.")] = False,
+) -> None:
+    """Continue a run that crashed or was interrupted, from its verified stream.
+
+    The stream's seal is checked first: an altered or truncated stream is refused
+    (exit 3), one that cannot be verified too (exit 4). The run goes on as a new run
+    (a run_resumed event names the one it continues) with the conversation, the
+    ceiling counts and the budget spent that the stream's last checkpoint records;
+    a turn cut off mid-way is done again. Exit codes as for gg run.
+    """
+    if model is not None:
+        try:
+            validate_spec(model)
+        except UserError as e:
+            raise _fail(f"--model: {e}") from None
+    console = Console(stderr=json_out, highlight=False)
+    renderer = Renderer(console, spinner=True)
+    try:
+        path, seal_dir = _find_stream(run_ref, workspace)
+        point = load_resume_point(path, seal_dir)
+        result = resume_run(
+            point, model=model, trust_config=trust_config, signals=True, listeners=(renderer,)
+        )
+    except ResumeRefused as e:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(_error_line(str(e)))
+        raise typer.Exit(e.exit_code) from None
+    except UserError as e:
+        raise _fail(str(e)) from None
+    except ModelUnavailable as e:
+        raise _fail(f"--model: {e}") from None
+    _report(console, result, json_out=json_out)
+
+
+def _report(console: Console, result: RunResult, *, json_out: bool) -> None:
+    """Print a run's result (``--json`` or the operator's lines); exit with its code."""
+    if json_out:
+        if result.status == "stopped":  # the live view is on stderr: say why there too
+            console.print(line(("stopped:", "bold red"), f" {redact(result.diagnosis or '')}"))
+        sys.stdout.write(redact(inert_json(result.to_json())) + "\n")
+    else:
+        _print_result(console, result.to_json())
+    raise typer.Exit(result.exit_code)
 
 
 EXIT_ALTERED = 3

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from gg.stream import (
     CeilingTripped,
+    Checkpoint,
     EndingDeclared,
     EndingRefused,
     EndingRevoked,
@@ -31,6 +32,7 @@ from gg.stream import (
     GateBlocked,
     GatePassed,
     RunEnded,
+    RunResumed,
     RunStarted,
     SessionEnded,
     SessionStarted,
@@ -172,6 +174,14 @@ class Renderer:
                 return _declaring_line(e, sid)
             case CeilingTripped() | SessionEnded() | RunEnded():
                 return self._end_line(e, sid)
+            case Checkpoint():
+                return None
+            case RunResumed():
+                return line(
+                    ("↻ resumed", "bold cyan"),
+                    f" run {e.from_run}: session {e.resumed_session} goes on after "
+                    f"{e.turns} turn(s)",
+                )
             case _:
                 assert_never(e)
 

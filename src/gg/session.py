@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gg.ceilings import Budget, Ceilings, Diagnosis, SessionCeilings
+from gg.checkpoint import Restored, make_checkpoint, restore_counts
 from gg.endings import Ending, Language, Role
 from gg.errors import ModelError, ScriptExhausted
 from gg.hooks import Gate, HookPlace, StopEvent
@@ -127,6 +128,9 @@ class SessionSpec:
     resume: SessionResult | None = None
     depth: int = 0
     instructions: str = ""
+    restored: Restored | None = None
+    """The session's state rebuilt from a stream's checkpoints (``gg resume``, issue 12):
+    it goes on from there, with no new message."""
 
 
 def _with_ids(reply: Reply, turn: int) -> Reply:
@@ -177,6 +181,11 @@ class _Loop:
             self.messages: list[Message] = [*spec.resume.messages, task]
         else:
             self.messages = [SystemMessage(content=prompt), task]
+        if spec.restored is not None:  # gg resume: go on where the stream's checkpoint left
+            self.messages, self.turn = list(spec.restored.messages), spec.restored.turn
+            self.blocked_total = restore_counts(self.ceilings, spec.restored.counts)
+        self.saved = 0
+        """Messages already recorded by this stream's checkpoints."""
 
     @property
     def ids(self) -> EventIds:
@@ -186,6 +195,21 @@ class _Loop:
     def emit(self, event: Event) -> None:
         """Write ``event`` on the run's stream."""
         self.env.stream.emit(event)
+
+    def checkpoint(self) -> None:
+        """Record what resuming needs: the new messages, the counts (:mod:`gg.checkpoint`)."""
+        new = self.messages[self.saved :]
+        env = self.env
+        self.emit(
+            make_checkpoint(
+                self.ids,
+                new,
+                ceilings=self.ceilings,
+                blocked_total=self.blocked_total,
+                budget=env.budget,
+            )
+        )
+        self.saved = len(self.messages)
 
     async def result(self, ending: Ending | None, diagnosis: Diagnosis | None) -> SessionResult:
         self.emit(
@@ -309,9 +333,10 @@ async def run_session(
             model=run.model.name,
             parent=parent,
             task=excerpt(task, 500),
-            resumed=resume is not None,
+            resumed=resume is not None or spec.restored is not None,
         )
     )
+    loop.checkpoint()
     try:  # max_seconds is a hard wall-clock bound, inside a turn too (issue 12 item 2)
         async with asyncio.timeout(env.budget.seconds_left()) as bound:
             return await _turns(loop, mode)
@@ -350,4 +375,5 @@ async def _turns(loop: _Loop, mode: Mode) -> SessionResult:
                 ceiling, message = diagnosis.ceiling, diagnosis.message
                 loop.emit(CeilingTripped(**loop.ids, ceiling=ceiling, diagnosis=message))
             return await loop.result(None, diagnosis)
+        loop.checkpoint()
         await run.stream.sync_turn()

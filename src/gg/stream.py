@@ -52,6 +52,7 @@ from gg.text import cut, redact, secret_values
 
 __all__ = [
     "CeilingTripped",
+    "Checkpoint",
     "EndingDeclared",
     "EndingRefused",
     "EndingRevoked",
@@ -63,6 +64,7 @@ __all__ = [
     "GatePassed",
     "Listener",
     "RunEnded",
+    "RunResumed",
     "RunStarted",
     "SessionEnded",
     "SessionStarted",
@@ -291,6 +293,35 @@ class RunEnded(_Base):
     diagnosis: str | None = None
 
 
+class Checkpoint(_Base):
+    """What resuming a session needs, at its start and at each turn's end (issue 12 item 4).
+
+    ``messages``: the conversation's messages added since this session's previous
+    checkpoint on this stream (all of them in its first), each as
+    :func:`gg.resume.message_record` writes it; ``counts``: the session's ceiling
+    counts (:class:`gg.ceilings.SessionCeilings`) and ``blocked_total``; ``budget``:
+    the run's ``tokens``, ``cost`` and ``seconds`` spent so far. Sealed like every
+    event, so ``gg resume`` trusts only what gg wrote.
+    """
+
+    type: Literal["checkpoint"] = "checkpoint"
+    messages: list[dict[str, Any]]
+    counts: dict[str, Any]
+    budget: dict[str, float]
+
+
+class RunResumed(_Base):
+    """This run continues ``from_run`` (its stream ``from_stream``, verified): session
+    ``resumed_session`` goes on after ``turns`` turns and ``messages`` messages."""
+
+    type: Literal["run_resumed"] = "run_resumed"
+    from_run: str
+    from_stream: str
+    resumed_session: str
+    turns: int
+    messages: int
+
+
 Event: TypeAlias = Annotated[
     RunStarted
     | SessionStarted
@@ -306,7 +337,9 @@ Event: TypeAlias = Annotated[
     | GateBlocked
     | CeilingTripped
     | SessionEnded
-    | RunEnded,
+    | RunEnded
+    | Checkpoint
+    | RunResumed,
     Field(discriminator="type"),
 ]
 """Any stream event, discriminated by ``type``."""

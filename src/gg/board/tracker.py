@@ -18,6 +18,7 @@ from gg.board.store import Store
 from gg.board.workflow import CURRENT, Progress, SessionSlot
 from gg.stream import (
     CeilingTripped,
+    Checkpoint,
     EndingDeclared,
     EndingRefused,
     EndingRevoked,
@@ -27,6 +28,7 @@ from gg.stream import (
     GateBlocked,
     GatePassed,
     RunEnded,
+    RunResumed,
     RunStarted,
     SessionEnded,
     SessionStarted,
@@ -84,6 +86,8 @@ def activity(event: Event, slot: SessionSlot) -> str | None:
             | CeilingTripped()
             | SessionEnded()
             | RunEnded()
+            | Checkpoint()
+            | RunResumed()
         ):
             return None
         case _:
