@@ -177,14 +177,18 @@ def run(
     except ModelUnavailable as e:  # e.g. a missing API key: configuration, before any run
         raise _fail(f"--model: {e}") from None
     except Exception as e:  # a full disk before the run could start: no stream to end
-        if not is_disk_full(e):
-            raise
-        raise _disk_full_at_start(e, json_out=json_out) from None
+        raise _disk_full_at_start(e, json_out=json_out) from e
     _report(console, result, json_out=json_out)
 
 
 def _disk_full_at_start(error: Exception, *, json_out: bool) -> typer.Exit:
-    """Say that the disk is full (stderr, and ``--json``'s object); return exit 1 (issue 12)."""
+    """Say that the disk is full (stderr, and ``--json``'s object); return exit 1 (issue 12).
+
+    Raises:
+        Exception: ``error`` itself when it is not a full disk.
+    """
+    if not is_disk_full(error):
+        raise error
     message = str(error) if isinstance(error, DiskFull) else f"the disk is full: {error}"
     Console(stderr=True, highlight=False, soft_wrap=True).print(
         line(("stopped:", "bold red"), f" {redact(message)}")

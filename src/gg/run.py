@@ -158,7 +158,6 @@ class Run:
         self._overviews: dict[Path, str] = {}
         self._skills: dict[Path, str] = {}
         self.ended: tuple[Literal["ended", "stopped"], str | None, int] | None = None
-        """How :meth:`end` ended the run: status, diagnosis, exit code (``None`` before)."""
         self._outcome: tuple[Literal["ended", "stopped"], str | None] = (
             "stopped",
             "the run ended before an outcome was given",
@@ -433,6 +432,9 @@ class Run:
                 f"Its top level: {', '.join(names[:limit]) or '(empty)'}{more}."
             )
         return self._overviews[workspace]
+
+    ended: tuple[Literal["ended", "stopped"], str | None, int] | None
+    """How :meth:`end` ended the run: status, diagnosis, exit code (``None`` before)."""
 
     def end(
         self,

@@ -191,7 +191,7 @@ async def _exited(proc: subprocess.Popen[bytes]) -> int:
 
 def _spawn(plan: Plan, child_fds: list[int], out_write: int) -> subprocess.Popen[bytes]:
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             plan.argv,
             stdin=subprocess.DEVNULL,
             stdout=out_write,
@@ -204,6 +204,8 @@ def _spawn(plan: Plan, child_fds: list[int], out_write: int) -> subprocess.Popen
             extra_groups=[] if plan.user is not None else None,
             cwd="/",
         )
+        watch_group(proc.pid)  # its group is killed even if gg is (issue 12 item 3)
+        return proc
     finally:
         for fd in [*child_fds, *plan.fds, out_write]:
             with contextlib.suppress(OSError):
@@ -264,7 +266,6 @@ async def supervise(
             if fd is not None:
                 os.close(fd)
         raise
-    watch_group(proc.pid)  # killed even if gg is (issue 12 item 3)
     streams = await _Streams.open(out_read, req_fd, ans_fd, membrane.message_bytes + 1)
     watch = _Watch(proc, membrane, wall_s)
     out = _Output(output_bytes, keep_tail=shell)
@@ -281,7 +282,6 @@ async def supervise(
         stopped = await watch.done
     finally:
         await _wind_down(proc, tasks, streams, sweep, plan.reaper)
-        forget_group(proc.pid)
     if stopped is None and writes is not None and writes.triggered():
         stopped = await asyncio.to_thread(writes.check)  # passed in its last moments
     if not tasks["membrane"].cancelled() and (error := tasks["membrane"].exception()):
@@ -339,3 +339,4 @@ async def _wind_down(
     if "writes" in tasks:
         await _finish(tasks["writes"], 0)
     streams.close()
+    forget_group(proc.pid)
