@@ -24,6 +24,7 @@ import gg
 from gg.board.board import Board, BoardResult, issue_json
 from gg.board.display import BoardDisplay, detail_view, issues_table
 from gg.board.store import IssueDetail
+from gg.errors import DiskFull
 from gg.terminal import inert, inert_json, line
 
 __all__ = ["board_app"]
@@ -240,11 +241,18 @@ def run(
     )
     try:
         with board, display:
-            result = board.run(concurrency=concurrency)
+            result = board.run(concurrency=concurrency, signals=True)
     except gg.UserError as e:
         raise _fail(str(e)) from None
     except gg.ModelError as e:  # the model could not even be set up (e.g. not installed)
         Console(stderr=True, highlight=False).print(line(("gg: model failed:", "red"), f" {e}"))
+        raise typer.Exit(1) from None
+    except DiskFull as e:  # the store's or the stream's disk: the run stopped (issue 12)
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            line(("stopped:", "red"), f" {e}")
+        )
+        if json_out:
+            sys.stdout.write(inert_json({"status": "stopped", "diagnosis": str(e)}) + "\n")
         raise typer.Exit(1) from None
     if json_out:
         sys.stdout.write(inert_json(result.to_json()) + "\n")
