@@ -117,7 +117,7 @@ def test_counts_survive_a_resume(workspace: Path, tmp_path: Path) -> None:
     """Two prose turns, then a kill: one more prose turn after resuming trips the
     consecutive_errors ceiling (3), as it would have without the kill."""
     (workspace / "gg.toml").write_text("[ceilings]\nconsecutive_errors = 3\n")
-    replies = [
+    replies: list[dict[str, Any]] = [
         {"text": "prose 1"},
         {"text": "prose 2"},
         {"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 3"}}]},

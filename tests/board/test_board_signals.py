@@ -19,9 +19,7 @@ GG = [sys.executable, "-m", "gg"]
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
-def test_a_signal_stops_a_board_run_cleanly(
-    tmp_path: Path, sig: signal.Signals, code: int
-) -> None:
+def test_a_signal_stops_a_board_run_cleanly(tmp_path: Path, sig: signal.Signals, code: int) -> None:
     marker = _marker()
     toml = f'[[hooks.agent_stop]]\ncommand = "sleep 300 {marker} & sleep 300 {marker}"\n'
     repo = make_repo(tmp_path / "repo", toml=toml)
