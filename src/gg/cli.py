@@ -1,8 +1,10 @@
 """The ``gg`` command (SPEC O2, O3, §10 CLI). Thin: parses, calls the API, renders.
 
 Exit codes (SPEC O3): 0 a session ended by an ending; 1 stopped by a ceiling or
-a model failure (diagnosis printed); 2 bad usage or configuration (the message
-names the flag or key, and nothing is written). ``gg show`` and ``gg watch``
+a model failure or a full disk (diagnosis printed); 2 bad usage or configuration
+(the message names the flag or key, and nothing is written); ``128 + signal``
+when SIGINT (130), SIGTERM (143) or SIGHUP (129) stopped the run cleanly
+(:mod:`gg.signals`; ``gg resume`` continues it, :mod:`gg.resume`). ``gg show`` and ``gg watch``
 verify the stream's seal first (issue 9 item 3): 3 the stream was altered or
 truncated (only the events before the damage are shown); 4 it cannot be
 verified (no key for the run in gg's state on this machine).
