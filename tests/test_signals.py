@@ -7,6 +7,7 @@ running, signals gg, then scans /proc: no process with the marker may survive.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
@@ -14,11 +15,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gg.shell import run_shell, scrubbed_env, spawn_shell
 from gg.state import state_path
 from support import write_script
 
@@ -134,3 +137,36 @@ def test_sigkill_of_gg_leaves_no_child_running(workspace: Path, tmp_path: Path, 
     proc.wait(timeout=30)
     _none_survive(marker)
     assert _stream(workspace)[-1]["type"] != "run_ended"  # a real crash: nothing written
+
+
+def test_a_cancel_while_a_command_starts_leaves_nothing_behind(tmp_path: Path) -> None:
+    """A signal (or a deadline) that lands while a shell command is being started still
+    kills it: the start is finished, then its group killed."""
+    marker = _marker()
+
+    async def slow_spawn(
+        command: str, *, cwd: Path, env: Mapping[str, str], stdin: bool
+    ) -> asyncio.subprocess.Process:
+        proc = await spawn_shell(command, cwd=cwd, env=env, stdin=stdin)
+        await asyncio.sleep(1)  # the process runs; its start has not returned yet
+        return proc
+
+    async def go() -> None:
+        task = asyncio.create_task(
+            run_shell(
+                f"sleep 300 {marker}",
+                cwd=tmp_path,
+                env=scrubbed_env(),
+                timeout_s=600,
+                capture_limit=1000,
+                spawn=slow_spawn,
+            )
+        )
+        await asyncio.sleep(0.5)
+        assert _alive_with(marker)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+
+    asyncio.run(go())
+    _none_survive(marker, seconds=2)

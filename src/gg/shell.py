@@ -23,7 +23,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -201,8 +201,7 @@ async def run_shell(
         OSError: the process could not be started.
     """
     start = time.monotonic()
-    proc = await spawn(command, cwd=cwd, env=env, stdin=stdin is not None)
-    reaper.watch(proc.pid)  # its group is killed even if gg is (issue 12 item 3)
+    proc = await _started(spawn(command, cwd=cwd, env=env, stdin=stdin is not None))
     out, err = _Capture(capture_limit), _Capture(capture_limit)
     tasks = [
         asyncio.create_task(_pump(proc.stdout, out)),
@@ -226,6 +225,27 @@ async def run_shell(
         timed_out=timed_out,
         seconds=time.monotonic() - start,
     )
+
+
+async def _started(
+    spawning: Awaitable[asyncio.subprocess.Process],
+) -> asyncio.subprocess.Process:
+    """The started process, its group handed to :mod:`gg.reaper` (killed even if gg is).
+
+    A cancellation while it starts (a signal, a deadline) waits for the start to
+    finish, then kills the new group before it goes on: never a process left behind.
+    """
+    task = asyncio.ensure_future(spawning)
+    try:
+        proc = await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(OSError, TimeoutError):
+            proc = await task
+            _kill_group(proc)
+            await asyncio.wait_for(_exited(proc), 5)
+        raise
+    reaper.watch(proc.pid)
+    return proc
 
 
 async def _settle(proc: asyncio.subprocess.Process, tasks: list[asyncio.Task[None]]) -> None:
