@@ -126,3 +126,21 @@ def test_a_full_workspace_disk_stops_the_run_not_the_model(tmp_path: Path, disk:
     events = list(read_events(result.stream))
     assert events[-1].type == "run_ended" and events[-1].diagnosis == result.diagnosis
     assert not any(e.type == "tool_result" for e in events)  # not fed back to the model
+
+
+def test_a_full_workspace_disk_stops_a_code_mode_run(tmp_path: Path, disk: Path) -> None:
+    ws = disk / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("# demo\n")
+    _fill(disk)
+    program = 'gg.tools.write_file(path="a.txt", content="a")\ngg.session.finish("x")'
+    script = write_script(
+        tmp_path / "r.json",
+        [{"tool_calls": [{"name": "submit_program", "arguments": {"program": program}}]}],
+    )
+    result = gg.Agent(model=f"scripted:{script}", workspace=ws, mode="code").run("write")
+    assert result.status == "stopped" and result.ending is None
+    assert result.diagnosis is not None
+    assert "disk is full" in result.diagnosis and str(disk) in result.diagnosis
+    events = list(read_events(result.stream))
+    assert events[-1].type == "run_ended" and events[-1].diagnosis == result.diagnosis
