@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+import gg
 from gg.cli import app
 from gg.state import state_path
 
@@ -68,3 +72,162 @@ def test_a_bad_board_store(
     code, err = _gg(*args)
     _one_line_exit_2(code, err, needle)
     assert (repo / "notadb.txt").read_text().startswith("hello, not SQLite")
+
+
+# --- strict config values (issue 12 item 6) ----------------------------------------------
+
+
+def _finish_script(tmp_path: Path) -> Path:
+    script = tmp_path / "finish.json"
+    script.write_text(
+        '{"replies": [{"tool_calls": [{"name": "finish", "arguments": {"summary": "ok"}}]}]}'
+    )
+    return script
+
+
+def _nothing_written(ws: Path) -> None:
+    runs = state_path(ws) / "runs"
+    assert not runs.exists() or not any(runs.iterdir()), list(runs.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("toml", "needle"),
+    [
+        (
+            "[ceilings]\nmax_turns = true\n",
+            "ceilings.max_turns: Input should be a valid integer (got true",
+        ),
+        ("[ceilings]\nmax_turns = false\n", "got false"),
+        ('[ceilings]\nmax_turns = "3"\n', "got '3'"),
+        ("[ceilings]\nmax_turns = 3.0\n", "a whole number from 1 to 1,000,000"),
+        (
+            "[ceilings]\nmax_seconds = inf\n",
+            "ceilings.max_seconds: Input should be a finite number",
+        ),
+        ("[ceilings]\nmax_cost = nan\n", "ceilings.max_cost"),
+        ("[ceilings]\nerror_rate = true\n", "ceilings.error_rate"),
+        ("[model]\nmax_retries = 100000000\n", "a whole number from 0 to 100"),
+        ("[model]\ntimeout_s = -inf\n", "model.timeout_s"),
+        ("[model]\ntimeout_s = 1e12\n", "at most 86,400"),
+        ("[model]\nconstrained = 1\n", "model.constrained: Input should be a valid boolean"),
+        ("[sandbox]\nmemory_mb = 99999999999\n", "a whole number from 64 to 1,048,576"),
+        ('[board]\nconcurrency = "2"\n', "board.concurrency"),
+        ("[agents]\nmax_subagents = true\n", "agents.max_subagents"),
+        (
+            '[[hooks.agent_stop]]\ncommand = "true"\ntimeout_s = inf\n',
+            "hooks.agent_stop.0.timeout_s",
+        ),
+        (
+            '[model.prices."m"]\ninput_per_mtok = "1"\noutput_per_mtok = 1\n',
+            "model.prices.m.input_per_mtok",
+        ),
+    ],
+)
+def test_a_config_value_of_the_wrong_kind_or_out_of_bounds(
+    tmp_path: Path, toml: str, needle: str
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "gg.toml").write_text(toml)
+    code, err = _gg("run", "hi", "-w", str(ws), "--model", f"scripted:{_finish_script(tmp_path)}")
+    _one_line_exit_2(code, err, needle)
+    _nothing_written(ws)
+
+
+def test_good_values_still_load(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "gg.toml").write_text(
+        "[ceilings]\nmax_turns = 7\nmax_seconds = 5\nerror_rate = 1\n"
+        '[session]\nrole = "standard"\n'
+        '[[hooks.agent_stop]]\ncommand = "true"\nroles = ["standard"]\n'
+    )
+    code, err = _gg("run", "hi", "-w", str(ws), "--model", f"scripted:{_finish_script(tmp_path)}")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("where", ["workspace", "--config"])
+def test_a_gg_toml_that_is_a_directory(tmp_path: Path, where: str) -> None:
+    ws = tmp_path / "ws"
+    (ws / "gg.toml").mkdir(parents=True)
+    args = ["run", "hi", "-w", str(ws), "--model", f"scripted:{_finish_script(tmp_path)}"]
+    if where == "--config":
+        (ws / "gg.toml").rmdir()
+        args += ["--config", str(tmp_path)]
+    code, err = _gg(*args)
+    _one_line_exit_2(code, err, "is a directory")
+    _nothing_written(ws)
+
+
+@pytest.mark.parametrize(
+    ("target", "needle"),
+    [
+        ("{dir}", "it is a directory"),
+        ("{dir}/", "it is a directory"),
+        ("", "it names no file"),
+        ("/proc/no-such-dir/rec.json", "not a writable directory"),
+        ("/proc/self/rec.json", "takes no new file"),
+        ("/sys/kernel/rec.json", "takes no new file"),
+        ("/dev/null/rec.json", "Not a directory"),
+        ("/dev/null", "not a regular file"),
+        ("{dir}/fifo", "not a regular file"),
+    ],
+)
+def test_a_record_path_gg_cannot_write(tmp_path: Path, target: str, needle: str) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    record = target.format(dir=tmp_path)
+    script = _finish_script(tmp_path)
+    code, err = _gg("run", "hi", "-w", str(ws), "--model", f"scripted:{script}", "--record", record)
+    _one_line_exit_2(code, err, needle)
+    assert err.startswith("gg: error: --record:"), err
+    _nothing_written(ws)
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)  # never replaced by a recording
+
+
+def test_a_record_path_that_works_still_records(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    record = tmp_path / "rec.json"
+    code, err = _gg(
+        "run",
+        "hi",
+        "-w",
+        str(ws),
+        "--model",
+        f"scripted:{_finish_script(tmp_path)}",
+        "--record",
+        str(record),
+    )
+    assert code == 0, err
+    assert '"finish"' in record.read_text()
+    assert [p.name for p in tmp_path.iterdir() if "probe" in p.name] == []
+
+
+def test_javascript_mode_without_deno(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    state = tmp_path / "state"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "GG_DENO": str(tmp_path / "no-deno"),  # what the sandbox looks for first
+        "GG_STATE_HOME": str(state),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(Path(gg.__file__).parent.parent),
+    }
+    script = _finish_script(tmp_path)
+    argv = [sys.executable, "-m", "gg", "run", "hi", "-w", str(ws), "--model", f"scripted:{script}"]
+    done = subprocess.run(
+        [*argv, "--mode", "code", "--language", "javascript"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    _one_line_exit_2(done.returncode, done.stderr, "JavaScript programs need Deno")
+    assert "--language javascript" in done.stderr
+    assert not (state / "workspaces").exists() or not list(
+        (state / "workspaces").rglob("stream.jsonl")
+    )

@@ -207,3 +207,41 @@ def test_memory_tool_names_are_taken_only_when_memory_is_chosen(workspace: Path)
     assert tool_results(model)[0] == "mine: q"
     with pytest.raises(gg.UserError, match="'recall' is already registered"):
         memory_agent(workspace, ScriptedModel([])).registry.register(gg.tool(recall))
+
+
+def test_on_recall_events_carry_the_calling_turn(workspace: Path) -> None:
+    (workspace / "hooks").mkdir()
+    (workspace / "hooks" / "on_recall.py").write_text(ON_RECALL)
+    model = ScriptedModel(
+        [call("recall", query="a"), call("recall", query="b"), call("finish", summary="done")]
+    )
+    result = memory_agent(workspace, model, on_recall="hooks/on_recall.py").run("t")
+    refused = [e for e in events_of(result) if e.type == "ending_refused"]
+    assert [(e.session_id, e.turn) for e in refused] == [("s1", 1), ("s1", 2)]
+
+
+@pytest.mark.parametrize(
+    ("script", "line"),
+    [
+        ("x = 1\ny = 2\nraise ValueError('on line three')\n", 3),
+        ("def f():\n    return 1 / 0\n\nf()\n", 2),
+        ("import os\n\n\n\nos.no_such_function()\n", 5),
+    ],
+)
+def test_on_recall_tracebacks_name_the_files_own_lines(
+    workspace: Path, script: str, line: int
+) -> None:
+    (workspace / "on_recall.py").write_text(script)
+    model = ScriptedModel([call("recall", query="q"), call("finish", summary="done")])
+    memory_agent(workspace, model, on_recall="on_recall.py").run("t")
+    shown = tool_results(model)[0]
+    assert f'File "<program>", line {line}' in shown, shown
+    assert f"line {line + 1}" not in shown
+
+
+def test_on_recall_compile_errors_name_the_files_own_line(workspace: Path) -> None:
+    (workspace / "on_recall.py").write_text("print('fine')\nprint('broken'\n")
+    model = ScriptedModel([call("recall", query="q"), call("finish", summary="done")])
+    memory_agent(workspace, model, on_recall="on_recall.py").run("t")
+    shown = tool_results(model)[0]
+    assert "does not compile (line 2," in shown, shown

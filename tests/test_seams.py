@@ -225,3 +225,24 @@ def test_async_with_run_without_an_outcome_is_stopped_not_ended(workspace: Path)
     asyncio.run(go())
     assert events[-1].type == "run_ended" and events[-1].status == "stopped"
     assert events[-1].exit_code == 1
+
+
+def test_agent_options_are_the_agents_own_parameters() -> None:
+    """Board passes AgentOptions through to Agent: each key is Agent's parameter, same type."""
+    import inspect
+    import typing
+
+    from gg.agent import Agent, AgentOptions
+    from gg.board import Board
+
+    options = typing.get_type_hints(AgentOptions)
+    params = typing.get_type_hints(Agent.__init__)
+    assert set(options) == set(inspect.signature(Agent.__init__).parameters) - {
+        "self",
+        "workspace",
+        "role",
+    }
+    for name, hint in options.items():
+        assert hint == params[name], name
+    board_params = set(inspect.signature(Board.__init__).parameters)
+    assert not (board_params & set(options)), "Board re-declares an agent option"

@@ -133,11 +133,15 @@ def test_spawn_all_reports_each_failure_beside_the_successes(workspace: Path) ->
             result = last_tool(messages)
             if result is None:
                 return call("spawn_all", tasks=["good", "bad"])
-            got.extend(json.loads(result.content))
+            head, _, listed = result.content.partition("the results, in order: ")
+            assert head.startswith("Error: 1 of 2 subagents were stopped without finishing")
+            got.extend(json.loads(listed))
             return call("finish", summary="ok")
         return call("finish", summary="fine") if task == "good" else text("hmm")
 
-    agent(workspace, model).run("root")
+    res = agent(workspace, model).run("root")
+    (spawned,) = [e for e in events_of(res) if e.type == "tool_result" and e.name == "spawn_all"]
+    assert spawned.ok is False  # the stream never says ok when a subagent was stopped
     assert got[0] == {"task": "good", "ok": True, "summary": "fine"}
     assert got[1]["task"] == "bad" and got[1]["ok"] is False
     assert "was stopped without finishing" in got[1]["error"]

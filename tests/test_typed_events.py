@@ -32,6 +32,8 @@ from gg.stream import (
     EventIds,
     GateBlocked,
     GatePassed,
+    IssueStateChanged,
+    RetryEvent,
     RunEnded,
     RunResumed,
     RunStarted,
@@ -73,6 +75,8 @@ ONE_OF_EACH: list[Event] = [
     RunResumed(
         run_id="r2", from_run="r1", from_stream="/s", resumed_session="s1", turns=2, messages=4
     ),
+    RetryEvent(**IDS, provider="openai-compat", attempt=1, wait_s=0.5, cause="HTTP 503: busy"),
+    IssueStateChanged(run_id="r1", issue=3, event="stuck", state="stuck", round=2, diagnosis="x"),
 ]
 
 
@@ -110,13 +114,14 @@ def test_the_renderer_shows_every_event_and_replays_it_the_same() -> None:
     assert "finish" in console.export_text()
 
 
-def test_the_tracker_names_turns_blocks_and_error_turns_only() -> None:
+def test_the_tracker_names_turns_blocks_error_turns_and_retries_only() -> None:
     issue = Issue(number=1, title="t", body="", state=IssueState.IMPLEMENTING)
     slot = SessionSlot(issue=issue, label="implementer", record=1, session_id="s1")
     lines = {type(e).__name__: activity(e, slot) for e in ONE_OF_EACH}
     assert lines.pop("TurnEvent") == "implementer s1 · turn 2 · read_file"
     assert lines.pop("GateBlocked") == "implementer s1 · gate blocked by make test"
     assert lines.pop("ErrorTurn") == "implementer s1 · error turn (no_tool_call)"
+    assert lines.pop("RetryEvent") == "implementer s1 · openai-compat retry after attempt 1"
     assert set(lines.values()) == {None}
 
 

@@ -22,7 +22,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from gg.ceilings import Diagnosis
 from gg.config import Settings, load_settings, settings_from_dict
@@ -33,8 +33,9 @@ from gg.hooks import CallableHook, CommandHook, Gate
 from gg.memory import MEMORY_TOOLS
 from gg.models.base import Model
 from gg.models.factory import model_from_spec
-from gg.models.recording import RecordingModel
+from gg.models.recording import RecordingModel, check_target
 from gg.run import Run
+from gg.sandbox.host import host_facts
 from gg.session import SessionResult
 from gg.signals import Interrupt, cancel_on_signals
 from gg.skills import SKILL_TOOLS, skills_section
@@ -44,7 +45,7 @@ from gg.tools.builtins import default_registry
 from gg.tools.registry import Registry, Tool, tool
 from gg.tools.safefs import open_beneath
 
-__all__ = ["Agent", "RunResult"]
+__all__ = ["Agent", "AgentOptions", "RunResult"]
 
 Hook = CommandHook | CallableHook | Callable[..., Any]
 
@@ -98,13 +99,18 @@ def _merge(settings: Settings, overrides: dict[str, dict[str, Any]]) -> Settings
 
 
 def _writable(path: Path) -> Path:
-    """``path`` if a file can be written there (for ``--record``), else UserError."""
-    parent = path.expanduser().resolve().parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
+    """``path`` if a recording can be written there (for ``--record``), else UserError."""
+    return check_target(path)
+
+
+def _need_runtime(settings: Settings) -> None:
+    """UserError before anything is written when the language arm's runtime is missing."""
+    session = settings.session
+    if session.mode == "code" and session.language == "javascript" and host_facts().deno is None:
         raise UserError(
-            f"--record: cannot write {str(path)!r}: {parent} is not a writable directory"
+            "--language javascript: JavaScript programs need Deno and none was found: "
+            "install the PyPI package 'deno' (or set GG_DENO to a deno binary)"
         )
-    return path.expanduser()
 
 
 def _record_dir(workspace: Path, path: Path) -> int | None:
@@ -132,6 +138,31 @@ def _hook(h: Hook) -> CommandHook | CallableHook:
     if callable(h):
         return CallableHook(fn=h, name=getattr(h, "__name__", "hook"))
     raise UserError(f"a hook must be a CommandHook, a CallableHook or a callable, not {h!r}")
+
+
+class AgentOptions(TypedDict, total=False):
+    """The :class:`Agent` options another driver passes through unchanged (issue 10 item 4).
+
+    :class:`gg.board.Board` takes these as keywords (``Board(repo, model=..., mode="code")``)
+    and hands them to the :class:`Agent` it runs its sessions with, so it declares none
+    of them again; ``tests/test_seams.py`` pins every key to :class:`Agent`'s own
+    parameter of the same name and type. ``workspace`` and ``role`` are the driver's.
+    """
+
+    model: str | Model | None
+    settings: Settings | None
+    config: str | Path | None
+    mode: str | None
+    language: Language | None
+    ceilings: dict[str, Any] | None
+    tools: Sequence[Callable[..., Any] | Tool]
+    hooks: Sequence[Hook]
+    listeners: Sequence[Callable[[Any], None]]
+    record: str | Path | None
+    progress: Callable[[str], None] | None
+    constrained: bool | None
+    on_delta: Callable[[str], None] | None
+    trust_config: bool
 
 
 class Agent:
@@ -202,6 +233,7 @@ class Agent:
         self.trust_config = trust_config
         self.registry: Registry = self._registry(tools)
         self._check_budget()
+        _need_runtime(self.settings)
         if record is not None:
             record = _writable(Path(record))
         self.model: Model = (

@@ -1,4 +1,4 @@
-"""Bounded JSON, and text that is always valid Unicode (issue 9, items 6 and F4).
+r"""Bounded JSON, and text that is always valid Unicode (issue 9, items 6 and F4).
 
 Everything a program sends gg through the membrane, and everything a model
 sends back (tool-call arguments, text), is hostile input. This module has no
@@ -23,7 +23,7 @@ size                   the caller's: the membrane frames lines of at most
 Duplicate keys are not refused: the last one wins, and everything after the
 membrane (the tool, the stream, the model) sees that same parsed object.
 
-Lone surrogates (``"\\ud800"`` escapes: the bytes themselves were strict
+Lone surrogates (``"\ud800"`` escapes: the bytes themselves were strict
 UTF-8) are found by :func:`lone_surrogate`, which names where one is. Text
 gg sends on (answers, the stream, the next prompt) goes through
 :func:`scrub` or :func:`dumps`, which replace any lone surrogate by U+FFFD.
@@ -151,14 +151,14 @@ def loads(text: str, *, what: str = "a message") -> Any:
 
 
 def lone_surrogate(value: Any, where: str = "the message") -> str | None:
-    """Where ``value`` holds a lone surrogate (a string that is not valid Unicode), if anywhere.
+    r"""Where ``value`` holds a lone surrogate (a string that is not valid Unicode), if anywhere.
 
     Args:
         value: a parsed message (nested at most :data:`MAX_DEPTH` deep: recursion is bounded).
         where: how to name ``value`` in the answer.
 
     Returns:
-        ``None``, or a description such as ``"\\\\ud800 at arguments['content'][3]"``.
+        ``None``, or a description such as ``"\\ud800 at arguments['content'][3]"``.
     """
     if isinstance(value, str):
         hit = _SURROGATE.search(value)
@@ -180,7 +180,7 @@ def lone_surrogate(value: Any, where: str = "the message") -> str | None:
 
 
 def may_hold_surrogates(text: str) -> bool:
-    """Whether JSON ``text`` (strict UTF-8 decoded) has a ``\\uD800``-``\\uDFFF`` escape."""
+    r"""Whether JSON ``text`` (strict UTF-8 decoded) has a ``\uD800``-``\uDFFF`` escape."""
     return _SURROGATE_ESCAPE.search(text) is not None
 
 
@@ -257,7 +257,7 @@ def _key_problem(key: Any, path: _Path, top: str) -> str | None:
 
 
 def problem(value: Any, *, max_chars: int, top: str = "arguments") -> str | None:
-    """Why an already-parsed value is not bounded JSON data, or ``None`` when it is.
+    r"""Why an already-parsed value is not bounded JSON data, or ``None`` when it is.
 
     An iterative walk (no recursion, whatever the nesting) that stops at the
     first problem, so its cost is bounded by ``max_chars`` and :data:`MAX_DEPTH`.
@@ -270,7 +270,7 @@ def problem(value: Any, *, max_chars: int, top: str = "arguments") -> str | None
         top: how the answer names ``value`` itself.
 
     Returns:
-        ``None``, or what is wrong and where, e.g. ``"a lone surrogate \\\\ud800 at
+        ``None``, or what is wrong and where, e.g. ``"a lone surrogate \\ud800 at
         arguments['path'], character 1: not valid Unicode"``; nesting deeper than
         :data:`MAX_DEPTH`, an integer of :data:`MAX_NUMBER_CHARS` digits or more, a
         NaN or infinity, a key that is not a string, a type JSON cannot hold, or more

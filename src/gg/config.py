@@ -16,10 +16,13 @@ import errno
 import os
 import stat
 import tomllib
+import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from annotated_types import Ge, Gt, Le, Lt
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 
 from gg.endings import Role, is_ending_name
 from gg.errors import ConfigError
@@ -46,15 +49,30 @@ __all__ = [
 CONFIG_NAME = "gg.toml"
 
 
+_DAY_S = 86_400
+"""Seconds in a day: the bound of every per-request or per-hook timeout."""
+
+
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A ``gg.toml`` table: unknown keys refused, values strict (issue 12 item 6).
+
+    Strict: a number is never read from a boolean (``max_turns = true``) or a
+    string (``"3"``), a boolean never from a number; an integer is whole; no
+    ``inf`` or ``nan``. Every number has bounds, quoted in the error.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+_Role = Annotated[Role, Strict(False)]
+"""A role given by its value (``"standard"``, ``"review"``), as TOML writes it."""
 
 
 class Price(_Section):
     """Price of a model per million tokens, in any currency unit (SPEC S6 budget)."""
 
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
+    input_per_mtok: float = Field(ge=0, le=1_000_000)
+    output_per_mtok: float = Field(ge=0, le=1_000_000)
 
 
 class ModelSettings(_Section):
@@ -69,9 +87,9 @@ class ModelSettings(_Section):
     """Embedded model: constrain output to valid calls by grammar (SPEC M5)."""
     text_tool_calls: bool = True
     """openai-compat: parse tool calls written in the reply text when it has no native ones."""
-    timeout_s: float = Field(default=120, gt=0)
-    max_retries: int = Field(default=3, ge=0)
-    max_output_tokens: int = Field(default=0, ge=0)
+    timeout_s: float = Field(default=120, gt=0, le=_DAY_S)
+    max_retries: int = Field(default=3, ge=0, le=100)
+    max_output_tokens: int = Field(default=0, ge=0, le=10_000_000)
     """Most tokens per reply (0 = the provider's or the local model's own default)."""
     prices: dict[str, Price] = {}
 
@@ -81,28 +99,28 @@ class SessionSettings(_Section):
 
     mode: Literal["tool-calling", "code"] = "tool-calling"
     language: Literal["python", "javascript"] = "python"
-    role: Role = Role.STANDARD
+    role: _Role = Role.STANDARD
 
 
 class CeilingSettings(_Section):
     """``[ceilings]`` (SPEC S6, §10). Budgets of 0 mean none."""
 
-    consecutive_errors: int = Field(default=3, ge=1)
+    consecutive_errors: int = Field(default=3, ge=1, le=10_000)
     error_rate: float = Field(default=0.5, gt=0, le=1)
-    error_window: int = Field(default=10, ge=1)
-    gate_blocks: int = Field(default=8, ge=1)
-    max_turns: int = Field(default=50, ge=1)
-    max_tokens: int = Field(default=0, ge=0)
-    max_seconds: float = Field(default=0, ge=0)
-    max_cost: float = Field(default=0, ge=0)
+    error_window: int = Field(default=10, ge=1, le=10_000)
+    gate_blocks: int = Field(default=8, ge=1, le=10_000)
+    max_turns: int = Field(default=50, ge=1, le=1_000_000)
+    max_tokens: int = Field(default=0, ge=0, le=10**12)
+    max_seconds: float = Field(default=0, ge=0, le=30 * _DAY_S)
+    max_cost: float = Field(default=0, ge=0, le=1_000_000_000)
 
 
 class HookSettings(_Section):
     """One ``[[hooks.agent_stop]]`` entry (SPEC H1, §10)."""
 
     command: str = Field(min_length=1)
-    timeout_s: float = Field(default=600, gt=0)
-    roles: list[Role] = [Role.STANDARD, Role.REVIEW]
+    timeout_s: float = Field(default=600, gt=0, le=_DAY_S)
+    roles: list[_Role] = [Role.STANDARD, Role.REVIEW]
     on_error: Literal["block", "pass"] = "block"
     pass_env: list[str] = []
     """Environment variables passed to the hook (hooks get a scrubbed environment)."""
@@ -151,7 +169,7 @@ class ToolsSettings(_Section):
     capabilities: list[str] = ["files", "shell"]
     arm: str = "all"
     arms: dict[str, ArmSettings] = {}
-    output_cap: int = Field(default=64_000, ge=1_000)
+    output_cap: int = Field(default=64_000, ge=1_000, le=100_000_000)
 
     @field_validator("capabilities")
     @classmethod
@@ -163,17 +181,17 @@ class SandboxSettings(_Section):
     """``[sandbox]``: isolation layer and limits for programs (SPEC M3)."""
 
     isolation: Literal["auto", "bwrap", "unshare", "rlimit"] = "auto"
-    wall_s: float = Field(default=30, gt=0)
-    cpu_s: float = Field(default=20, gt=0)
-    memory_mb: int = Field(default=1024, ge=64)
-    processes: int = Field(default=64, ge=1)
-    output_bytes: int = Field(default=200_000, ge=1_000)
-    write_bytes: int = Field(default=1 << 30, ge=1 << 20)
+    wall_s: float = Field(default=30, gt=0, le=_DAY_S)
+    cpu_s: float = Field(default=20, gt=0, le=_DAY_S)
+    memory_mb: int = Field(default=1024, ge=64, le=1 << 20)
+    processes: int = Field(default=64, ge=1, le=100_000)
+    output_bytes: int = Field(default=200_000, ge=1_000, le=1 << 30)
+    write_bytes: int = Field(default=1 << 30, ge=1 << 20, le=1 << 40)
     """Bytes one program, on-use script or sandboxed command may add to the workspace; past
     it gg stops it with a runtime error naming ``write_bytes`` (issue 9, item 7)."""
-    write_files: int = Field(default=100_000, ge=100)
+    write_files: int = Field(default=100_000, ge=100, le=100_000_000)
     """Files and directories one program or command may make or change in the workspace."""
-    program_bytes: int = Field(default=1_000_000, ge=1_000)
+    program_bytes: int = Field(default=1_000_000, ge=1_000, le=1 << 30)
     """The largest program gg compiles and runs, in UTF-8 bytes; a larger one is an error
     turn (``compile_error``), never run (issue 9 item 6)."""
     commands: Literal["sandbox", "host"] = "sandbox"
@@ -190,9 +208,9 @@ class StreamSettings(_Section):
 class BoardSettings(_Section):
     """``[board]``: the issue workflow (SPEC B1-B5)."""
 
-    reviewers: int = Field(default=1, ge=1)
-    max_rounds: int = Field(default=3, ge=1)
-    concurrency: int = Field(default=2, ge=1)
+    reviewers: int = Field(default=1, ge=1, le=100)
+    max_rounds: int = Field(default=3, ge=1, le=1_000)
+    concurrency: int = Field(default=2, ge=1, le=1_000)
     base_branch: str = "main"
     store: str = "sqlite"
 
@@ -200,9 +218,9 @@ class BoardSettings(_Section):
 class AgentsSettings(_Section):
     """``[agents]``: limits on subagents started by ``spawn`` / ``spawn_all`` (SPEC T2)."""
 
-    max_depth: int = Field(default=2, ge=0)
+    max_depth: int = Field(default=2, ge=0, le=100)
     """Deepest subagent: the root session is depth 0, its subagents 1... 0 = no spawning."""
-    max_subagents: int = Field(default=16, ge=0)
+    max_subagents: int = Field(default=16, ge=0, le=100_000)
     """Most subagents started in one run, at every depth together."""
 
 
@@ -244,7 +262,51 @@ def _key_error(e: ValidationError, source: str) -> ConfigError:
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         msg = "unknown key"
+    info = _field_at(err["loc"])
+    if info is not None and info.annotation in (int, float):
+        msg = f"{msg} (got {_shown(err.get('input'))}; {_takes(info)})"
     return ConfigError(f"{source}: {key}: {msg}", key=key)
+
+
+def _field_at(loc: tuple[int | str, ...]) -> FieldInfo | None:
+    """The field a validation error's location names, or ``None`` (a list item, a dict key)."""
+    model: Any = Settings
+    info: FieldInfo | None = None
+    for part in loc:
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            info = model.model_fields.get(str(part))
+            if info is None:
+                return None
+            model = info.annotation
+        else:  # list[...] or dict[str, ...]: this part is an index or a key
+            args = typing.get_args(model)
+            model, info = (args[-1] if args else None), None
+    return info
+
+
+def _shown(value: object) -> str:
+    """A bad value as the error quotes it: its TOML spelling for a boolean."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)[:40]
+
+
+def _takes(info: FieldInfo) -> str:
+    """What a numeric field takes, e.g. ``a whole number from 1 to 1,000,000``."""
+    kind = "a whole number" if info.annotation is int else "a finite number"
+    low = high = ""
+    for bound in info.metadata:
+        if isinstance(bound, Ge):
+            low = f"from {bound.ge:,}"
+        elif isinstance(bound, Gt):
+            low = f"above {bound.gt:,}"
+        elif isinstance(bound, Le):
+            high = f"to {bound.le:,}" if low.startswith("from") else f"at most {bound.le:,}"
+        elif isinstance(bound, Lt):
+            high = f"below {bound.lt:,}"
+    if low.startswith("above") and high:
+        high = f"and {high}"
+    return " ".join(filter(None, [kind, low, high]))
 
 
 def settings_from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME) -> Settings:
@@ -307,10 +369,17 @@ def _read_config(path: Path, *, follow: bool) -> str:
                 "gg.toml only as a regular file (or pass --config)"
             ) from None
         raise ConfigError(f"cannot read config {str(path)!r}: {e.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise ConfigError(f"{path}: not a regular file")
-        raw = fh.read(_CONFIG_MAX + 1)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):  # before fdopen, which refuses a directory with a traceback
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise ConfigError(f"{path}: is {kind}; gg reads its settings from a regular file")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            raw = fh.read(_CONFIG_MAX + 1)
+    except OSError as e:
+        raise ConfigError(f"cannot read config {str(path)!r}: {e.strerror}") from None
+    finally:
+        os.close(fd)
     if len(raw) > _CONFIG_MAX:
         raise ConfigError(f"{path}: larger than {_CONFIG_MAX:,} bytes")
     try:

@@ -53,8 +53,11 @@ def is_disk_full(error: BaseException) -> bool:
 
 
 def disk_full(path: Path, what: str, error: BaseException | None = None) -> DiskFull:
-    """A :class:`~gg.errors.DiskFull` for ``path`` (``what``: "the stream", "the board
-    store"...), naming the filesystem and the free space gg sees on it."""
+    """A :class:`~gg.errors.DiskFull` for ``path``, naming its filesystem and free space.
+
+    ``what`` names what could not be written ("the stream", "the board store"...);
+    the message names the filesystem and the free space gg sees on it.
+    """
     mount = mount_point(path)
     try:
         st = os.statvfs(mount)

@@ -90,12 +90,16 @@ _NO_PEEKING = "-sys_ptrace,-sys_admin,-perfmon"
 
 
 def host_command(command: str) -> str:
-    """``command`` as gg runs it on the host: as root, without ``CAP_SYS_PTRACE``,
-    ``CAP_SYS_ADMIN`` and ``CAP_PERFMON`` in its bounding set (issue 9 item 5, finding F1).
+    """``command`` as gg runs it on the host, without the capabilities that read gg's keys.
 
-    Each of the three lets root read a non-dumpable process's ``/proc/<pid>/environ``
-    (gg's provider keys). The one place this is done: trusted agent-stop hooks and
-    ``run_command`` under ``[sandbox] commands = "host"``.
+    As root, the command runs without ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN`` and
+    ``CAP_PERFMON`` in its bounding set (issue 9 item 5, finding F1). Each of the three
+    lets root read a non-dumpable process's ``/proc/<pid>/environ`` (gg's provider
+    keys). The one place this is done: trusted agent-stop hooks and ``run_command``
+    under ``[sandbox] commands = "host"``.
+
+    A speed bump, not a boundary: a root command keeps every other capability (it can
+    still rewrite gg itself, or its configuration). Without ``setpriv`` nothing is dropped.
 
     Args:
         command: a ``/bin/sh`` command line.
@@ -104,9 +108,6 @@ def host_command(command: str) -> str:
         ``exec setpriv --bounding-set=... -- /bin/sh -c <command>`` when gg is root and
         ``setpriv`` is installed (``/usr/bin`` or ``/bin``); ``command`` unchanged when gg
         is not root (non-dumpability alone keeps gg's ``/proc`` closed to its own uid).
-
-    A speed bump, not a boundary: a root command keeps every other capability (it can
-    still rewrite gg itself, or its configuration). Without ``setpriv`` nothing is dropped.
     """
     setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
     if os.geteuid() != 0 or setpriv is None:
@@ -150,8 +151,10 @@ def hook_scripts(command: str, workspace: Path) -> tuple[str, ...]:
 
 
 def _script_like(key: str) -> bool:
-    """A word that reads as a script path (``./check.sh``, ``hooks/gate``): a file of this
-    name appearing during a run counts as a changed hook script."""
+    """Whether a word reads as a script path (``./check.sh``, ``hooks/gate``).
+
+    A file of this name appearing during a run counts as a changed hook script.
+    """
     return "/" in key or key.endswith(_SCRIPT_SUFFIXES)
 
 
@@ -234,8 +237,10 @@ class Snapshot:
         return tuple(k for k, d in self.digests.items() if d is not None and os.path.isabs(k))
 
     def tampered(self, command: str, *, workspace: Path | None = None) -> list[str]:
-        """The scripts of ``command``, as it would run in ``workspace``, that differ from
-        the ones hashed at run start (changed, went, appeared, or replaced by a link).
+        """The scripts of ``command`` that differ from the ones hashed at run start.
+
+        The scripts are taken as ``command`` would run in ``workspace``; one differs when
+        it changed, went, appeared, or was replaced by a link.
 
         Args:
             command: the hook's command line (a key of :attr:`hooks`).
@@ -279,10 +284,13 @@ class Snapshot:
 
 
 def _located(command: str, here: Path, root: Path) -> list[tuple[str, Path]]:
-    """Each file word of ``command`` run in ``here``: its snapshot key and the directory it
-    is read beneath. A relative word inside ``here`` is keyed relative to ``here`` (the same
-    relative path as in ``root``); an absolute word (or one leading out of ``here``) into
-    ``root`` is keyed relative to ``root``; other absolute paths are keyed as they are."""
+    """Each file word of ``command`` run in ``here``, as ``(key, directory)`` pairs.
+
+    The key is the word's snapshot key, the directory the one it is read beneath. A
+    relative word inside ``here`` is keyed relative to ``here`` (the same relative path as
+    in ``root``); an absolute word (or one leading out of ``here``) into ``root`` is keyed
+    relative to ``root``; other absolute paths are keyed as they are.
+    """
     found: dict[tuple[str, Path], None] = {}
     for word in _words(command):
         if not word or word.startswith("-") or "\0" in word:
@@ -365,8 +373,9 @@ _GIT_FILES = (
 
 
 def git_state(workspace: Path) -> dict[str, str | None]:
-    """Digests of the parts of ``workspace/.git`` that make git run programs or look
-    elsewhere: its config files, ``.git`` itself when it is a file (a worktree's
+    """Digests of the parts of ``workspace/.git`` that make git run programs or look elsewhere.
+
+    Those parts are its config files, ``.git`` itself when it is a file (a worktree's
     ``gitdir:``), and every file in ``.git/hooks`` (names and contents). Read beneath the
     workspace without following a link; ``{}`` when there is no ``.git``.
 
@@ -399,10 +408,10 @@ def git_changes(before: Mapping[str, str | None], after: Mapping[str, str | None
 
 
 def install_inside(workspace: Path) -> Path | None:
-    """The outermost directory of gg's own installation (its interpreter prefix, the
-    directory holding the ``gg`` package) that lies inside ``workspace``, else ``None``.
+    """The outermost directory of gg's own installation inside ``workspace``, else ``None``.
 
-    An agent that can write gg's installation (a ``.pth`` file in site-packages, gg's own
+    gg's installation is its interpreter prefix and the directory holding the ``gg``
+    package. An agent that can write gg's installation (a ``.pth`` file in site-packages, gg's own
     modules), or any directory on gg's import path (``python -m gg`` started inside the
     workspace puts it first), runs code in the next gg, with gg's rights and keys
     (adversary F21, N4). The workspace itself is returned when it is on the path.
@@ -431,10 +440,10 @@ _SCAN_MAX = 200_000
 
 
 def nested_repos(workspace: Path) -> set[str]:
-    """Relative paths of every ``.git`` (directory, file or link) below the workspace's top,
-    found by a walk that follows no link and stops after :data:`_SCAN_MAX` entries.
+    """Relative paths of every ``.git`` (directory, file or link) below the workspace's top.
 
-    A repository an agent makes inside the workspace carries its own configuration
+    They are found by a walk that follows no link and stops after :data:`_SCAN_MAX`
+    entries. A repository an agent makes inside the workspace carries its own configuration
     (``core.fsmonitor``, hooks); the operator's git runs it when it works there, or when
     the top repository records it (adversary N3). :class:`gg.run.Run` names the new ones
     at the run's end. The ``.git`` file at the top of each board worktree

@@ -48,7 +48,7 @@ from pydantic import Field
 
 from gg.endings import Language
 from gg.errors import ToolError, UserError
-from gg.onuse import run_on_use, with_data
+from gg.onuse import run_on_use
 from gg.state import StateError, private_file, warn_legacy, workspace_state
 from gg.stream import now_iso
 from gg.tools.registry import Tool, ToolContext, tool
@@ -343,9 +343,10 @@ async def recall(
         }
         text += "\n\n" + await run_on_use(
             ctx,
-            with_data(source, language, name="recall", data=data),
+            source,
             language=language,
             label="the memory's on-recall script",
+            data=("recall", data),
         )
     return text
 

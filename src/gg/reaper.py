@@ -70,8 +70,10 @@ _PRCTL = _libc_prctl()
 
 
 def die_with_parent() -> None:
-    """In a child before exec: SIGKILL this process when its parent thread ends
-    (``prctl(PR_SET_PDEATHSIG, SIGKILL)``). A no-op where ``prctl`` is missing."""
+    """In a child before exec: SIGKILL this process when its parent thread ends.
+
+    ``prctl(PR_SET_PDEATHSIG, SIGKILL)``; a no-op where ``prctl`` is missing.
+    """
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 

@@ -31,6 +31,8 @@ from gg.stream import (
     Event,
     GateBlocked,
     GatePassed,
+    IssueStateChanged,
+    RetryEvent,
     RunEnded,
     RunResumed,
     RunStarted,
@@ -182,6 +184,14 @@ class Renderer:
                     f" run {e.from_run}: session {e.resumed_session} goes on after "
                     f"{e.turns} turn(s)",
                 )
+            case RetryEvent():
+                wait = f"retrying in {e.wait_s:.1f} s"
+                failed = f"↻ {e.provider} attempt {e.attempt} failed"
+                return line(sid, (failed, "yellow"), f", {wait}: {_one_line(e.cause, 200)}")
+            case IssueStateChanged():
+                why: Part = f": {_one_line(e.diagnosis, 200)}" if e.diagnosis else ""
+                head = f"issue #{e.issue} {e.event.replace('_', ' ')}"
+                return line((head, "bold"), f" → {e.state} (round {e.round})", why)
             case _:
                 assert_never(e)
 
@@ -196,7 +206,10 @@ class Renderer:
                 if e.ending:
                     ended = f"■ session ended by {_ended_by(e.ending)}"
                     return line(sid, (ended, "bold green"), f" after {turns}")
-                return line(sid, ("■ session stopped", "bold red"), f" after {turns}")
+                why = ""  # a ceiling's diagnosis had its panel; a model failure has only this
+                if e.ceiling is None and e.diagnosis:
+                    why = f": {_one_line(e.diagnosis, 400)}"
+                return line(sid, ("■ session stopped", "bold red"), f" after {turns}{why}")
             case RunEnded():
                 colour = "green" if e.status == "ended" else "red"
                 return line((f"run {e.status}", f"bold {colour}"), f" (exit {e.exit_code})")
@@ -270,6 +283,14 @@ def _declaring_line(e: _Declaring, sid: Part) -> Text:
             assert_never(e)
 
 
+def _stopped(e: SessionEnded) -> str:
+    """How a stopped session ended, for the summary: the ceiling, or the model's failure
+    with its diagnosis (``stopped (model): the model (openai-compat) failed: ...``)."""
+    if e.ceiling is not None:
+        return f"stopped ({e.ceiling})"
+    return f"stopped (model): {_one_line(e.diagnosis, 200)}" if e.diagnosis else "stopped (model)"
+
+
 @dataclass(slots=True)
 class _Row:
     """One session's row of :func:`summary_table`."""
@@ -306,9 +327,7 @@ def summary_table(events: list[Event]) -> Table:
                 blocks[sid] += 1
             case SessionEnded() if sid in rows:
                 rows[sid].turns = e.turns
-                rows[sid].end = (
-                    _ended_by(e.ending) if e.ending else f"stopped ({e.ceiling or 'model'})"
-                )
+                rows[sid].end = _ended_by(e.ending) if e.ending else _stopped(e)
             case _:
                 pass  # the other events add nothing to the summary
     for sid, r in rows.items():

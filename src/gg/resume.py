@@ -51,8 +51,10 @@ __all__ = ["ResumePoint", "ResumeRefused", "load_resume_point", "resume_run"]
 
 
 class ResumeRefused(UserError):
-    """The run cannot be resumed; ``exit_code``: 3 altered or truncated, 4 unverifiable,
-    2 otherwise (SPEC O3, issue 9 item 3)."""
+    """The run cannot be resumed.
+
+    ``exit_code``: 3 altered or truncated, 4 unverifiable, 2 otherwise (SPEC O3, issue 9).
+    """
 
     def __init__(self, message: str, *, exit_code: int = 2) -> None:
         super().__init__(message)

@@ -116,8 +116,11 @@ class Sealer:
         self.write_head(0, _ZERO)
 
     def seal(self, body: str) -> bytes:
-        """``body`` (one event as a JSON object, no seal fields) as its sealed line,
-        newline included. Costs one HMAC-SHA256 over the line (about 1-2 us)."""
+        """Seal one event: ``body`` as its sealed line, newline included.
+
+        ``body`` is one event as a JSON object, without seal fields. Costs one
+        HMAC-SHA256 over the line (about 1-2 us).
+        """
         self.seq += 1
         if self.seq == 1:
             data = f'{body[:-1]},"seq":1,"nonce":"{self.nonce}"'.encode()
@@ -217,8 +220,10 @@ class Unended:
 
 @dataclass(frozen=True, kw_only=True)
 class Altered:
-    """Event ``at`` is not what gg wrote (edited, inserted, reordered, forged, or a
-    removed event's successor); events before it verified."""
+    """Event ``at`` is not what gg wrote; the events before it verified.
+
+    The event was edited, inserted, reordered, forged, or is a removed event's successor.
+    """
 
     kind: Literal["altered"] = "altered"
     at: int
@@ -288,8 +293,11 @@ Verdict: TypeAlias = Intact | Running | Unended | Altered | Truncated | Unkeyed
 
 
 class StreamAltered(GGError):
-    """Raised by a checked read (:func:`gg.stream.read_events` with ``check``) at the
-    first event that fails; ``verdict`` says which and why."""
+    """Raised by a checked read at the first event that fails.
+
+    A checked read is :func:`gg.stream.read_events` with ``check``; ``verdict`` says
+    which event failed and why.
+    """
 
     def __init__(self, verdict: Altered) -> None:
         super().__init__(verdict.message())
@@ -342,8 +350,10 @@ class Checker:
         return None if self._key is not None or self.events == 0 else (self._why or "no key")
 
     def feed(self, line: bytes) -> Altered | None:
-        """Check the next line (without its newline); returns the failure, if this or
-        an earlier line failed.
+        """Check the next line (without its newline).
+
+        Returns:
+            The failure, if this or an earlier line failed; else ``None``.
 
         Raises:
             UserError: the first line is not a ``run_started`` event (not a gg stream).
@@ -467,8 +477,10 @@ class Checker:
             os.close(fd)
 
     def finish(self, head: Head | None = None) -> Verdict:
-        """The verdict on the lines fed so far, against ``head`` (read now if not given:
-        read it before the last lines when the writer may still be going).
+        """The verdict on the lines fed so far, against ``head``.
+
+        ``head`` is read now if not given: read it before the last lines when the writer
+        may still be going.
 
         Raises:
             UserError: no line was fed (not a gg stream).

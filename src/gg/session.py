@@ -30,7 +30,15 @@ from gg.checkpoint import Restored, make_checkpoint, restore_counts
 from gg.endings import Ending, Language, Role
 from gg.errors import ModelError, ScriptExhausted
 from gg.hooks import Gate, HookPlace, StopEvent
-from gg.models.base import AssistantMessage, Message, Model, Reply, SystemMessage, UserMessage
+from gg.models.base import (
+    AssistantMessage,
+    Message,
+    Model,
+    Reply,
+    SystemMessage,
+    UserMessage,
+    retries_reported,
+)
 from gg.models.boundary import clean_messages, clean_reply
 from gg.modes.base import Mode, TurnContext, TurnOutcome
 from gg.stream import (
@@ -40,6 +48,7 @@ from gg.stream import (
     EventIds,
     GateBlocked,
     GatePassed,
+    RetryEvent,
     SessionEnded,
     SessionStarted,
     StreamWriter,
@@ -239,7 +248,8 @@ class _Loop:
         self.cleaned = len(self.messages)
         started = time.perf_counter()
         try:
-            reply = await self.env.model.respond(self.messages, tools)
+            with retries_reported(lambda notice: self.emit(RetryEvent.of(self.ids, notice))):
+                reply = await self.env.model.respond(self.messages, tools)
         except ScriptExhausted as e:
             return Diagnosis(ceiling=None, message=f"{e}; the run stops here.")
         except ModelError as e:

@@ -85,8 +85,11 @@ async def spawn_shell(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ShellResult:
-    """How one shell command went, on the host (:func:`run_shell`) or in the sandbox
-    (:meth:`gg.sandbox.Sandbox.run_shell`): ``run_command``, agent-stop hooks (SPEC T1, H1)."""
+    """How one shell command went, on the host or in the sandbox.
+
+    On the host by :func:`run_shell`, in the sandbox by :meth:`gg.sandbox.Sandbox.run_shell`;
+    used by ``run_command`` and agent-stop hooks (SPEC T1, H1).
+    """
 
     exit_code: int | None
     """Its exit status; negative (``-9``) when a signal (or gg, past a cap) killed it;

@@ -66,8 +66,9 @@ def interrupted_diagnosis(signum: int | None) -> str:
 
 @contextlib.contextmanager
 def cancel_on_signals() -> Iterator[Interrupt]:
-    """Within the block, SIGINT/SIGTERM/SIGHUP cancel the current task (once) and are
-    recorded on the yielded :class:`Interrupt`.
+    """Within the block, SIGINT/SIGTERM/SIGHUP cancel the current task (once).
+
+    The signal is recorded on the yielded :class:`Interrupt`.
 
     Must run inside a task of the running loop. Off the main thread (where Python
     cannot take signals) the block changes nothing and the interrupt stays empty.

@@ -65,8 +65,10 @@ class StateError(UserError):
 
 
 def state_home() -> Path:
-    """The root of gg's state: ``$GG_STATE_HOME``, else ``$XDG_STATE_HOME/gg``, else
-    ``~/.local/state/gg`` (an absolute path; not created here)."""
+    """The root of gg's state, as an absolute path (not created here).
+
+    ``$GG_STATE_HOME``, else ``$XDG_STATE_HOME/gg``, else ``~/.local/state/gg``.
+    """
     explicit = os.environ.get("GG_STATE_HOME")
     if explicit:
         return Path(explicit).expanduser().absolute()
@@ -125,8 +127,10 @@ def _check_private(path: Path) -> None:
 
 
 def state_path(workspace: Path) -> Path:
-    """Where the state directory of ``workspace`` is (see the module doc); nothing is
-    created or checked. ``workspace`` is resolved here; it need not exist."""
+    """Where the state directory of ``workspace`` is (see the module doc).
+
+    Nothing is created or checked. ``workspace`` is resolved here; it need not exist.
+    """
     real = workspace.resolve()
     digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
     name = _SAFE_NAME.sub("_", real.name)[:40] or "root"
@@ -151,8 +155,14 @@ def workspace_state(workspace: Path) -> Path:
 
 
 def _outside(home: Path, workspace: Path) -> None:
-    """Refuse a state home inside the workspace (``gg run -w ~`` with the default
-    ``~/.local/state/gg``, or a relative ``GG_STATE_HOME``): the agent could write it."""
+    """Refuse a state home inside the workspace: the agent could write it.
+
+    That is ``gg run -w ~`` with the default ``~/.local/state/gg``, or a relative
+    ``GG_STATE_HOME``.
+
+    Raises:
+        StateError: ``home`` lies inside ``workspace``.
+    """
     ws = workspace.resolve()
     if home.resolve().is_relative_to(ws):
         raise StateError(
@@ -163,8 +173,9 @@ def _outside(home: Path, workspace: Path) -> None:
 
 
 def existing_state(workspace: Path) -> Path | None:
-    """The state directory of ``workspace`` if it exists and passes the checks of
-    :func:`private_dir`; ``None`` if it does not exist. Creates nothing.
+    """The state directory of ``workspace``, checked, or ``None`` if it does not exist.
+
+    An existing directory must pass the checks of :func:`private_dir`. Creates nothing.
 
     Raises:
         StateError: it exists but is not gg-private (a symlink, another user's, open).
@@ -233,8 +244,10 @@ def open_private(path: Path, flags: int, *, create: bool = False) -> int:
 
 
 def private_file(path: Path) -> Path:
-    """Make sure ``path`` (in a gg-private directory) is absent or a regular file of gg's
-    user, creating it empty (mode 0600) if absent; for stores opened by name (SQLite).
+    """Make sure ``path`` is a regular file of gg's user, creating it if absent.
+
+    ``path`` lies in a gg-private directory. It must be absent or a regular file of gg's
+    user; an absent one is created empty (mode 0600). For stores opened by name (SQLite).
 
     Raises:
         StateError: it is a symbolic link or not a regular file of gg's user.
@@ -248,8 +261,10 @@ def private_file(path: Path) -> Path:
 
 
 def warn_legacy(workspace: Path) -> list[Path]:
-    """Say once per process, on stderr, which of gg 0.1's state files are left in
-    ``<workspace>/.gg/`` (:data:`LEGACY_NAMES`): gg ignores them. Reads nothing in them.
+    """Say once per process, on stderr, which of gg 0.1's state files are left.
+
+    They are looked for in ``<workspace>/.gg/`` (:data:`LEGACY_NAMES`): gg ignores them.
+    Reads nothing in them.
 
     Returns:
         The paths warned about now (empty when none, or already warned).

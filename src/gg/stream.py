@@ -17,8 +17,10 @@ together share one (group commit): a session goes on once its own events are
 on disk, and the others are not held up meanwhile. The file is only ever
 appended to, and opened with ``O_EXCL | O_NOFOLLOW``. Values of
 secret-looking environment variables (names containing KEY, TOKEN, SECRET or
-PASSWORD) are replaced by ``[redacted]`` before a line is written, so no
-secret reaches the stream even if a model echoes one.
+PASSWORD) and credential-shaped text (provider keys, GitHub/AWS/Slack tokens,
+bearer headers...: :data:`gg.text.SECRET_SHAPES`) are replaced by
+``[redacted]`` before a line is written, so no secret reaches the stream even
+if a model or a tool echoes one.
 
 What it does not promise: ordering across processes (one writer per run), or
 that a reader sees a half-written last line (readers skip a torn tail).
@@ -45,7 +47,7 @@ from gg.ceilings import CeilingName, ErrorKind
 from gg.disk import disk_full, is_disk_full
 from gg.endings import EndingRecord
 from gg.errors import UserError
-from gg.models.base import Usage
+from gg.models.base import RetryNotice, Usage
 from gg.seal import Checker, Sealer, StreamAltered, Verdict, verify
 from gg.state import open_private, private_dir
 from gg.text import cut, redact, secret_values
@@ -62,7 +64,9 @@ __all__ = [
     "EventIds",
     "GateBlocked",
     "GatePassed",
+    "IssueStateChanged",
     "Listener",
+    "RetryEvent",
     "RunEnded",
     "RunResumed",
     "RunStarted",
@@ -322,6 +326,47 @@ class RunResumed(_Base):
     messages: int
 
 
+class RetryEvent(_Base):
+    """A model request failed with a transient fault and is tried again (issue 12 item 2).
+
+    ``attempt``: the attempt that failed (from 1); ``wait_s``: seconds before the next;
+    ``cause``: what went wrong (status code, the server's words, a malformed chunk);
+    ``provider``: who was asked, e.g. ``"openai-compat"``.
+    """
+
+    type: Literal["retry"] = "retry"
+    provider: str
+    attempt: int
+    wait_s: float
+    cause: str
+
+    @classmethod
+    def of(cls, ids: EventIds, notice: RetryNotice) -> RetryEvent:
+        """The event of a provider's :class:`gg.models.base.RetryNotice`, with ``ids``."""
+        wait = round(notice.wait_s, 3)
+        return cls(
+            **ids,
+            provider=notice.provider,
+            attempt=notice.attempt,
+            wait_s=wait,
+            cause=excerpt(notice.cause, 500),
+        )
+
+
+class IssueStateChanged(_Base):
+    """A board issue moved on (issue 12 item 7): ``issue`` number, the transition
+    ``event`` (``started``, ``finished``, ``approved``, ``changes_requested``, ``merged``,
+    ``stuck``, ``paused``...), its ``state`` now, its ``round``, and the ``diagnosis``
+    when it is stuck or paused."""
+
+    type: Literal["issue_state"] = "issue_state"
+    issue: int
+    event: str
+    state: str
+    round: int = 0
+    diagnosis: str | None = None
+
+
 Event: TypeAlias = Annotated[
     RunStarted
     | SessionStarted
@@ -339,7 +384,9 @@ Event: TypeAlias = Annotated[
     | SessionEnded
     | RunEnded
     | Checkpoint
-    | RunResumed,
+    | RunResumed
+    | RetryEvent
+    | IssueStateChanged,
     Field(discriminator="type"),
 ]
 """Any stream event, discriminated by ``type``."""

@@ -1,13 +1,13 @@
-"""Operator output is inert (issue 9, Build item 8; SPEC O2).
+r"""Operator output is inert (issue 9, Build item 8; SPEC O2).
 
 Whatever a model, a program, a tool, a hook, an issue or a file name says is
 data. Before any of it reaches the operator's terminal it goes through
 :func:`inert`, which replaces every character a terminal could act on, or that
 could hide or reorder text, by a visible escape in Python's ``repr`` notation
-(``\\x1b``, ``\\r``, ``\\x9b``, ``\\u202e``, ``\\ud800``):
+(``\x1b``, ``\r``, ``\x9b``, ``\u202e``, ``\ud800``):
 
 - C0 controls except newline and tab (a CR LF pair becomes a newline; a lone
-  CR, which would overwrite the line, is shown as ``\\r``), DEL, and the C1
+  CR, which would overwrite the line, is shown as ``\r``), DEL, and the C1
   controls U+0080-U+009F (the 8-bit CSI, OSC, DCS, ST ...). With ESC, BEL and
   the C1 introducers and terminators gone, no escape sequence (CSI, OSC with a
   BEL or ST terminator, DCS, APC, PM, SOS) can start or end: its remaining
@@ -29,9 +29,14 @@ for which ``str.isprintable()`` holds passes unchanged.
 Rich never reads such text as markup: :func:`inert_text` and :func:`line`
 build :class:`rich.text.Text` objects (no markup, no ``:emoji:`` codes), and
 every print site in gg uses them. :func:`inert_json` serialises ``--json``
-output as pure JSON with the same characters as ``\\u`` escapes, so the
+output as pure JSON with the same characters as ``\u`` escapes, so the
 raw text round-trips through ``json.loads`` and the terminal sees none of it.
 The stream itself keeps the raw text.
+
+Secrets: :func:`inert` also redacts (:func:`gg.text.redact`: the values of
+secret-looking environment variables and credential-shaped text), so no
+view (the live view, ``gg show``, ``gg board list|show``, diagnoses) shows a
+key even when a tool printed one or an issue title holds one (issue 12 item 8).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ import unicodedata
 from typing import Any
 
 from rich.text import Text
+
+from gg.text import redact
 
 __all__ = ["inert", "inert_json", "inert_text", "line"]
 
@@ -120,7 +127,7 @@ def _replace(match: re.Match[str]) -> str:
 
 
 def inert(text: str) -> str:
-    """``text`` made safe to write to a terminal (issue 9 item 8).
+    r"""``text`` made safe to write to a terminal (issue 9 item 8).
 
     Args:
         text: any string, e.g. a model reply, program output, a file name,
@@ -130,12 +137,13 @@ def inert(text: str) -> str:
         The same string with each control, escape-sequence introducer or
         terminator, bidi control, invisible format character, line or
         paragraph separator and lone surrogate replaced by its visible
-        escape (``\\x1b``, ``\\r``, ``\\u202e``...); CR LF becomes LF.
+        escape (``\x1b``, ``\r``, ``\u202e``...); CR LF becomes LF.
         Newline and tab are kept. Printable text is returned unchanged.
         The result encodes as UTF-8 (no surrogates) and contains no
-        character a terminal acts on besides newline and tab.
+        character a terminal acts on besides newline and tab. Secrets are
+        ``[redacted]`` first (:func:`gg.text.redact`, issue 12 item 8).
     """
-    return _PATTERN.sub(_replace, text)
+    return _PATTERN.sub(_replace, redact(text))
 
 
 def inert_text(text: str, style: str = "") -> Text:
@@ -173,12 +181,12 @@ def _json_escape(match: re.Match[str]) -> str:
 
 
 def inert_json(obj: Any) -> str:
-    """``obj`` as one line of JSON that is safe on a terminal (``--json``, issue 9 item 8).
+    r"""``obj`` as one line of JSON that is safe on a terminal (``--json``, issue 9 item 8).
 
     Like ``json.dumps(obj, ensure_ascii=False)`` (readable accents, CJK,
     emoji), but every character :func:`inert` would escape (C0, DEL, C1,
     bidi and other format characters, U+2028/U+2029, lone surrogates) is
-    written as a JSON ``\\uXXXX`` escape (a surrogate pair beyond the BMP),
+    written as a JSON ``\uXXXX`` escape (a surrogate pair beyond the BMP),
     so ``json.loads`` gives back exactly ``obj``'s strings.
 
     Raises:

@@ -4,7 +4,13 @@ Everything gg shows or records of text it did not write (tool results, hook
 output, a server's error message, a model's reply, a program's output) is
 bounded by :func:`cut`, and everything it writes out of the process (the
 stream, ``--json``, recordings, error messages) can be passed through
-:func:`redact` first (SPEC C3: secrets never reach an output).
+:func:`redact` first (SPEC C3: secrets never reach an output). Redaction
+covers two kinds of secret: the values of secret-looking environment
+variables (:func:`secret_values`), and text shaped like a credential
+whatever its source (:data:`SECRET_SHAPES`: provider API keys, GitHub,
+GitLab, Slack, AWS, Google, Stripe, Hugging Face, npm and PyPI tokens,
+JSON Web Tokens, private key blocks, the credential in an ``Authorization``
+header, a ``Bearer`` token or a URL's ``user:password@``), issue 12 item 8.
 
 One marker form, wherever the cut falls: ``[… N characters cut …]`` (or
 ``bytes`` when the unit is bytes, :func:`cut_marker`). It sits after the head
@@ -20,16 +26,68 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Literal, TypeAlias
 
-__all__ = ["REDACTED", "Keep", "cut", "cut_marker", "redact", "secret_values"]
+__all__ = ["REDACTED", "SECRET_SHAPES", "Keep", "cut", "cut_marker", "redact", "secret_values"]
 
 Keep: TypeAlias = Literal["head", "middle", "tail"]
 """Which part of a cut text is kept: the start, both ends, or the end."""
 
 REDACTED = "[redacted]"
 """What a secret is replaced by."""
+
+_B = r"(?:(?<=\\[nrtbf])|(?<![A-Za-z0-9_]))"
+"""Where a token may start: not inside a word, or just after a JSON escape (``\\n``)."""
+_E = r"(?![A-Za-z0-9_])"
+"""Where a token ends: not inside a word."""
+_DIGIT_AND_LETTER = r"(?=[A-Za-z_-]*[0-9])(?=[0-9_-]*[A-Za-z])"
+"""Lookaheads: the token's body holds a digit and a letter (no ordinary hyphenated words)."""
+
+SECRET_SHAPES: tuple[str, ...] = (
+    # OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-...), Anthropic (sk-ant-api03-...), and
+    # other sk- keys (DeepSeek, OpenRouter sk-or-v1-...): 20+ key characters after sk-.
+    rf"{_B}sk-{_DIGIT_AND_LETTER}(?=[A-Za-z0-9_-]*?[A-Za-z0-9]{{16}})[A-Za-z0-9_-]{{20,}}{_E}",
+    # Stripe and the like: sk_live_..., rk_test_..., whsec_...
+    rf"{_B}(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{{16,}}{_E}",
+    rf"{_B}whsec_[A-Za-z0-9+/=]{{20,}}",
+    # GitHub: classic (ghp_, gho_, ghu_, ghs_, ghr_) and fine-grained (github_pat_).
+    rf"{_B}gh[pousr]_[A-Za-z0-9]{{30,}}{_E}",
+    rf"{_B}github_pat_[A-Za-z0-9_]{{30,}}{_E}",
+    # GitLab personal/deploy/runner tokens.
+    rf"{_B}gl(?:pat|dt|rt|ptt|cbt|soat)-[A-Za-z0-9_-]{{20,}}{_E}",
+    # Slack bot, user, app, refresh tokens (xoxb-, xoxp-, xoxa-, xoxe-, xapp-...).
+    rf"{_B}xox[a-z](?:-[A-Za-z0-9]+){{2,}}{_E}",
+    rf"{_B}xapp-[0-9]-[A-Za-z0-9-]{{20,}}{_E}",
+    # AWS access key ids (AKIA long-term, ASIA temporary, and the other prefixes).
+    rf"{_B}(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{{16}}{_E}",
+    # An AWS secret access key after its name: aws_secret_access_key = ...
+    r"(?i:(?<=aws_secret_access_key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=]))",
+    # Google API keys, Hugging Face, npm, PyPI upload tokens.
+    rf"{_B}AIza[A-Za-z0-9_-]{{35}}{_E}",
+    rf"{_B}hf_[A-Za-z0-9]{{30,}}{_E}",
+    rf"{_B}npm_[A-Za-z0-9]{{36}}{_E}",
+    rf"{_B}pypi-[A-Za-z0-9_-]{{50,}}",
+    # JSON Web Tokens: three base64url parts, the first two JSON objects ({" -> eyJ).
+    rf"{_B}eyJ[A-Za-z0-9_-]{{10,}}\.eyJ[A-Za-z0-9_-]{{10,}}\.[A-Za-z0-9_-]{{10,}}",
+    # PEM private keys, whole block.
+    # (no quote inside: a match never spans two JSON strings, so a redacted line still parses)
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\s\\:,.-]*?-----END [A-Z ]*PRIVATE KEY-----",
+    # The credential of an Authorization header (any scheme), and any Bearer token.
+    r"(?i:(?<=authorization)[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|bot)\s+)?"
+    r"[A-Za-z0-9._~+/=-]{8,})",
+    r"(?i:(?<![A-Za-z0-9])bearer\s+[A-Za-z0-9._~+/-]{16,}=*)",
+    # A URL's password: scheme://user:password@host
+    r"(?<=://)[^\s/:@\"']{1,100}:[^\s/@\"']{3,200}(?=@)",
+)
+"""Regular expressions of text shaped like a credential (issue 12 item 8): whatever
+matches is replaced by ``[redacted]``, wherever it came from. Each asks for the
+family's own prefix and enough key characters that ordinary words, paths, hashes
+(40-hex git ids, sha256) and UUIDs do not match; a header or URL keeps its name,
+scheme and host, only the credential goes."""
+
+_SHAPE = re.compile("|".join(f"(?:{shape})" for shape in SECRET_SHAPES))
 
 _SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 _SECRET_MIN = 8
@@ -50,15 +108,15 @@ def cut_marker(count: int, unit: str = "characters") -> str:
 
 
 def cut(text: str, limit: int, *, keep: Keep = "head") -> str:
-    """``text`` cut to at most ``limit`` characters, the marker included.
+    r"""``text`` cut to at most ``limit`` characters, the marker included.
 
     Args:
         text: any text.
         limit: the most characters returned; when it is narrower than the
             marker, only the marker is returned (no text is kept).
         keep: ``"head"`` keeps the start (``head [… N characters cut …]``),
-            ``"middle"`` keeps both ends (``head\\n[…]\\ntail``), ``"tail"``
-            keeps the end (``[…]\\ntail``).
+            ``"middle"`` keeps both ends (``head\n[…]\ntail``), ``"tail"``
+            keeps the end (``[…]\ntail``).
 
     Returns:
         ``text`` unchanged when it fits, else the kept part(s) and the marker.
@@ -102,7 +160,7 @@ def _forms(secret: str) -> tuple[str, ...]:
 
 
 def redact(text: str, secrets: Iterable[str] | None = None) -> str:
-    """``text`` with every secret replaced by ``[redacted]`` (SPEC C3).
+    """``text`` with every secret replaced by ``[redacted]`` (SPEC C3, O1; issue 12 item 8).
 
     Args:
         text: any text, JSON included.
@@ -111,7 +169,8 @@ def redact(text: str, secrets: Iterable[str] | None = None) -> str:
             secret-looking environment variables (:func:`secret_values`).
 
     Returns:
-        The redacted text.
+        The redacted text: every secret value replaced, then every match of
+        :data:`SECRET_SHAPES` (a credential-shaped token, whatever its source).
     """
     if secrets is None:
         values = secret_values()
@@ -121,4 +180,15 @@ def redact(text: str, secrets: Iterable[str] | None = None) -> str:
     for value in values:
         if value in text:
             text = text.replace(value, REDACTED)
-    return text
+    return _SHAPE.sub(_shape_replacement, text)
+
+
+def _shape_replacement(match: re.Match[str]) -> str:
+    """``[redacted]``, keeping the separator a header's or a key name's match starts with."""
+    found = match.group(0)
+    head = re.match(r"[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|bot)\s+)?", found, re.I)
+    if head is not None and head.group(0) and found[0] in "\"':= \t":
+        return head.group(0) + REDACTED
+    if found[:7].lower() == "bearer " or found[:7].lower() == "bearer\t":
+        return found[:7] + REDACTED
+    return REDACTED

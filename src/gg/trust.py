@@ -98,9 +98,11 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
 
 
 def gate(settings: Settings) -> list[str]:
-    """The run's agent-stop hooks as lines (command, roles, ``on_error``): one the last
-    approved config had and this one lacks is a weakened gate (removed, made to pass on
-    failure, or bound to fewer roles)."""
+    """The run's agent-stop hooks as lines (command, roles, ``on_error``).
+
+    A line the last approved config had and this one lacks is a weakened gate (removed,
+    made to pass on failure, or bound to fewer roles).
+    """
     return sorted(
         f"[[hooks.agent_stop]] {h.command} (roles {sorted(r.value for r in h.roles)}, "
         f"on_error {h.on_error})"
@@ -121,9 +123,11 @@ class Approval:
     """The agent-stop hooks in force now (:func:`gate`)."""
 
     def record(self) -> None:
-        """Keep this as the workspace's approved config (``approved.json``, 0600, written
-        through a fresh temp file renamed over it). A state directory that cannot be
-        written is not an error: the next run then compares with the older record."""
+        """Keep this as the workspace's approved config (``approved.json``, 0600).
+
+        It is written through a fresh temp file renamed over it. A state directory that
+        cannot be written is not an error: the next run then compares with the older record.
+        """
         with contextlib.suppress(OSError):
             folder = workspace_state(self.workspace)
             tmp = folder / f".{_NAME}.{os.getpid()}"
@@ -180,8 +184,11 @@ def _read(path: Path) -> _Record | None:
 
 
 def _last(workspace: Path) -> _Record | None:
-    """This workspace's record; for a first run inside a workspace that had runs, an empty
-    record that nothing matches; ``None`` for a first run anywhere else."""
+    """This workspace's record, or what stands in for it on a first run.
+
+    For a first run inside a workspace that had runs: an empty record that nothing
+    matches. For a first run anywhere else: ``None``.
+    """
     own = _read(state_path(workspace) / _NAME)
     if own is not None:
         return own

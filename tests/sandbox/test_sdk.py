@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import os
 from typing import Any
@@ -304,11 +305,19 @@ async def test_concurrent_programs_each_get_their_own_process(
 ) -> None:
     import asyncio
 
-    program = "import os\nos.getuid()"
+    # each waits (up to 20 s) until all four run at once: a warm start is quick enough that
+    # unsynchronised programs could each end before the next begins
+    box = Sandbox(limits=dataclasses.replace(default_sandbox.limits, wall_s=30))
+    program = (
+        "import os, time\nopen(f'started-{os.getpid()}-{time.monotonic_ns()}', 'w').close()\n"
+        "deadline = time.monotonic() + 20\n"
+        "while len([n for n in os.listdir('.') if n.startswith('started-')]) < 4:\n"
+        "    assert time.monotonic() < deadline, 'the four programs never ran at once'\n"
+        "    time.sleep(0.005)\n"
+        "os.getuid()"
+    )
     results = await asyncio.gather(*(
-        default_sandbox.run(
-            program, language="python", workspace=arena.workspace, tools=[], handler=Recorder()
-        )
+        box.run(program, language="python", workspace=arena.workspace, tools=[], handler=Recorder())
         for _ in range(4)
     ))  # fmt: skip
     assert all(r.error is None for r in results), results

@@ -31,9 +31,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import gg
+from gg.agent import AgentOptions
 from gg.board.errors import BoardError
 from gg.board.git import Git, worktree_path
 from gg.board.gitsafe import write_gg_ignore
@@ -98,15 +99,21 @@ class BoardResult:
 
     @property
     def exit_code(self) -> int:
-        """0 when every issue taken is done, else 1; ``128 + signal`` when a signal
-        stopped the run: 130, 143, 129 (SPEC O3, issue 12)."""
+        """0 when every issue taken is done, else 1 (SPEC O3).
+
+        ``128 + signal`` when a signal stopped the run: 130, 143, 129 (issue 12).
+        """
         if self.signal is not None:
             return 128 + self.signal
         return 0 if self.status == "ended" else 1
 
     def to_json(self) -> dict[str, Any]:
-        """``{"run_id", "status", "diagnosis", "stream", "on_board", "issues": [{number,
-        title, state, round, merge_sha, diagnosis}]}``."""
+        """The result as a JSON object.
+
+        Returns:
+            ``{"run_id", "status", "diagnosis", "stream", "on_board", "issues": [{number,
+            title, state, round, merge_sha, diagnosis}]}``.
+        """
         return {
             "run_id": self.run_id,
             "status": self.status,
@@ -131,8 +138,10 @@ def issue_json(issue: Issue) -> dict[str, Any]:
 
 
 class _RunLock:
-    """An exclusive ``flock`` on ``<state>/board.lock`` for the length of a board run
-    (opened with ``O_NOFOLLOW`` in the gg-private state directory)."""
+    """An exclusive ``flock`` on ``<state>/board.lock`` for the length of a board run.
+
+    The lock file is opened with ``O_NOFOLLOW`` in the gg-private state directory.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -167,16 +176,16 @@ class Board:
 
     Args:
         workspace: the repository's top level (must exist; a git repo to ``run``).
-        model: a model spec or :class:`gg.Model` for every session (default: ``[model]``).
-        settings / config: as for :class:`gg.Agent` (default: the workspace's ``gg.toml``).
         store: a :class:`Store` to use instead of the one ``[board] store`` names.
         reviewers, max_rounds, concurrency, base_branch: override ``[board]``.
-        ceilings: overrides for ``[ceilings]``, e.g. ``{"max_turns": 4}``.
-        tools, hooks, listeners: as for :class:`gg.Agent` (hooks are agent-stop hooks
-            added to the ``gg.toml`` ones; listeners get every stream event).
         observers: called with a :class:`Progress` on every issue change (displays).
-        progress: called with status lines while a local model loads.
-        trust_config: as for :class:`gg.Agent` (:mod:`gg.trust`).
+        **agent: any :class:`gg.agent.AgentOptions` (``model``, ``settings``/``config``
+            (default: the workspace's ``gg.toml``), ``ceilings`` e.g.
+            ``{"max_turns": 4}``, ``mode``, ``tools``, ``hooks`` (agent-stop hooks
+            added to the ``gg.toml`` ones and the merge guard), ``listeners`` (every
+            stream event), ``progress``, ``trust_config``...), handed to the
+            :class:`gg.Agent` whose run drives every session; ``role`` and
+            ``workspace`` are the board's.
 
     Raises:
         UserError: a missing workspace; ConfigError: a bad setting (names the key).
@@ -186,27 +195,20 @@ class Board:
         self,
         workspace: str | Path = ".",
         *,
-        model: str | gg.Model | None = None,
-        settings: gg.Settings | None = None,
-        config: str | Path | None = None,
         store: Store | None = None,
         reviewers: int | None = None,
         max_rounds: int | None = None,
         concurrency: int | None = None,
         base_branch: str | None = None,
-        ceilings: dict[str, Any] | None = None,
-        tools: Sequence[Any] = (),
-        hooks: Sequence[Any] = (),
-        listeners: Sequence[Callable[[Any], None]] = (),
         observers: Sequence[Callable[[Progress], None]] = (),
-        progress: Callable[[str], None] | None = None,
-        trust_config: bool = False,
+        **agent: Unpack[AgentOptions],
     ) -> None:
         ws = Path(workspace).expanduser()
         if not ws.is_dir():
             raise gg.UserError(f"workspace {str(ws)!r} does not exist or is not a directory")
         self.workspace = ws.resolve()
-        base = settings or gg.load_settings(
+        config = agent.pop("config", None)
+        base = agent.pop("settings", None) or gg.load_settings(
             Path(config) if config else None, workspace=self.workspace
         )
         overrides = {
@@ -218,13 +220,10 @@ class Board:
         data = base.model_dump(mode="json")
         data["board"].update({k: v for k, v in overrides.items() if v is not None})
         self.settings = settings_from_dict(data, source="board options")
-        self._model, self._ceilings = model, dict(ceilings or {})
-        self._tools, self._hooks, self._listeners = list(tools), list(hooks), list(listeners)
+        self._agent = agent
         self.observers = list(observers)
-        self._progress = progress
         self._run: Run | None = None
         self._store = store
-        self._trust_config = trust_config
 
     # -- the store ---------------------------------------------------------------------------
 
@@ -350,9 +349,10 @@ class Board:
 
     def _say(self, text: str) -> None:
         """A status line for the operator (the ``progress`` callback), if any."""
-        if self._progress is not None:
+        progress = self._agent.get("progress")
+        if progress is not None:
             with contextlib.suppress(Exception):
-                self._progress(text)
+                progress(text)
 
     def notify(self, progress: Progress) -> None:
         """Tell every observer (an observer's failure is ignored)."""
@@ -425,17 +425,13 @@ class Board:
         git = Git(self.workspace)
         await git.check_repo(self.settings.board.base_branch)
         guard = MergeGuard(git)
-        agent = gg.Agent(
-            model=self._model,
-            workspace=self.workspace,
-            settings=self.settings,
-            ceilings=self._ceilings,
-            tools=self._tools,
-            hooks=[*self._hooks, guard.hook()],
-            listeners=[Tracker(self), *self._listeners],
-            progress=self._progress,
-            trust_config=self._trust_config,
-        )
+        options: AgentOptions = {
+            **self._agent,
+            "settings": self.settings,
+            "hooks": [*self._agent.get("hooks", ()), guard.hook()],
+            "listeners": [Tracker(self), *self._agent.get("listeners", ())],
+        }
+        agent = gg.Agent(workspace=self.workspace, **options)
         with _RunLock(workspace_state(self.workspace) / "board.lock"):
             await self._recover(git)
             self._run = run = agent.new_run()
@@ -462,8 +458,11 @@ class Board:
         )
 
     async def _recover(self, git: Git) -> None:
-        """After a crash: abandon sessions still marked running, clear stale git locks,
-        remove the worktrees of issues already done."""
+        """Clean up after a crash.
+
+        Abandons sessions still marked running, clears stale git locks, and removes
+        the worktrees of issues already done.
+        """
         locked_at = time.time()
         _ignore_gg_dir(self.workspace)
         self.store.abandon_running()
@@ -557,6 +556,8 @@ def _stuck_from(detail: IssueDetail) -> IssueState:
 
 
 def _ignore_gg_dir(workspace: Path) -> None:
-    """Make git ignore ``.gg/`` (runs, store, worktrees) without touching the user's files
-    (no link followed: :func:`~gg.board.gitsafe.write_gg_ignore`)."""
+    """Make git ignore ``.gg/`` (runs, store, worktrees) without touching the user's files.
+
+    No link is followed: :func:`~gg.board.gitsafe.write_gg_ignore`.
+    """
     write_gg_ignore(workspace)

@@ -188,8 +188,11 @@ def reopen(
     config: Config = None,
     json_out: JsonOut = False,
 ) -> None:
-    """Open done issue N again: the next run implements, reviews and merges it anew
-    from the current base branch. Exit 2 if N is not done."""
+    """Open done issue N again.
+
+    The next run implements, reviews and merges it anew from the current base
+    branch. Exit 2 if N is not done.
+    """
     _change(number, workspace, config, json_out, "reopen")
 
 
@@ -254,8 +257,10 @@ def run(
 
 
 def _stopped_early(error: gg.ModelError | DiskFull, *, json_out: bool) -> typer.Exit:
-    """One line on stderr for a model that could not be set up, or a full disk (the run
-    stopped, its diagnosis naming the disk; ``--json`` gets it too); returns exit 1."""
+    """One line on stderr for a model that could not be set up, or a full disk; exit 1.
+
+    A full disk stopped the run, its diagnosis naming the disk; ``--json`` gets it too.
+    """
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     if isinstance(error, DiskFull):
         console.print(line(("stopped:", "red"), f" {error}"))

@@ -146,8 +146,11 @@ def _detail_text(detail: Mapping[str, object]) -> str:
 
 
 def _ending_text(ending: Mapping[str, object] | None, diagnosis: str | None) -> str:
-    """A stored session's ending (its :data:`gg.endings.EndingRecord`, read back typed),
-    or its diagnosis when it stopped; a record that is no ending shows its call."""
+    """A stored session's ending as text, or its diagnosis when it stopped.
+
+    The ending is its :data:`gg.endings.EndingRecord`, read back typed; a record that
+    is no ending shows its call.
+    """
     if ending is None:
         return _cut(diagnosis or "", 100)
     try:

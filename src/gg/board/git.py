@@ -201,8 +201,10 @@ class Git:
     async def _exec(
         self, argv: list[str], *, cwd: Path, env: dict[str, str], check: bool, op: str
     ) -> GitResult:
-        """Start ``argv`` (a git command line; ``op`` names it in errors), wait under the
-        timeout."""
+        """Start ``argv`` (a git command line) and wait for it under the timeout.
+
+        ``op`` names the command in errors.
+        """
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -406,8 +408,11 @@ class Git:
         await self.run("worktree", "add", "--quiet", *args)
 
     def _admin_lock(self) -> asyncio.Lock:
-        """One lock per repository and event loop for ``git worktree`` add/prune/remove:
-        a ``prune`` racing another issue's ``add`` removes the half-made admin dir."""
+        """One lock per repository and event loop for ``git worktree`` add/prune/remove.
+
+        Without it, a ``prune`` racing another issue's ``add`` removes the half-made
+        admin dir.
+        """
         key = (id(asyncio.get_running_loop()), self.repo.resolve())
         lock = _WORKTREE_LOCKS.get(key)
         if lock is None:
@@ -436,6 +441,9 @@ class Git:
         """Make ``path`` a clean worktree detached at ``commit`` (reusing it when it exists).
 
         Args:
+            path: the worktree's directory (an intact worktree there is reused: reset
+                clean and checked out at ``commit``).
+            commit: the commit the worktree is detached at.
             discard_changed: a worktree whose ``.git`` was changed is removed and made
                 anew (gg's scratch worktrees), instead of refused.
 
@@ -525,8 +533,11 @@ class Git:
         return conflicted
 
     async def unmerged(self, path: Path) -> list[str]:
-        """Files with unresolved conflicts in ``path``'s index (read from the index only:
-        no file of the worktree's is read, no nested repository is asked)."""
+        """Files with unresolved conflicts in ``path``'s index.
+
+        Read from the index only: no file of the worktree's is read, no nested
+        repository is asked.
+        """
         r = await self.run("ls-files", "--unmerged", "-z", worktree=path)
         names: list[str] = []
         for record in r.out.split("\0"):

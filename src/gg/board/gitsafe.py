@@ -191,7 +191,7 @@ def git_env(
 
 
 def driver_overrides(listing: bytes, *, git: str) -> dict[str, str]:
-    """Overrides that turn off every filter and merge driver a configuration defines.
+    r"""Overrides that turn off every filter and merge driver a configuration defines.
 
     An agent's ``.gitattributes`` can name any driver the repository's
     configuration defines (a relative command would run the agent's script):
@@ -201,7 +201,7 @@ def driver_overrides(listing: bytes, *, git: str) -> dict[str, str]:
     --no-textconv`` on gg's diffs.
 
     Args:
-        listing: the output of ``git config --list -z`` (``key\\nvalue`` records, NUL-separated).
+        listing: the output of ``git config --list -z`` (``key\nvalue`` records, NUL-separated).
         git: the git binary's absolute path (for the merge command).
 
     Returns:

@@ -23,7 +23,7 @@ __all__ = [
 
 
 def numbered(items: Sequence[str]) -> str:
-    """``1. first\\n2. second`` (the requested changes as the implementer gets them)."""
+    r"""``1. first\n2. second`` (the requested changes as the implementer gets them)."""
     return "\n".join(f"{i}. {item}" for i, item in enumerate(items, 1))
 
 

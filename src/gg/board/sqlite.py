@@ -124,8 +124,9 @@ _FIELDS = frozenset({"round", "branch", "summary", "diagnosis", "merge_sha"})
 
 
 def default_path(workspace: Path) -> Path:
-    """``<state>/board.sqlite3`` in the workspace's gg-private state directory (the
-    directory is made if missing; issue 9 item 2).
+    """``<state>/board.sqlite3`` in the workspace's gg-private state directory.
+
+    The directory is made if missing (issue 9 item 2).
 
     Raises:
         gg.state.StateError: the state directory is unusable.

@@ -1,4 +1,4 @@
-"""The board's records and the :class:`Store` seam (SPEC B1, B5).
+r"""The board's records and the :class:`Store` seam (SPEC B1, B5).
 
 A store keeps a board's issues: title, body, state, the sessions run for
 them (implementer, reviewers, merge agent), the reviewers' verdicts with
@@ -15,7 +15,7 @@ takes a file lock for that), or any ordering of history rows across issues.
 States (SPEC B2-B4)::
 
     open -> implementing -> reviewing -> (implementing -> reviewing ...) -> merging -> done
-                 \\               \\                                           \\
+                 \               \                                           \
                   +---------------+--------------------> stuck <--------------+
 """
 

@@ -27,6 +27,8 @@ from gg.stream import (
     Event,
     GateBlocked,
     GatePassed,
+    IssueStateChanged,
+    RetryEvent,
     RunEnded,
     RunResumed,
     RunStarted,
@@ -73,6 +75,8 @@ def activity(event: Event, slot: SessionSlot) -> str | None:
             return f"{head} · gate blocked by {event.hook}"
         case ErrorTurn():
             return f"{head} · error turn ({event.kind})"
+        case RetryEvent():
+            return f"{head} · {event.provider} retry after attempt {event.attempt}"
         case (
             RunStarted()
             | SessionStarted()
@@ -88,6 +92,7 @@ def activity(event: Event, slot: SessionSlot) -> str | None:
             | RunEnded()
             | Checkpoint()
             | RunResumed()
+            | IssueStateChanged()
         ):
             return None
         case _:

@@ -42,6 +42,7 @@ from gg.board.prompts import implement_task, review_task, rework_fresh_task, rew
 from gg.board.store import TERMINAL, Issue, IssueState, SessionKind, Store, Verdict
 from gg.board.transcript import dump_messages, resumable
 from gg.config import BoardSettings
+from gg.stream import IssueStateChanged
 
 __all__ = [
     "CURRENT",
@@ -191,8 +192,25 @@ class IssueFlow:
         issue = self.ctx.store.transition(
             self.number, event=event, to=to, expect=expect, detail=detail, **fields
         )
+        self.announce(issue, event)
         self.ctx.notify(Progress(issue=issue, activity=event.replace("_", " "), event="state"))
         return issue
+
+    def announce(self, issue: Issue, event: str) -> None:
+        """Put a stored transition on the run's stream: an ``issue_state`` event (issue 12)."""
+        run = self.ctx.run
+        if run.stream.closed:
+            return
+        run.emit(
+            IssueStateChanged(
+                run_id=run.run_id,
+                issue=issue.number,
+                event=event,
+                state=issue.state.value,
+                round=issue.round,
+                diagnosis=issue.diagnosis if event in ("stuck", "paused") else None,
+            )
+        )
 
     def stuck(self, diagnosis: str) -> Issue:
         """Mark the issue ``stuck`` with ``diagnosis``."""
@@ -201,6 +219,7 @@ class IssueFlow:
     def pause(self, reason: str) -> Issue:
         """Leave the issue in its state for the next run; record why."""
         issue = self.ctx.store.transition(self.number, event="paused", diagnosis=reason)
+        self.announce(issue, "paused")
         self.ctx.notify(Progress(issue=issue, activity=f"paused: {reason}", event="paused"))
         return issue
 

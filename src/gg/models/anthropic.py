@@ -17,7 +17,10 @@ Conversion from gg's messages:
 Streaming (default on) reads the raw event stream and assembles the reply
 itself, so text reaches ``on_delta`` as it arrives and a call whose input
 JSON is cut off or malformed becomes a call with ``parse_error`` rather than
-an exception. Usage: input tokens include cache writes and reads. Retries,
+an exception. Every field of an event is read through :mod:`gg.models.wire`: an
+event of the wrong shape is retried as a transient fault (issue 12 item 2).
+Usage: input tokens include cache writes and reads; an answer without usage is
+estimated (:func:`gg.models.retry.estimate_usage`) and marked ``estimated``. Retries,
 timeouts and error translation: :mod:`gg.models.retry`.
 
 What it does not promise: thinking blocks and server tools are dropped.
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, assert_never
 
 from gg import bounded
+from gg.models import wire
 from gg.models.base import (
     AssistantMessage,
     Message,
@@ -54,7 +58,9 @@ from gg.models.retry import (
     decode_arguments,
     describe_sdk_error,
     env_key,
+    estimate_usage,
 )
+from gg.models.wire import Malformed, items, record
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -90,6 +96,10 @@ class _Draft:
     output_tokens: int = 0
     finished: bool = False
     """Whether ``message_stop`` arrived (the reply is whole)."""
+    usage_given: bool = False
+    """Whether the API sent usage (else it is estimated, :func:`estimate_usage`)."""
+    events: int = 0
+    """Stream events read so far (named in a malformed event's message)."""
 
 
 class AnthropicModel:
@@ -168,7 +178,7 @@ class AnthropicModel:
             provider=_PROVIDER,
             secrets=self._secrets,
         )
-        return self._reply(draft)
+        return self._reply(draft, request)
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
@@ -219,27 +229,41 @@ class AnthropicModel:
         return draft
 
     def _fold_event(self, draft: _Draft, event: Any) -> None:
-        """Add one raw stream event to ``draft``; report new text to ``on_delta``."""
-        kind = event.type
+        """Add one raw stream event to ``draft``; report new text to ``on_delta``.
+
+        Raises:
+            Malformed: the event is not shaped like a Messages stream event.
+        """
+        draft.events += 1
+        where = f"stream event {draft.events}"
+        kind = wire.text(record(event, where), "type", where)
         if kind == "message_start":
-            _take_usage(draft, event.message.usage)
+            message = record(wire.field(event, "message"), f"{where}'s message")
+            _take_usage(draft, wire.field(message, "usage"), where)
         elif kind == "message_stop":
             draft.finished = True
         elif kind == "message_delta":
-            _take_usage(draft, event.usage)
+            _take_usage(draft, wire.field(event, "usage"), where)
         elif kind == "content_block_start":
-            draft.blocks[event.index] = _block_from(event.content_block)
+            block = record(wire.field(event, "content_block"), f"{where}'s content_block")
+            draft.blocks[_index(event, where)] = _block_from(block, where)
         elif kind == "content_block_delta":
-            block = draft.blocks.setdefault(event.index, _Block(kind="text"))
-            delta = event.delta
-            if delta.type == "text_delta":
-                block.text += delta.text
-                if self._on_delta is not None and delta.text:
-                    self._on_delta(delta.text)
-            elif delta.type == "input_json_delta":
-                block.json += delta.partial_json
+            self._fold_delta(draft, event, where)
 
-    def _reply(self, draft: _Draft) -> Reply:
+    def _fold_delta(self, draft: _Draft, event: Any, where: str) -> None:
+        block = draft.blocks.setdefault(_index(event, where), _Block(kind="text"))
+        what = f"{where}'s delta"
+        delta = record(wire.field(event, "delta"), what)
+        kind = wire.text(delta, "type", what)
+        if kind == "text_delta":
+            piece = wire.text(delta, "text", what)
+            block.text += piece
+            if self._on_delta is not None and piece:
+                self._on_delta(piece)
+        elif kind == "input_json_delta":
+            block.json += wire.text(delta, "partial_json", what)
+
+    def _reply(self, draft: _Draft, request: dict[str, Any]) -> Reply:
         texts: list[str] = []
         calls: list[ToolCall] = []
         for _, block in sorted(draft.blocks.items()):
@@ -247,38 +271,67 @@ class AnthropicModel:
                 texts.append(block.text)
             elif block.kind == "tool_use":
                 calls.append(_call_from(block))
-        cost = cost_of(self.model, draft.input_tokens, draft.output_tokens, self._prices)
-        usage = Usage(input_tokens=draft.input_tokens, output_tokens=draft.output_tokens, cost=cost)
+        tokens_in, tokens_out = draft.input_tokens, draft.output_tokens
+        if not draft.usage_given:
+            raw = [[c.id, c.name, str(c.arguments)] for c in calls]
+            tokens_in, tokens_out = estimate_usage(request, "".join(texts), raw)
+        cost = cost_of(self.model, tokens_in, tokens_out, self._prices)
+        usage = Usage(
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            cost=cost,
+            estimated=not draft.usage_given,
+        )
         return Reply(text="".join(texts), tool_calls=tuple(calls), usage=usage)
 
 
-def _take_usage(draft: _Draft, usage: Any) -> None:
+def _index(event: object, where: str) -> int:
+    index = wire.field(event, "index")
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < 1000:
+        raise Malformed(f"{where}'s 'index' is {index!r:.40}, not a small whole number")
+    return index
+
+
+def _take_usage(draft: _Draft, usage: object, where: str) -> None:
     """Fold a usage object (start, delta, or final) into the draft; absent fields keep."""
     if usage is None:
         return
+    what = f"{where}'s usage"
+    record(usage, what)
     parts = [
-        getattr(usage, name, None)
+        wire.count(usage, name, what)
         for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     ]
     if any(p is not None for p in parts):
         draft.input_tokens = sum(p or 0 for p in parts)
-    if getattr(usage, "output_tokens", None) is not None:
-        draft.output_tokens = usage.output_tokens
+        draft.usage_given = True
+    output = wire.count(usage, "output_tokens", what)
+    if output is not None:
+        draft.output_tokens = output
+        draft.usage_given = True
 
 
-def _block_from(content: Any) -> _Block:
-    if content.type == "tool_use":
-        return _Block(kind="tool_use", call_id=content.id, name=content.name, input=content.input)
-    if content.type == "text":
-        return _Block(kind="text", text=content.text)
-    return _Block(kind=content.type)
+def _block_from(content: object, where: str) -> _Block:
+    what = f"{where}'s content block"
+    kind = wire.text(content, "type", what)
+    if kind == "tool_use":
+        return _Block(
+            kind="tool_use",
+            call_id=wire.text(content, "id", what),
+            name=wire.text(content, "name", what),
+            input=wire.field(content, "input"),
+        )
+    if kind == "text":
+        return _Block(kind="text", text=wire.text(content, "text", what))
+    return _Block(kind=kind)
 
 
-def _draft_from_message(message: Any) -> _Draft:
-    draft = _Draft()
-    _take_usage(draft, message.usage)
-    for index, content in enumerate(message.content):
-        draft.blocks[index] = _block_from(content)
+def _draft_from_message(message: object) -> _Draft:
+    where = "the message"
+    draft = _Draft(finished=True)
+    _take_usage(draft, wire.field(record(message, where), "usage"), where)
+    for index, content in enumerate(items(message, "content", where)):
+        draft.blocks[index] = _block_from(record(content, f"{where}'s content[{index}]"), where)
     return draft
 
 

@@ -2,7 +2,9 @@
 
 One protocol for every provider. A model knows nothing of roles, endings or
 modes: it is handed the conversation and the offered tools, and returns text,
-tool calls and usage.
+tool calls and usage. A provider that retries reports each retry with
+:func:`report_retry`; whoever asks the model (the session) hears of it by
+asking inside :func:`retries_reported` (the ``retry`` event, issue 12 item 2).
 
 What :meth:`Model.respond` does not promise: that the reply calls a tool, that
 the tool exists, or that its arguments fit the schema. The session turns those
@@ -12,6 +14,9 @@ no reply could be had at all (provider down, retries exhausted, script done).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -22,12 +27,16 @@ __all__ = [
     "Message",
     "Model",
     "Reply",
+    "RetryListener",
+    "RetryNotice",
     "SystemMessage",
     "ToolCall",
     "ToolMessage",
     "ToolSpec",
     "Usage",
     "UserMessage",
+    "report_retry",
+    "retries_reported",
 ]
 
 
@@ -83,6 +92,8 @@ class Usage:
     output_tokens: int = 0
     cost: float = 0.0
     """Cost in the price table's currency unit; 0 when no price is configured."""
+    estimated: bool = False
+    """The counts are gg's estimate (the server sent no usage), not the provider's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,3 +166,49 @@ class Model(Protocol):
             gg.errors.ModelError: when no reply can be had at all.
         """
         ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryNotice:
+    """A provider is about to try a request again (issue 12 item 2: the ``retry`` event).
+
+    Attributes:
+        provider: the provider's name, e.g. ``"openai-compat"``.
+        attempt: the attempt that failed, from 1.
+        wait_s: seconds before the next attempt.
+        cause: what went wrong, in the operator's words (status, server's message).
+    """
+
+    provider: str
+    attempt: int
+    wait_s: float
+    cause: str
+
+
+RetryListener: TypeAlias = Callable[[RetryNotice], None]
+"""Gets each :class:`RetryNotice` of the model calls made inside :func:`retries_reported`."""
+
+_LISTENER: contextvars.ContextVar[RetryListener | None] = contextvars.ContextVar(
+    "gg_retry_listener", default=None
+)
+
+
+@contextlib.contextmanager
+def retries_reported(listener: RetryListener) -> Iterator[None]:
+    """Within the block, the retries of this task's model calls go to ``listener``.
+
+    A context variable, so concurrent sessions (each its own asyncio task) hear of
+    their own retries only, and a :class:`Model` shared by them needs no callback.
+    """
+    token = _LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
+
+
+def report_retry(notice: RetryNotice) -> None:
+    """Tell the current :func:`retries_reported` listener, if any, of a retry."""
+    listener = _LISTENER.get()
+    if listener is not None:
+        listener(notice)

@@ -1,8 +1,8 @@
-"""The model boundary: every reply is bounded and cleaned before the loop sees it (issue 9, F4).
+r"""The model boundary: every reply is bounded and cleaned before the loop sees it (issue 9, F4).
 
 A model's reply is hostile input like a program's message: a prompt-injected
 model or a broken server can send anything the provider's JSON allows, and a
-vendor SDK or ``json.loads`` hands gg what it parsed (``"a\\\\ud800"`` becomes a
+vendor SDK or ``json.loads`` hands gg what it parsed (``"a\\ud800"`` becomes a
 lone surrogate, ``[[[[...`` a deep list). :func:`clean_reply` runs once per
 reply, in the session right after :meth:`gg.models.base.Model.respond` (and in
 :class:`gg.models.recording.RecordingModel` before it records), whatever the
@@ -209,9 +209,12 @@ def _clean_message(message: Message) -> Message:
 
 
 def clean_messages(messages: list[Message], start: int = 0) -> None:
-    """Replace, in place, each message from ``start`` on that holds a lone surrogate
-    by a copy with U+FFFD in its place (issue 9, F4: nothing gg sends a model fails
-    to encode). Messages before ``start`` were cleaned already."""
+    """Replace lone surrogates by U+FFFD in the messages from ``start`` on, in place.
+
+    Each message that holds a lone surrogate is replaced by a copy with U+FFFD in its
+    place (issue 9, F4: nothing gg sends a model fails to encode). Messages before
+    ``start`` were cleaned already.
+    """
     for index in range(start, len(messages)):
         cleaned = _clean_message(messages[index])
         if cleaned is not messages[index]:

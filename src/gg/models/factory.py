@@ -27,6 +27,7 @@ from gg.errors import ModelUnavailable, UserError
 from gg.models.base import Model
 from gg.models.catalogue import CATALOGUE
 from gg.models.retry import Prices, RetryPolicy
+from gg.models.scripted import ScriptedModel
 
 __all__ = ["VALID_FORMS", "ModelSpec", "Scheme", "model_from_spec", "parse_spec", "validate_spec"]
 
@@ -205,8 +206,6 @@ def _build(spec: str, parsed: ModelSpec, shared: dict[str, Any], opts: dict[str,
     """The model of ``parsed``, given the run-wide settings it takes and all of ``opts``."""
     if parsed.scheme == "scripted":
         _accepted(spec, _SCRIPTED_OPTIONS, opts)
-        from gg.models.scripted import ScriptedModel
-
         return ScriptedModel.from_file(parsed.target)
     if parsed.scheme == "local":
         factory: Callable[..., Model] = _import_local()

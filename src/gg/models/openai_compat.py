@@ -28,8 +28,19 @@ Streaming (default on) reads the reply as it arrives and hands each text
 piece to ``on_delta``; usage is asked for with ``stream_options``. Retries,
 timeouts and error translation: :mod:`gg.models.retry`.
 
-What it does not promise: that a compatible server honours ``tools``,
-``stream_options`` or usage (missing usage counts as 0 tokens).
+Every field of the server's answer is read through :mod:`gg.models.wire`: a
+chunk of the wrong shape (not JSON, no object, a ``null`` delta, a count that
+is not one) is retried as a transient fault, and when retries run out the
+session stops with a diagnosis naming the provider (issue 12 item 2).
+
+Usage: asked for with ``stream_options: {"include_usage": true}``; when the
+server sends none anyway (llama.cpp's server), it is estimated at one token
+per four characters of the request and of the reply
+(:func:`gg.models.retry.estimate_usage`) and marked ``estimated`` on the
+stream, so ``max_tokens`` and ``max_cost`` still trip.
+
+What it does not promise: that a compatible server honours ``tools`` or
+``stream_options``, or that an estimate matches the model's tokenizer.
 """
 
 from __future__ import annotations
@@ -40,6 +51,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, assert_never
 
+from gg import bounded
+from gg.models import wire
 from gg.models.base import (
     AssistantMessage,
     Message,
@@ -63,7 +76,9 @@ from gg.models.retry import (
     decode_arguments,
     describe_sdk_error,
     env_key,
+    estimate_usage,
 )
+from gg.models.wire import Malformed, items, record
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -104,8 +119,12 @@ class _Draft:
     """Native calls by index: ``[id, name, arguments-json-so-far]``."""
     input_tokens: int = 0
     output_tokens: int = 0
+    usage_given: bool = False
+    """Whether the server sent usage (else it is estimated, :func:`estimate_usage`)."""
     finished: bool = False
     """Whether a choice carried a ``finish_reason`` (the reply is whole)."""
+    chunks: int = 0
+    """Stream chunks read so far (named in a malformed chunk's message)."""
 
     def add_call(self, index: int, call_id: str | None, name: str | None, args: str | None) -> None:
         """Fold one (possibly partial) native call into the draft."""
@@ -176,36 +195,18 @@ class OpenAICompatModel:
         """
         import openai
 
-        self.model = model
-        self.provider: Provider = provider
-        key = env_key(
-            OPENAI_KEY_ENV if provider == "openai" else COMPAT_KEY_ENV,
-            provider=provider,
-            required=provider == "openai",
-        )
-        if provider == "openai":
-            base_url = base_url or env_key(OPENAI_BASE_URL_ENV, provider=provider, required=False)
-            self.name = f"openai:{model}"
-        elif not base_url:
-            raise ValueError("openai-compat needs a base_url")
-        else:
-            self.name = f"openai-compat:{model}@{base_url}"
-        self.base_url = base_url
-        self._secrets = (key,) if key else ()
-        self._retry = retry or RetryPolicy()
+        self.model, self.provider = model, provider
+        self.name, self.base_url, key = _endpoint(provider, model, base_url)
+        self._secrets, self._retry = ((key,) if key else ()), retry or RetryPolicy()
         self._stream, self._stream_usage, self._on_delta = stream, stream_usage, on_delta
-        if text_tools is None:
-            text_tools = "auto" if provider == "openai-compat" else False
-        self._text_tools: TextTools = text_tools
-        self._tool_format = tool_format
+        auto: TextTools = "auto" if provider == "openai-compat" else False
+        self._text_tools: TextTools = auto if text_tools is None else text_tools
+        self._tool_format, self._fold_system = tool_format, fold_system
         self._prices, self._max_tokens, self._temperature = prices, max_tokens, temperature
-        self._fold_system = fold_system
         self._client: AsyncOpenAI = openai.AsyncOpenAI(
-            api_key=key or _PLACEHOLDER_KEY,
-            base_url=base_url,
-            timeout=self._retry.timeout_s,
-            max_retries=0,
-        )
+            api_key=key or _PLACEHOLDER_KEY, base_url=self.base_url,
+            timeout=self._retry.timeout_s, max_retries=0,
+        )  # fmt: skip
 
     async def respond(self, messages: list[Message], tools: list[ToolSpec]) -> Reply:
         """Send the conversation and offered tools; return the reply (SPEC M4).
@@ -230,7 +231,7 @@ class OpenAICompatModel:
             provider=self.provider,
             secrets=self._secrets,
         )
-        return self._reply(draft, tools)
+        return self._reply(draft, tools, request)
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
@@ -284,28 +285,32 @@ class OpenAICompatModel:
         return draft
 
     def _fold_chunk(self, draft: _Draft, chunk: Any) -> None:
-        """Add one stream chunk to ``draft``; report new text to ``on_delta``."""
-        if chunk.usage is not None:
-            draft.input_tokens = chunk.usage.prompt_tokens or 0
-            draft.output_tokens = chunk.usage.completion_tokens or 0
-        for choice in chunk.choices[:1]:
-            draft.finished = draft.finished or choice.finish_reason is not None
-            delta = choice.delta
-            text = (delta.content or "") + (delta.refusal or "")
-            if text:
-                draft.text += text
-                if self._on_delta is not None:
-                    self._on_delta(text)
-            for call in delta.tool_calls or ():
-                function = call.function
-                draft.add_call(
-                    call.index,
-                    call.id,
-                    function.name if function else None,
-                    function.arguments if function else None,
-                )
+        """Add one stream chunk to ``draft``; report new text to ``on_delta``.
 
-    def _reply(self, draft: _Draft, tools: list[ToolSpec]) -> Reply:
+        Raises:
+            Malformed: the chunk is not shaped like a ``chat.completion.chunk``.
+        """
+        draft.chunks += 1
+        where = f"stream chunk {draft.chunks}"
+        record(chunk, where)
+        _take_usage(draft, wire.field(chunk, "usage"), where)
+        for choice in items(chunk, "choices", where)[:1]:
+            record(choice, f"{where}'s choices[0]")
+            draft.finished = draft.finished or wire.field(choice, "finish_reason") is not None
+            delta = wire.field(choice, "delta")
+            if delta is None:
+                continue
+            what = f"{where}'s delta"
+            record(delta, what)
+            piece = wire.text(delta, "content", what) + wire.text(delta, "refusal", what)
+            if piece:
+                draft.text += piece
+                if self._on_delta is not None:
+                    self._on_delta(piece)
+            for position, call in enumerate(items(delta, "tool_calls", what)):
+                _fold_call(draft, call, position, f"{what}'s tool_calls[{position}]")
+
+    def _reply(self, draft: _Draft, tools: list[ToolSpec], request: dict[str, Any]) -> Reply:
         """Decode the draft's calls (or parse them from text) into a Reply."""
         calls = tuple(
             _native_call(call_id, name, args) for call_id, name, args in draft.calls.values()
@@ -315,26 +320,101 @@ class OpenAICompatModel:
             text, calls = calls_from_text(
                 text, tool_names=[t.name for t in tools], tool_format=self._tool_format
             )
-        cost = cost_of(self.model, draft.input_tokens, draft.output_tokens, self._prices)
-        usage = Usage(input_tokens=draft.input_tokens, output_tokens=draft.output_tokens, cost=cost)
+        tokens_in, tokens_out = draft.input_tokens, draft.output_tokens
+        if not draft.usage_given:  # llama.cpp's server streams none: estimate, marked so
+            tokens_in, tokens_out = estimate_usage(request, draft.text, draft.calls.values())
+        cost = cost_of(self.model, tokens_in, tokens_out, self._prices)
+        usage = Usage(
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            cost=cost,
+            estimated=not draft.usage_given,
+        )
         return Reply(text=text, tool_calls=calls, usage=usage)
 
 
+def _endpoint(
+    provider: Provider, model: str, base_url: str | None
+) -> tuple[str, str | None, str | None]:
+    """``(name, base_url, key)`` of a provider: the key from its variable (SPEC C3).
+
+    Raises:
+        gg.errors.ModelUnavailable: ``openai`` without ``OPENAI_API_KEY``.
+        ValueError: ``openai-compat`` without ``base_url``.
+    """
+    key = env_key(
+        OPENAI_KEY_ENV if provider == "openai" else COMPAT_KEY_ENV,
+        provider=provider,
+        required=provider == "openai",
+    )
+    if provider == "openai":
+        base_url = base_url or env_key(OPENAI_BASE_URL_ENV, provider=provider, required=False)
+        return f"openai:{model}", base_url, key
+    if not base_url:
+        raise ValueError("openai-compat needs a base_url")
+    return f"openai-compat:{model}@{base_url}", base_url, key
+
+
+def _take_usage(draft: _Draft, usage: object, where: str) -> None:
+    """Fold a ``usage`` object into the draft (absent: nothing; malformed: Malformed)."""
+    if usage is None:
+        return
+    what = f"{where}'s usage"
+    record(usage, what)
+    prompt = wire.count(usage, "prompt_tokens", what)
+    completion = wire.count(usage, "completion_tokens", what)
+    if prompt is not None or completion is not None:
+        draft.input_tokens, draft.output_tokens = prompt or 0, completion or 0
+        draft.usage_given = True
+
+
+def _fold_call(draft: _Draft, call: object, position: int, what: str) -> None:
+    """Fold one (possibly partial) native call of a delta or a message into the draft."""
+    record(call, what)
+    index = wire.field(call, "index")
+    if index is None:
+        index = position
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < 1000:
+        raise Malformed(f"{what}'s 'index' is {index!r:.40}, not a small whole number")
+    function = wire.field(call, "function")
+    if function is None:  # a "custom" (non-function) tool call: not gg's
+        return
+    record(function, f"{what}'s function")
+    draft.add_call(
+        index,
+        wire.text(call, "id", what),
+        wire.text(function, "name", f"{what}'s function"),
+        _arguments_text(wire.field(function, "arguments")),
+    )
+
+
+def _arguments_text(value: object) -> str:
+    """A call's arguments as JSON text: as sent when a string; an object or any other JSON
+    value (some servers send one) written as JSON, so the session decides (an object is
+    used, anything else is a ``bad_arguments`` error turn, SPEC S5)."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    return json.dumps(bounded.jsonable(value, max_nodes=10_000), ensure_ascii=False)
+
+
 def _draft_from_completion(completion: Any) -> _Draft:
-    """A draft from a non-streamed ``ChatCompletion``."""
-    draft = _Draft()
-    if completion.usage is not None:
-        draft.input_tokens = completion.usage.prompt_tokens or 0
-        draft.output_tokens = completion.usage.completion_tokens or 0
-    if not completion.choices:
+    """A draft from a non-streamed ``ChatCompletion``.
+
+    Raises:
+        Malformed: the answer is not shaped like a ``chat.completion``.
+    """
+    draft = _Draft(finished=True)
+    where = "the completion"
+    record(completion, where)
+    _take_usage(draft, wire.field(completion, "usage"), where)
+    choices = items(completion, "choices", where)
+    if not choices:
         return draft
-    message = completion.choices[0].message
-    draft.text = (message.content or "") + (message.refusal or "")
-    for index, call in enumerate(message.tool_calls or ()):
-        function = getattr(call, "function", None)
-        if function is None:  # a "custom" (non-function) tool call: not gg's
-            continue
-        draft.add_call(index, call.id, function.name, function.arguments)
+    message = record(wire.field(record(choices[0], f"{where}'s choices[0]"), "message"), where)
+    what = f"{where}'s message"
+    draft.text = wire.text(message, "content", what) + wire.text(message, "refusal", what)
+    for position, call in enumerate(items(message, "tool_calls", what)):
+        _fold_call(draft, call, position, f"{what}'s tool_calls[{position}]")
     return draft
 
 

@@ -35,7 +35,7 @@ import math
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeAlias, TypeVar
@@ -43,7 +43,9 @@ from typing import Any, TypeAlias, TypeVar
 from gg import bounded
 from gg.config import ModelSettings
 from gg.errors import ModelError, ModelUnavailable
+from gg.models.base import RetryNotice, report_retry
 from gg.models.boundary import MAX_ARGUMENT_CHARS
+from gg.models.wire import Malformed
 from gg.text import cut, redact
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "decode_arguments",
     "describe_sdk_error",
     "env_key",
+    "estimate_usage",
     "parse_retry_after",
 ]
 
@@ -165,6 +168,9 @@ async def call_with_retries(
         provider: the provider's name, for the error.
         secrets: strings to scrub from error text (the API key).
 
+    Each retry is reported first (:func:`gg.models.base.report_retry`: the attempt
+    that failed, the wait, the cause), so the stream shows it (issue 12 item 2).
+
     Returns:
         What the first successful attempt returned.
 
@@ -183,7 +189,12 @@ async def call_with_retries(
                 raise
             if not failure.retryable or retry >= policy.max_retries:
                 raise _model_error(failure, provider, retry + 1, secrets) from exc
-            await asyncio.sleep(policy.delay(retry, failure.retry_after))
+            wait = policy.delay(retry, failure.retry_after)
+            cause = redact(failure.message, secrets)
+            report_retry(
+                RetryNotice(provider=provider, attempt=retry + 1, wait_s=wait, cause=cause)
+            )
+            await asyncio.sleep(wait)
             retry += 1
 
 
@@ -216,6 +227,10 @@ def describe_sdk_error(exc: Exception, sdk: ModuleType, *, timeout_s: float) -> 
     """
     if isinstance(exc, StreamIncomplete):
         return Failure(message=f"the stream ended early ({exc})", retryable=True)
+    if isinstance(exc, Malformed):
+        return Failure(
+            message=f"the server's answer is malformed: {_clip(str(exc))}", retryable=True
+        )
     timeouts, transport = _http_errors()
     if isinstance(exc, (sdk.APITimeoutError, *timeouts)):
         return Failure(message=f"no answer within the {timeout_s:g}s timeout", retryable=True)
@@ -232,7 +247,8 @@ def describe_sdk_error(exc: Exception, sdk: ModuleType, *, timeout_s: float) -> 
     if isinstance(exc, sdk.APIError):
         message = _server_message(getattr(exc, "body", None)) or str(exc)
         return Failure(message=f"error in the stream: {_clip(message)}", retryable=True)
-    if isinstance(exc, (RecursionError, ValueError)):  # the SDK's json.loads of a hostile body
+    if isinstance(exc, (RecursionError, ValueError, TypeError, AttributeError, KeyError)):
+        # the SDK's json.loads of a hostile body, or its own reading of an odd shape
         return Failure(
             message=f"the server's answer is not readable ({type(exc).__name__}: "
             f"{_clip(str(exc))})",
@@ -367,6 +383,35 @@ def cost_of(model: str, input_tokens: int, output_tokens: int, prices: Prices | 
     per_in = float(price.get("input_per_mtok", 0.0))
     per_out = float(price.get("output_per_mtok", 0.0))
     return (input_tokens * per_in + output_tokens * per_out) / 1_000_000
+
+
+CHARS_PER_TOKEN = 4
+"""The estimate's rate: about four characters of English text or code per token."""
+
+
+def estimate_usage(
+    request: Mapping[str, Any], text: str, calls: Iterable[Sequence[str]] = ()
+) -> tuple[int, int]:
+    """Estimated ``(input, output)`` tokens of one exchange, for a server that sent no usage.
+
+    One token per :data:`CHARS_PER_TOKEN` characters, rounded up: of the request's
+    ``messages``, ``system`` and ``tools`` as JSON (input), and of the reply's text
+    and its calls' names and arguments (output). No tokenizer of a remote model is
+    at hand; the estimate is marked ``estimated`` on the stream (issue 12 item 2),
+    and keeps ``max_tokens`` and ``max_cost`` meaningful (never 0 for a real reply).
+
+    Args:
+        request: the request's keyword arguments (``messages``, ``system``, ``tools``).
+        text: the reply's text.
+        calls: the reply's calls as ``[id, name, arguments]`` strings.
+
+    Returns:
+        ``(input_tokens, output_tokens)``, each at least 1.
+    """
+    sent = {key: request[key] for key in ("system", "messages", "tools") if key in request}
+    chars_in = len(json.dumps(sent, ensure_ascii=False, default=str))
+    chars_out = len(text) + sum(len(part) for call in calls for part in call[1:])
+    return max(1, -(-chars_in // CHARS_PER_TOKEN)), max(1, -(-chars_out // CHARS_PER_TOKEN))
 
 
 def decode_arguments(raw: str | None) -> tuple[dict[str, Any] | str, str | None]:

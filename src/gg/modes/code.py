@@ -218,6 +218,7 @@ class CodeMode:
         self._specs = [t.spec() for t in tools]
         self._context = context
         self._sandbox = sandbox
+        sandbox.warm_up(context.workspace, language=language)  # while the model thinks (issue 11)
 
     def offered_tools(self) -> list[ToolSpec]:
         """Only ``submit_program`` (SPEC M2)."""
@@ -273,7 +274,7 @@ class CodeMode:
             emit=ctx.emit,
             ids=ctx.ids,
             tools=self._tools,
-            context=self._context,
+            context=replace(self._context, turn=ctx.turn),  # on-use events carry the turn
         )
         shown = {"program": excerpt(program, 2000)}
         ctx.emit(ToolCalled(**ctx.ids, name="submit_program", arguments=shown))

@@ -15,6 +15,7 @@ error-turn call, or a tool that raised), the reply's declaration is revoked
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -148,7 +149,8 @@ class ToolCallingMode:
                 kind="bad_arguments",
             )
         try:
-            return _CallOutcome(await tool.call(args, self._context))
+            context = dataclasses.replace(self._context, turn=ctx.turn)  # the calling turn
+            return _CallOutcome(await tool.call(args, context))
         except ToolError as e:
             return _CallOutcome(f"Error: {e}", ok=False)
         except DiskFull:  # not the model's doing: the run stops, naming the disk (issue 12)

@@ -2,12 +2,13 @@
 
 Public surface (what ``gg.modes.code`` and the ``run_command`` built-in use)::
 
-    Sandbox(limits=Limits(), isolation=None)   # None: probe() honouring GG_SANDBOX
+    Sandbox(limits=Limits(), isolation=None, warm=True)  # None: probe() (GG_SANDBOX)
       .isolation                                # Isolation in force
+      .warm_up(workspace, language=...)         # start the warm sandbox (issue 11)
       .describe()                               # for run_started
       .compile(program, language=...)           # -> CompileProblem | None (never in gg)
       await .acompile(...)                      # the same, off the event loop
-      await .precheck(...)                      # before run: size, Unicode (+ JS parse)
+      await .precheck(...)                      # before run: size, Unicode (no process)
       await .run(program, language=..., workspace=..., tools=..., handler=...)
                                                 # -> ProgramResult
       await .run_shell(command, workspace=..., timeout_s=...)  # -> ShellResult
@@ -22,9 +23,9 @@ workspace ACLs), ``launch`` (command lines), ``runs`` (per-run setup),
 ``process`` (supervision), ``membrane`` (host end of the SDK pipe, its JSON bounded
 by :mod:`gg.bounded`), ``checks`` (program text and syntax checks), ``quiet``
 (live processes, for trusted hooks), ``tree`` (walks and removal of agent trees),
-``writes`` (the write cap),
+``writes`` (the write cap), ``zygote`` (the warm sandbox: a fork server per workspace),
 ``sdk`` (SDK generation), ``core`` (Sandbox); ``guest/`` holds the code that runs
-inside (``boot.py``, ``runner.py``, ``runner.js``; stdlib/Deno only).
+inside (``boot.py``, ``zygote.py``, ``runner.py``, ``runner.js``; stdlib/Deno only).
 """
 
 from __future__ import annotations

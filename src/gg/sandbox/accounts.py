@@ -34,7 +34,7 @@ from gg.errors import SandboxError
 from gg.sandbox.host import state_dir
 from gg.sandbox.tree import walk_beneath
 
-__all__ = ["SANDBOX_GID", "UID_BASE", "kill_all", "share_workspace", "uid_slot"]
+__all__ = ["SANDBOX_GID", "UID_BASE", "is_shared", "kill_all", "share_workspace", "uid_slot"]
 
 UID_BASE = 61001
 """The first slot uid."""
@@ -152,6 +152,15 @@ def _has_default(path: Path, gid: int) -> bool:
         return _decode(os.getxattr(path, _DEFAULT, follow_symlinks=False)).get((_GROUP, gid)) == 7
     except OSError:
         return False
+
+
+def is_shared(path: Path, gid: int = SANDBOX_GID) -> bool:
+    """Whether the workspace root already carries ``gid``'s default ACL entry.
+
+    One ``getxattr``, cheap enough for the event loop; when it is there,
+    :func:`share_workspace` is a no-op.
+    """
+    return _has_default(path, gid)
 
 
 def share_workspace(path: Path, *, gid: int = SANDBOX_GID, force: bool = False) -> None:

@@ -43,11 +43,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import re
 import secrets
 import shlex
 import signal
 import tempfile
+import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -55,7 +58,7 @@ from typing import Literal
 
 from gg.errors import SandboxError, UserError
 from gg.models.base import ToolSpec
-from gg.sandbox.accounts import share_workspace
+from gg.sandbox.accounts import SANDBOX_GID, is_shared, kill_all, share_workspace, uid_slot
 from gg.sandbox.checks import (
     CHECK_TIMEOUT_S,
     CompileProblem,
@@ -66,13 +69,14 @@ from gg.sandbox.checks import (
 from gg.sandbox.host import Isolation, host_facts, state_dir
 from gg.sandbox.isolation import probe
 from gg.sandbox.limits import Limits
-from gg.sandbox.membrane import Handler, Membrane, Result
-from gg.sandbox.process import Outcome, supervise
+from gg.sandbox.membrane import CompileReport, Handler, Membrane, Result
+from gg.sandbox.process import Outcome, supervise, watch
 from gg.sandbox.quiet import Quiet
 from gg.sandbox.runs import Options, prepared, run_blocking
 from gg.sandbox.sdk import sdk_source
 from gg.sandbox.tree import remove_tree
 from gg.sandbox.writes import CapName, WriteCap
+from gg.sandbox.zygote import Key, Pool, Zygote
 from gg.shell import ShellResult
 
 __all__ = ["CompileProblem", "ProgramResult", "Sandbox", "ShellResult"]
@@ -125,12 +129,33 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+_JS_ENTRY = {
+    "entry.mjs": 'import "./start.mjs";\nimport "./program.mjs";\n',
+    "start.mjs": 'globalThis[Symbol.for("gg.started")]();\n',
+}
+"""The module runner.js imports first: parsed and linked with the program before it runs."""
 _JS_OOM = re.compile(r"out of memory|heap limit|Failed to reserve", re.IGNORECASE)
 
 
 def _not_run(problem: CompileProblem) -> ProgramResult:
     return ProgramResult(output="", returned=None, error=problem.message, limit=None,
                          seconds=0.0, compile_problem=problem)  # fmt: skip
+
+
+def _js_parser_crash(outcome: Outcome, membrane: Membrane) -> CompileReport | None:
+    """Report Deno's parser overflowing its stack as a compile problem, not a crash.
+
+    Deno's parser (Rust) overflowing its stack aborts the process before the program
+    runs (a nesting bomb): that is the program's compile problem, not a crash.
+    """
+    if membrane.calls or "has overflowed its stack" not in outcome.output[-2000:]:
+        return None
+    problem = js_problem(outcome.output[-2000:])
+    return CompileReport(message=problem.message, line=problem.line, column=problem.column)
+
+
+class _NotForked(Exception):
+    """The zygote was gone before it took the program (nothing of it ran)."""
 
 
 class Sandbox:
@@ -140,20 +165,28 @@ class Sandbox:
         limits: the limits of every program and command.
         isolation: the layer; ``None`` probes (honouring ``GG_SANDBOX``). A given layer
             is checked once by a trial run.
+        warm: run Python programs as forks of a warm sandbox (issue 11); ``False``, or a
+            warm sandbox that cannot start, runs each program in a sandbox of its own.
 
     Raises:
         gg.errors.SandboxError: the layer does not work here.
         gg.errors.UserError: ``GG_SANDBOX`` names no layer.
     """
 
-    def __init__(self, *, limits: Limits | None = None, isolation: Isolation | None = None) -> None:
+    def __init__(
+        self, *, limits: Limits | None = None, isolation: Isolation | None = None, warm: bool = True
+    ) -> None:
         self.limits = limits or Limits()
+        self.warm = warm
+        """Whether Python programs fork from a warm sandbox (:meth:`warm_up`)."""
         self.isolation: Isolation = probe(isolation.value if isolation else None)
         self._closed = False
         self.quiet = Quiet()
         """Counts this sandbox's live processes (a trusted hook waits for none, issue 9)."""
         self._protect: tuple[str, ...] = ()
         self._protect_keys: tuple[str, ...] = ()
+        self._pool = Pool()
+        weakref.finalize(self, self._pool.close)  # a sandbox never closed: no zygote stays
 
     def protect(self, paths: Sequence[Path], *, root: Path | None = None) -> None:
         """Bind these files read-only over the workspace in every later process.
@@ -181,6 +214,25 @@ class Sandbox:
         """The files bound read-only for a process in ``workspace`` (see :meth:`protect`)."""
         keyed = (str(workspace / k) for k in self._protect_keys)
         return tuple(dict.fromkeys([*self._protect, *keyed]))
+
+    def _key(self, workspace: Path) -> Key:
+        return Key(self.isolation, workspace, self.limits, self._protected(workspace))
+
+    def warm_up(self, workspace: Path, *, language: Language) -> None:
+        """Start the warm sandbox for ``workspace`` in the background (issue 11).
+
+        Call it when a session starts, while the model thinks: the first program
+        then finds a zygote ready. A no-op without a running event loop, for a
+        language without a warm path, or on a closed sandbox. Never raises: a
+        zygote that fails to start is started again by :meth:`run`, which reports.
+        """
+        if self._closed or language != "python" or not self.warm:
+            return
+        try:
+            asyncio.get_running_loop()
+            self._pool.warm(self._key(Path(workspace).resolve()))
+        except (RuntimeError, OSError):
+            return
 
     def describe(self) -> dict[str, object]:
         """What is in force, for the stream's ``run_started`` event (SPEC M3, O1)."""
@@ -272,14 +324,12 @@ class Sandbox:
         return await asyncio.to_thread(self.compile, program, language=language)
 
     async def precheck(self, program: str, *, language: Language) -> CompileProblem | None:
-        """What must pass before :meth:`run`, without a second process for Python.
+        """What must pass before :meth:`run`, without a second process (issue 11).
 
-        The text check (size, valid Unicode) for both languages; JavaScript is also
-        parsed (:meth:`acompile`). Python is compiled by the run itself, inside the
-        sandbox: its problem comes back as :attr:`ProgramResult.compile_problem`.
+        The text check (size, valid Unicode), for both languages. Both are compiled by
+        the run itself, inside the sandbox (Python by the runner, JavaScript by Deno's
+        module load): a problem comes back as :attr:`ProgramResult.compile_problem`.
         """
-        if language == "javascript":
-            return await self.acompile(program, language=language)
         return text_problem(program, self.limits)
 
     async def run(
@@ -295,9 +345,10 @@ class Sandbox:
 
         Every SDK call is passed to ``handler`` (one at a time, in order). Check the
         program first (:meth:`precheck`). A text gg refuses (over ``Limits.program_bytes``,
-        not valid Unicode) is not run, and a Python program is compiled in the sandbox
-        before it runs: both give a result with :attr:`ProgramResult.compile_problem`.
-        A JavaScript syntax error here is a runtime error.
+        not valid Unicode) is not run, and a program is compiled in the sandbox before
+        it runs (Python by the runner, JavaScript as Deno loads its module graph, a
+        missing import included): both give a result with
+        :attr:`ProgramResult.compile_problem`.
 
         Args:
             program: the program's source.
@@ -321,15 +372,87 @@ class Sandbox:
         if language == "javascript":
             self._need_deno()
             files = {"program.mjs": program, "sdk.mjs": sdk_source(tools, language=language)}
+            files |= _JS_ENTRY  # a syntax error is reported by the run itself (issue 11)
         elif language == "python":
             files = {"program.py": program, "sdk.py": sdk_source(tools, language=language)}
         else:
             raise UserError(f"unknown program language {language!r}")
-        if host_facts().is_root:
+        if host_facts().is_root and not is_shared(ws):
             await asyncio.to_thread(share_workspace, ws)
         membrane = Membrane(tools=[t.name for t in tools], handler=handler, limits=self.limits)
         async with self.quiet.process():
+            if language == "python" and self.warm:
+                warm = await self._run_warm(membrane, ws, files)
+                if warm is not None:
+                    return warm
+                membrane = Membrane(tools=[t.name for t in tools], handler=handler,
+                                    limits=self.limits)  # fmt: skip
             return await self._run_program(membrane, language, ws, files)
+
+    async def _run_warm(
+        self, membrane: Membrane, ws: Path, files: dict[str, str]
+    ) -> ProgramResult | None:
+        """Run a Python program as a fresh child of the workspace's zygote (issue 11).
+
+        Returns ``None`` when no zygote could start or take the program (nothing of the
+        program ran): the caller runs it cold, and this sandbox stops trying warm starts.
+        """
+        try:
+            zygote = await self._pool.take(self._key(ws))
+        except (SandboxError, OSError):
+            self.warm = False
+            return None
+        try:
+            slot = uid_slot() if host_facts().is_root else contextlib.nullcontext(None)
+            with slot as uid:
+                try:
+                    outcome, cap = await self._fork_and_watch(zygote, uid, membrane, files)
+                except _NotForked:
+                    return None
+        finally:
+            self._pool.give_back(zygote)
+        if not membrane.ready:
+            raise SandboxError(f"the sandbox could not start the program: {outcome.output[-800:]}")
+        return self._program_result(outcome, membrane, "python", cap)
+
+    async def _fork_and_watch(
+        self, zygote: Zygote, uid: int | None, membrane: Membrane, files: dict[str, str]
+    ) -> tuple[Outcome, WriteCap]:
+        """Fork one program by ``zygote`` as ``uid`` and watch it to its end.
+
+        The zygote stays usable only if the program ended by itself and the zygote
+        cleaned up after it.
+        """
+        pipes = [os.pipe(), os.pipe(), os.pipe()]  # output, requests, answers
+        (out_r, out_w), (req_r, req_w), (ans_r, ans_w) = pipes
+        if uid is not None:
+            for fd in (req_w, ans_r):
+                os.fchown(fd, uid, SANDBOX_GID)
+        message = {**zygote.config(uid), "program": files["program.py"], "sdk": files["sdk.py"]}
+        cap = self._write_cap(zygote.written())
+        started = time.monotonic()
+        try:
+            child = await zygote.fork(message, (out_w, req_w, ans_r))
+        except BaseException as exc:
+            for fd in (out_r, req_r, ans_w):
+                os.close(fd)
+            if isinstance(exc, SandboxError):
+                raise _NotForked from exc
+            raise
+        finally:
+            for fd in (out_w, req_w, ans_r):
+                os.close(fd)
+        sweep = None
+        if uid is not None and self.isolation is not Isolation.BWRAP:
+            sweep = lambda: kill_all(uid, host_facts().python)  # noqa: E731
+        outcome = await watch(
+            child, membrane=membrane, fds=(out_r, req_r, ans_w), started=started,
+            wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes, sweep=sweep,
+            writes=cap,
+        )  # fmt: skip
+        normal = outcome.stopped is None and membrane.result is not None
+        zygote.usable = normal and zygote.proc.poll() is None  # and, later, its report: clean
+        return outcome, cap
 
     async def _run_program(
         self, membrane: Membrane, language: Language, ws: Path, files: dict[str, str]
@@ -363,6 +486,8 @@ class Sandbox:
         else:
             limit, error = self._limit_and_error(outcome, membrane, result, language)
         report = membrane.compile_report
+        if report is None and result is None and language == "javascript" and limit is None:
+            report = _js_parser_crash(outcome, membrane)
         if report is not None and limit is None and result is None:
             return replace(_not_run(CompileProblem(
                 message=report.message, line=report.line, column=report.column,
@@ -446,13 +571,24 @@ class Sandbox:
         shell = command if stdin is None else _split_stderr(command, stdin, marker)
         if host_facts().is_root:
             await asyncio.to_thread(share_workspace, ws)
-        membrane = Membrane(tools=[], handler=None, limits=self.limits)
         options = Options(
             read_only=read_only,
             env=tuple((env or {}).items()),
             binds=tuple(binds),
             protect=self._protected(ws),
         )
+        result = await self._run_shell_line(shell, ws, timeout_s, options)
+        return result if stdin is None else _stderr_apart(result, marker)
+
+    async def _run_shell_line(
+        self, shell: str, ws: Path, timeout_s: float, options: Options
+    ) -> ShellResult:
+        """Run the shell line ``shell`` in ``ws`` once no trusted hook holds the sandbox.
+
+        Raises:
+            gg.errors.SandboxError: the sandbox could not start the command.
+        """
+        membrane = Membrane(tools=[], handler=None, limits=self.limits)
         async with self.quiet.process():
             with prepared(
                 mode="shell", isolation=self.isolation, limits=self.limits, workspace=ws,
@@ -466,17 +602,15 @@ class Sandbox:
                 )  # fmt: skip
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the command: {outcome.output[-800:]}")
-        result = _shell_result(outcome, cap, self.limits)
-        if stdin is None:
-            return result
-        output, found, stderr = result.output.rpartition(f"\n{marker}\n")
-        if not found:
-            output, stderr = stderr, ""
-        return dataclasses.replace(result, output=output, stderr=stderr)
+        return _shell_result(outcome, cap, self.limits)
 
     async def aclose(self) -> None:
-        """Release the sandbox. Programs already running finish; new ones are refused."""
+        """Release the sandbox.
+
+        Programs already running finish; new ones are refused; the warm zygotes are stopped.
+        """
         self._closed = True
+        self._pool.close()
 
     async def __aenter__(self) -> Sandbox:
         return self
@@ -499,6 +633,17 @@ def _split_stderr(command: str, stdin: bytes, marker: str) -> str:
         f"/bin/sh -c {shlex.quote(command)} 2>{err} <<'{end}'\n{text.rstrip(chr(10))}\n{end}\n"
         f"c=$?; printf '\\n%s\\n' {marker}; cat {err} 2>/dev/null; exit $c\n"
     )
+
+
+def _stderr_apart(result: ShellResult, marker: str) -> ShellResult:
+    """Move what the :func:`_split_stderr` wrapper printed after ``marker`` into ``stderr``.
+
+    Without the marker (the wrapper never reached it), all of it stays in ``output``.
+    """
+    output, found, stderr = result.output.rpartition(f"\n{marker}\n")
+    if not found:
+        output, stderr = stderr, ""
+    return dataclasses.replace(result, output=output, stderr=stderr)
 
 
 def _shell_result(outcome: Outcome, cap: WriteCap, lim: Limits) -> ShellResult:

@@ -110,7 +110,7 @@ def host_facts() -> HostFacts:
 
 
 def state_dir() -> Path:
-    """gg's private directory for run dirs and uid-slot locks: ``$TMPDIR/gg-sandbox-<euid>``.
+    """The private directory of gg for run dirs and uid-slot locks: ``$TMPDIR/gg-sandbox-<euid>``.
 
     Mode 0711: the sandbox uid can reach a run dir by its (random) name, but not list.
 

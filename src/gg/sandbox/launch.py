@@ -31,9 +31,9 @@ from gg.sandbox.accounts import SANDBOX_GID
 from gg.sandbox.host import GUEST_DIR, SYSTEM_PATH, HostFacts, Isolation
 from gg.sandbox.limits import Limits
 
-__all__ = ["Mode", "Plan", "plan"]
+__all__ = ["Mode", "Plan", "plan", "program_config", "scratch_places"]
 
-Mode = Literal["python", "javascript", "check", "shell", "probe"]
+Mode = Literal["python", "javascript", "check", "shell", "probe", "zygote"]
 _MIB = 1 << 20
 _JS_RESERVE_MB = 1536  # each V8 isolate (main, Worker) reserves ~512 MiB of code range up front
 _READ_ONLY = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
@@ -100,7 +100,7 @@ def _rlimits(spec: Spec, nproc_base: int) -> list[list[int | str]]:
         ["NPROC", nproc_base + lim.processes, nproc_base + lim.processes],
         ["CORE", 0, 0],
     ]
-    if spec.mode in ("python", "probe"):
+    if spec.mode in ("python", "probe", "zygote"):
         out.append(["AS", lim.memory_mb * _MIB, lim.memory_mb * _MIB])
     else:
         data = (lim.memory_mb + _JS_RESERVE_MB) * _MIB
@@ -148,7 +148,8 @@ def _deno_argv(spec: Spec, deno: str) -> list[str]:
     base.append(f"--v8-flags=--max-old-space-size={heap}")
     if spec.mode == "check":
         return [*base, f"{run}/check.mjs"]
-    reads = [f"{run}/sdk.mjs", f"{run}/program.mjs", "/dev/fd/4"]
+    reads = [f"{run}/{name}.mjs" for name in ("sdk", "program", "entry", "start")]
+    reads.append("/dev/fd/4")
     writes = ["/dev/fd/3"]
     shared = [str(spec.workspace), _tmp(spec)]
     if not any("," in p for p in shared):
@@ -198,6 +199,8 @@ def _boot_config(spec: Spec, exe_fd: int | None) -> dict[str, object]:
         unshare = {"namespaces": names, "userns": not spec.facts.is_root}
     return {
         "mode": spec.mode,
+        "zygote": f"{guest}/zygote.py",
+        "scratch": scratch_places(spec),
         "workspace": str(spec.workspace),
         "run_dir": _run_path(spec),
         "runner": f"{guest}/runner.py",
@@ -209,6 +212,24 @@ def _boot_config(spec: Spec, exe_fd: int | None) -> dict[str, object]:
         "landlock": _landlock(spec),
         "argv": argv,
     }
+
+
+def scratch_places(spec: Spec) -> list[str]:
+    """Where a program may leave files besides the workspace (a zygote empties them after it)."""
+    if spec.isolation is Isolation.BWRAP:
+        return ["/tmp", "/dev/shm"]
+    return [str(spec.run_dir / "tmp")]
+
+
+def program_config(spec: Spec) -> dict[str, object]:
+    """The per-program confinement a zygote's child applies (issue 11; ``spec.mode`` python).
+
+    The same rlimits, Landlock ruleset, uid drop and reaper as a cold start's boot config
+    (:func:`_boot_config`), computed now (``RLIMIT_NPROC`` counts gg's processes now).
+    """
+    config = _boot_config(spec, None)
+    keys = ("workspace", "rlimits", "drop", "landlock", "reaper")
+    return {key: config[key] for key in keys}
 
 
 def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
@@ -251,7 +272,7 @@ def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
 
 
 def _bwrap_base(spec: Spec) -> list[str]:
-    """bubblewrap's namespaces and capabilities, and the read-only system directories."""
+    """The bubblewrap arguments: namespaces, capabilities, read-only system directories."""
     args = [str(spec.facts.bwrap), "--die-with-parent", "--new-session", "--hostname", "gg"]
     if spec.facts.is_root:  # privileged bwrap, no user namespace; boot.py drops to the slot uid
         args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
@@ -269,8 +290,10 @@ def _bwrap_base(spec: Spec) -> list[str]:
 
 
 def _between(workspace: Path, paths: tuple[str, ...]) -> list[str]:
-    """The directories strictly between ``workspace`` and each of ``paths``, outermost
-    first, each once."""
+    """The directories strictly between ``workspace`` and each of ``paths``.
+
+    Outermost first, each once.
+    """
     out: dict[str, None] = {}
     for path in paths:
         try:
@@ -283,9 +306,11 @@ def _between(workspace: Path, paths: tuple[str, ...]) -> list[str]:
 
 
 def _regular_file_fd(workspace: Path, path: str, *, directories: bool = False) -> int | None:
-    """An ``O_PATH`` fd of ``path`` if it is a regular file (or, with ``directories``, a
-    directory) beneath ``workspace`` reached without following a symlink, else ``None``
-    (a file the agent removed or replaced)."""
+    """An ``O_PATH`` fd of ``path`` if it is a regular file beneath ``workspace``, else ``None``.
+
+    With ``directories``, a directory is accepted too. The path must be reached without
+    following a symlink; ``None`` also means a file the agent removed or replaced.
+    """
     try:
         parts = Path(path).relative_to(workspace).parts
     except ValueError:

@@ -115,8 +115,10 @@ any other exception ends the program and propagates out of ``Sandbox.run``."""
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Result:
-    """The runner's last message: how the program ended, by its own account (valid Unicode,
-    each text at most :data:`MAX_RESULT_CHARS` characters)."""
+    """The runner's last message: how the program ended, by its own account.
+
+    Valid Unicode, each text at most :data:`MAX_RESULT_CHARS` characters.
+    """
 
     returned: str | None
     error: str | None

@@ -23,6 +23,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from gg.reaper import forget as forget_group
 from gg.reaper import watch as watch_group
@@ -30,7 +31,7 @@ from gg.sandbox.launch import Plan
 from gg.sandbox.membrane import Membrane
 from gg.sandbox.writes import POLL_S, WriteCap
 
-__all__ = ["Outcome", "supervise"]
+__all__ = ["Child", "Outcome", "supervise", "watch"]
 
 _GRACE_S = 2.0
 _REAPER_GRACE_S = 12.0  # boot.py's reaper gives up after 10 s
@@ -102,11 +103,28 @@ async def _pipe_writer(fd: int) -> asyncio.StreamWriter:
     return asyncio.StreamWriter(transport, protocol, None, loop)
 
 
+class Child(Protocol):
+    """A running sandboxed process gg watches.
+
+    Either a :class:`subprocess.Popen` of its own, or a program forked by a warm zygote
+    (:mod:`gg.sandbox.zygote`).
+    """
+
+    def poll(self) -> int | None:
+        """Its exit status if it has ended (as :mod:`subprocess` reports it), else ``None``."""
+
+    async def wait(self) -> None:
+        """Return when it has ended."""
+
+    async def stop(self) -> None:
+        """Kill it and everything it started; return when it has ended (or been given up)."""
+
+
 class _Watch:
     """The tasks watching one process; the first to call :meth:`stop` ends the run."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], membrane: Membrane, wall_s: float) -> None:
-        self.proc, self.membrane, self.wall_s = proc, membrane, wall_s
+    def __init__(self, child: Child, membrane: Membrane, wall_s: float) -> None:
+        self.child, self.membrane, self.wall_s = child, membrane, wall_s
         self.started = time.monotonic()
         self.done: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
 
@@ -161,7 +179,7 @@ class _Watch:
 
     async def wait_exit(self) -> None:
         """Wait for the process itself to end (not its pipes), then reap it."""
-        await _exited(self.proc)
+        await self.child.wait()
         self.stop(None)
 
 
@@ -266,28 +284,64 @@ async def supervise(
             if fd is not None:
                 os.close(fd)
         raise
+    return await watch(
+        _PopenChild(proc, reaper=plan.reaper), membrane=membrane, fds=(out_read, req_fd, ans_fd),
+        started=started, wall_s=wall_s, output_bytes=output_bytes, shell=shell, sweep=sweep,
+        writes=writes,
+    )  # fmt: skip
+
+
+async def watch(
+    child: Child,
+    *,
+    membrane: Membrane,
+    fds: tuple[int, int, int | None],
+    started: float,
+    wall_s: float,
+    output_bytes: int,
+    shell: bool = False,
+    sweep: Callable[[], None] | None = None,
+    writes: WriteCap | None = None,
+) -> Outcome:
+    """Watch a started ``child`` to its end (see :func:`supervise`, whose arguments these are).
+
+    Args:
+        child: the running process.
+        membrane: serves the request pipe.
+        fds: gg's ends ``(output_read, requests_read, answers_write or None)``; closed here.
+        started: ``time.monotonic()`` when it was started.
+        wall_s: wall-clock seconds, not counting handler time.
+        output_bytes: the output cap.
+        shell: keep head and tail, and kill only at 100x the cap.
+        sweep: called (in a thread) after the process ends, to kill stragglers.
+        writes: the write cap to watch.
+
+    Returns:
+        The :class:`Outcome`; the handler's exceptions propagate after the tree was killed.
+    """
+    out_read, req_fd, ans_fd = fds
     streams = await _Streams.open(out_read, req_fd, ans_fd, membrane.message_bytes + 1)
-    watch = _Watch(proc, membrane, wall_s)
+    watcher = _Watch(child, membrane, wall_s)
     out = _Output(output_bytes, keep_tail=shell)
     kill_at = output_bytes * _SHELL_KILL_FACTOR if shell else output_bytes
     tasks = {
-        "output": asyncio.create_task(watch.read_output(streams.output, out, kill_at)),
-        "membrane": asyncio.create_task(watch.serve(streams.requests, streams.answers)),
-        "clock": asyncio.create_task(watch.clock()),
-        "exit": asyncio.create_task(watch.wait_exit()),
+        "output": asyncio.create_task(watcher.read_output(streams.output, out, kill_at)),
+        "membrane": asyncio.create_task(watcher.serve(streams.requests, streams.answers)),
+        "clock": asyncio.create_task(watcher.clock()),
+        "exit": asyncio.create_task(watcher.wait_exit()),
     }
     if writes is not None:
-        tasks["writes"] = asyncio.create_task(watch.writes(writes))
+        tasks["writes"] = asyncio.create_task(watcher.writes(writes))
     try:
-        stopped = await watch.done
+        stopped = await watcher.done
     finally:
-        await _wind_down(proc, tasks, streams, sweep, plan.reaper)
+        await _wind_down(child, tasks, streams, sweep)
     if stopped is None and writes is not None and writes.triggered():
         stopped = await asyncio.to_thread(writes.check)  # passed in its last moments
     if not tasks["membrane"].cancelled() and (error := tasks["membrane"].exception()):
         raise error
     return Outcome(
-        returncode=proc.poll(),
+        returncode=child.poll(),
         output=out.text(),
         stopped=None if stopped == "error" else stopped,
         seconds=time.monotonic() - started,
@@ -317,19 +371,36 @@ class _Streams:
             transport.close()
 
 
+class _PopenChild:
+    """A process gg started itself (:class:`Child`)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], *, reaper: bool) -> None:
+        self.proc, self.reaper = proc, reaper
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    async def wait(self) -> None:
+        await _exited(self.proc)
+
+    async def stop(self) -> None:
+        if self.reaper and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)  # the reaper kills every descendant
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(_exited(self.proc), _REAPER_GRACE_S)
+        _kill(self.proc)
+        forget_group(self.proc.pid)
+
+
 async def _wind_down(
-    proc: subprocess.Popen[bytes],
+    child: Child,
     tasks: dict[str, asyncio.Task[None]],
     streams: _Streams,
     sweep: Callable[[], None] | None,
-    reaper: bool,
 ) -> None:
     """Kill the tree, reap, sweep stragglers, drain the pipes (briefly), close everything."""
-    if reaper and proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)  # the reaper kills every descendant, then exits
-        await asyncio.wait({tasks["exit"]}, timeout=_REAPER_GRACE_S)
-    _kill(proc)
+    await child.stop()
     await _finish(tasks["exit"], 10)
     if sweep is not None:
         await asyncio.to_thread(sweep)
@@ -339,4 +410,3 @@ async def _wind_down(
     if "writes" in tasks:
         await _finish(tasks["writes"], 0)
     streams.close()
-    forget_group(proc.pid)

@@ -43,9 +43,11 @@ class Quiet:
 
     @contextlib.asynccontextmanager
     async def process(self) -> AsyncIterator[None]:
-        """Around one sandboxed process: waits (with no time limit: the hook's own timeout
-        bounds how long it holds) while a trusted hook holds the sandbox; cancelling the
-        caller is the only other way out."""
+        """Wrap one sandboxed process: wait while a trusted hook holds the sandbox.
+
+        The wait has no time limit: the hook's own timeout bounds how long it holds;
+        cancelling the caller is the only other way out.
+        """
         cond = self._condition()
         async with cond:
             await cond.wait_for(lambda: not self._held)
@@ -59,8 +61,9 @@ class Quiet:
 
     @contextlib.asynccontextmanager
     async def exclusive(self, *, timeout_s: float) -> AsyncIterator[None]:
-        """Wait (at most ``timeout_s`` seconds) until no process is alive, then hold new
-        ones back for the body.
+        """Wait until no process is alive, then hold new ones back for the body.
+
+        The wait lasts at most ``timeout_s`` seconds.
 
         Raises:
             TimeoutError: processes kept running for ``timeout_s`` seconds.

@@ -100,6 +100,25 @@ def _pipes(
     return req_read, req_write, ans_read, ans_write, seccomp_fd
 
 
+def _fill_run_dir(
+    run_dir: Path, *, uid: int | None, isolation: Isolation, files: dict[str, str]
+) -> None:
+    """Lay out ``run_dir`` for the guest and write ``files`` (name -> text, UTF-8) into it."""
+    prepare_run_dir(run_dir, uid=uid, isolation=isolation)
+    for name, text in files.items():
+        (run_dir / name).write_text(text, encoding="utf-8")
+
+
+def _sweep_for(uid: int | None, isolation: Isolation, python: str) -> Callable[[], None] | None:
+    """The sweep after a run as the slot ``uid``: ``kill(-1)`` as that uid, run by ``python``.
+
+    ``None`` without a slot uid (gg is not root) or under bubblewrap.
+    """
+    if uid is None or isolation is Isolation.BWRAP:
+        return None
+    return lambda: kill_all(uid, python)
+
+
 @contextlib.contextmanager
 def prepared(
     *,
@@ -136,9 +155,7 @@ def prepared(
         run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=state_dir()))
         owned: set[int] = set()
         try:
-            prepare_run_dir(run_dir, uid=uid, isolation=isolation)
-            for name, text in files.items():
-                (run_dir / name).write_text(text, encoding="utf-8")
+            _fill_run_dir(run_dir, uid=uid, isolation=isolation, files=files)
             pipes = _pipes(mode, isolation, uid, owned)
             req_read, req_write, ans_read, ans_write, seccomp_fd = pipes
             spec = Spec(
@@ -149,9 +166,7 @@ def prepared(
             )  # fmt: skip
             the_plan = plan(spec)
             owned |= set(the_plan.fds)
-            sweep = None
-            if uid is not None and isolation is not Isolation.BWRAP:
-                sweep = lambda: kill_all(uid, facts.python)  # noqa: E731
+            sweep = _sweep_for(uid, isolation, facts.python)
             child = [fd for fd in (req_write, ans_read, seccomp_fd) if fd is not None]
             written = [workspace] + ([] if isolation is Isolation.BWRAP else [run_dir / "tmp"])
             yield Prepared(

@@ -29,6 +29,7 @@ that it is one, the skills) is assembled with every other session's
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from gg.errors import GGError, ToolError
@@ -115,6 +116,9 @@ async def spawn_all(tasks: list[str], *, ctx: ToolContext) -> list[dict[str, Any
     """Start one subagent per task, all at once; returns their results in order.
 
     Each entry is {"task", "ok": true, "summary"} or {"task", "ok": false, "error"}.
+    If any subagent was stopped without finishing (a ceiling, a model failure), the
+    call fails as a whole: its error says how many, then lists every entry as JSON,
+    the summaries of those that finished included.
 
     Args:
         tasks: The subagents' tasks, each self-contained.
@@ -130,7 +134,14 @@ async def spawn_all(tasks: list[str], *, ctx: ToolContext) -> list[dict[str, Any
         except ToolError as e:
             return {"task": task, "ok": False, "error": str(e)}
 
-    return list(await asyncio.gather(*(one(t) for t in clean)))
+    results = list(await asyncio.gather(*(one(t) for t in clean)))
+    stopped = sum(not r["ok"] for r in results)
+    if stopped:  # never ok:true on the stream when a subagent was stopped (issue 12)
+        raise ToolError(
+            f"{stopped} of {len(results)} subagents were stopped without finishing; "
+            f"the results, in order: {json.dumps(results, ensure_ascii=False)}"
+        )
+    return results
 
 
 AGENT_TOOLS: tuple[Tool, ...] = (spawn, spawn_all)

@@ -79,6 +79,7 @@ async def read_file(path: str, *, ctx: ToolContext) -> str:
 
     Args:
         path: The file to read, relative to the workspace root.
+        ctx: The run's tool context, injected by gg (not part of the tool's schema).
     """
     check_path(path)
     data = await _off_loop(lambda: read_beneath(ctx.workspace, path, cap=_READ_LIMIT),
@@ -99,6 +100,7 @@ async def write_file(path: str, content: str, *, ctx: ToolContext) -> str:
     Args:
         path: The file to write, relative to the workspace root.
         content: The file's whole new content (UTF-8 text).
+        ctx: The run's tool context, injected by gg (not part of the tool's schema).
     """
     check_path(path)
     try:
@@ -115,9 +117,12 @@ async def write_file(path: str, content: str, *, ctx: ToolContext) -> str:
 
 
 def _protected_guard(ctx: ToolContext, root: Beneath) -> Callable[[int, str], None] | None:
-    """A :meth:`Beneath.write` guard refusing gg's own files: ``gg.toml`` and the hook
-    scripts the run hashed at start (issue 9 item 2), found by their directory's identity
-    and name in this session's workspace, so no alias path or link reaches them."""
+    """A :meth:`Beneath.write` guard refusing gg's own files.
+
+    gg's own files are ``gg.toml`` and the hook scripts the run hashed at start (issue 9
+    item 2), found by their directory's identity and name in this session's workspace,
+    so no alias path or link reaches them.
+    """
     snapshot = ctx.run.snapshot if ctx.run is not None else None
     if snapshot is None:
         return None
@@ -154,6 +159,7 @@ async def list_dir(path: str = ".", *, ctx: ToolContext) -> str:
 
     Args:
         path: The directory to list, relative to the workspace root.
+        ctx: The run's tool context, injected by gg (not part of the tool's schema).
     """
     check_path(path)
     names, total = await _off_loop(lambda: _list(ctx.workspace, path), "list_dir")
@@ -195,6 +201,7 @@ async def search_text(pattern: str, path: str = ".", *, ctx: ToolContext) -> str
         pattern: A regular expression in RE2 syntax (as ripgrep: no backreferences or
             lookaround), matched against each line.
         path: The file or directory to search, relative to the workspace root.
+        ctx: The run's tool context, injected by gg (not part of the tool's schema).
     """
     check_path(path)
     if len(pattern) > _PATTERN_MAX:
@@ -233,8 +240,10 @@ def _format_result(result: ShellResult) -> str:
 
 
 async def _run_in_sandbox(command: str, timeout_s: float, ctx: ToolContext) -> str | None:
-    """Run ``command`` in the run's sandbox (SPEC M3, issue 3 item 7), or ``None`` when the
-    tool runs outside a run or ``[sandbox] commands = "host"``."""
+    """Run ``command`` in the run's sandbox (SPEC M3, issue 3 item 7).
+
+    ``None`` when the tool runs outside a run or ``[sandbox] commands = "host"``.
+    """
     run = ctx.run
     if run is None or run.settings.sandbox.commands != "sandbox":
         return None
@@ -270,6 +279,7 @@ async def run_command(
     Args:
         command: The shell command line to run.
         timeout_s: Seconds before the command is killed (at most 3600).
+        ctx: The run's tool context, injected by gg (not part of the tool's schema).
     """
     sandboxed = await _run_in_sandbox(command, timeout_s, ctx)
     if sandboxed is not None:

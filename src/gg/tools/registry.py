@@ -159,6 +159,9 @@ class ToolContext:
     """The calling session's id (the parent of any subagent it spawns, SPEC T2)."""
     depth: int = 0
     """How deep the calling session is: 0 for a root session, 1 for its subagents..."""
+    turn: int | None = None
+    """The calling turn (its number in the session), so events a tool causes (an on-use
+    script's) carry it; ``None`` outside a turn."""
 
     def __post_init__(self) -> None:
         if self.output_cap < 1:

@@ -1,5 +1,7 @@
-"""What every tool-call format parser shares (SPEC M5): the scan result, the
-broken-text error, and small text helpers (untyped values, markers, excerpts).
+"""What every tool-call format parser shares (SPEC M5).
+
+The scan result, the broken-text error, and small text helpers (untyped values,
+markers, excerpts).
 
 Internal to :mod:`gg.models.parsing`; no name here is public.
 """

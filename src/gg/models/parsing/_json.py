@@ -1,6 +1,8 @@
-"""JSON tool calls (SPEC M5): the shared JSON scanning every JSON-carrying format
-uses, and the markerless formats ``llama3_json`` and ``json`` (bare objects,
-xLAM-style lists, fenced ``json`` blocks).
+"""JSON tool calls (SPEC M5).
+
+The shared JSON scanning every JSON-carrying format uses, and the markerless
+formats ``llama3_json`` and ``json`` (bare objects, xLAM-style lists, fenced
+``json`` blocks).
 """
 
 from __future__ import annotations

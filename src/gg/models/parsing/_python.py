@@ -1,6 +1,7 @@
-"""Python-like formats (SPEC M5): ``pythonic`` lists ``[f(a=1)]``, Llama 3.1's
-``<|python_tag|>`` (JSON or ``tool.call(k=v)``), and Gemma's ``call:F{k:v}``
-(FunctionGemma, Gemma 4).
+"""Python-like tool-call formats (SPEC M5).
+
+``pythonic`` lists ``[f(a=1)]``, Llama 3.1's ``<|python_tag|>`` (JSON or
+``tool.call(k=v)``), and Gemma's ``call:F{k:v}`` (FunctionGemma, Gemma 4).
 """
 
 from __future__ import annotations

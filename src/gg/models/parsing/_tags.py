@@ -1,6 +1,8 @@
-"""Tag formats (SPEC M5): ``<tool_call>`` regions holding JSON, Qwen3-Coder's
-``<function=F>`` or GLM's ``F<arg_key>``; Granite's ``<|tool_call|>``; MiniMax's
-``<invoke name="F">``; LongCat's ``longcat_`` tags; GLM's plain ``F key=value``.
+"""Tag tool-call formats (SPEC M5).
+
+``<tool_call>`` regions holding JSON, Qwen3-Coder's ``<function=F>`` or GLM's
+``F<arg_key>``; Granite's ``<|tool_call|>``; MiniMax's ``<invoke name="F">``;
+LongCat's ``longcat_`` tags; GLM's plain ``F key=value``.
 """
 
 from __future__ import annotations
@@ -62,8 +64,11 @@ def _wrapped(
 
 
 def _json_through(text: str, inner: int, close: int) -> int:
-    """Where a JSON body starting at ``inner`` ends if a string in it holds the tag at
-    ``close`` (the body cut there leaves a string open); else ``inner``."""
+    """Where the JSON body starting at ``inner`` ends when a string in it holds the tag.
+
+    The tag is the one at ``close`` (the body cut there leaves a string open). When no
+    string holds it: ``inner``.
+    """
     start = _end(_WS, text, inner)
     if not text.startswith(("{", "["), start):
         return inner

@@ -1,6 +1,8 @@
-"""Special-token formats (SPEC M5): Mistral's ``[TOOL_CALLS]`` / ``[ARGS]``,
-DeepSeek's ``<|tool▁call▁begin|>`` (fullwidth pipes too) and Kimi K2's
-``<|tool_call_begin|>``; the arguments after the tokens are JSON.
+"""Special-token tool-call formats (SPEC M5).
+
+Mistral's ``[TOOL_CALLS]`` / ``[ARGS]``, DeepSeek's ``<|tool▁call▁begin|>``
+(fullwidth pipes too) and Kimi K2's ``<|tool_call_begin|>``; the arguments after
+the tokens are JSON.
 """
 
 from __future__ import annotations
@@ -138,7 +140,7 @@ def _token_calls(
 
 
 def _ds_call(head: str, tail: str) -> ToolCall:
-    """DeepSeek V3 ``function<sep>F\\n```json{...}```` or V3.1 ``F<sep>{...}``."""
+    r"""DeepSeek V3 ``function<sep>F\n```json{...}```` or V3.1 ``F<sep>{...}``."""
     fence = _FENCED.search(tail)
     if fence is not None and not tail.lstrip().startswith("{"):
         head, tail = tail[: fence.start()].strip(), fence.group(1)

@@ -41,6 +41,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import gc
 import json
 import os
 import resource
@@ -241,8 +242,11 @@ def become_reaper() -> None:
 
 
 def _wait_for(child: int) -> int:
-    """Until ``child`` ends or SIGTERM comes: its exit status (``128 + signal`` if killed),
-    or ``128 + SIGKILL`` when gg stopped it. Other children met meanwhile are reaped."""
+    """Wait until ``child`` ends or SIGTERM comes, and return its exit status.
+
+    The status is ``128 + signal`` if it was killed, or ``128 + SIGKILL`` when gg stopped
+    it. Other children met meanwhile are reaped.
+    """
     while True:
         while True:  # reap what has ended, without blocking
             try:
@@ -263,7 +267,7 @@ def _status(status: int) -> int:
 
 
 def _parents() -> dict[int, int]:
-    """pid -> parent pid of every process this one can see in ``/proc``."""
+    """Map pid -> parent pid of every process this one can see in ``/proc``."""
     out: dict[int, int] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -278,9 +282,11 @@ def _parents() -> dict[int, int]:
 
 
 def _descendants(root: int, parents: dict[int, int]) -> list[int]:
-    """Every descendant of ``root``, parents before their children (breadth first), so
-    a shell is killed before the child it waits for and never reports that child's death
-    into the program's output."""
+    """Every descendant of ``root``, parents before their children (breadth first).
+
+    So a shell is killed before the child it waits for and never reports that child's
+    death into the program's output.
+    """
     children: dict[int, list[int]] = {}
     for pid, ppid in parents.items():
         children.setdefault(ppid, []).append(pid)
@@ -492,8 +498,10 @@ def _drop_and_lock(config: dict[str, Any], ruleset: int | None, bpf: bytes | Non
 
 
 def _confine_outer(config: dict[str, Any], bpf: bytes | None) -> None:
-    """The ``unshare`` layer's outer process (it only waits): the program's uid and
-    filter, and under Landlock no file access at all."""
+    """Confine the ``unshare`` layer's outer process (it only waits).
+
+    It gets the program's uid and filter, and under Landlock no file access at all.
+    """
     spec = config.get("landlock")
     ruleset = landlock_ruleset({"abi": spec["abi"]}) if spec else None
     _drop_and_lock(config, ruleset, bpf)
@@ -518,14 +526,55 @@ def confine(config: dict[str, Any], fds: dict[str, int]) -> None:
         fork_program()
 
 
+def _load(path: str, name: str) -> dict[str, Any]:
+    """Execute a guest file (``runner.py``, ``zygote.py``); its namespace."""
+    namespace: dict[str, Any] = {"__name__": name}
+    with open(path, encoding="utf-8") as f:
+        exec(compile(f.read(), path, "exec"), namespace)
+    return namespace
+
+
+def zygote(config: dict[str, Any], fds: dict[str, int]) -> NoReturn:
+    """Mode ``zygote`` (issue 11): enter the layer's namespaces, then serve programs.
+
+    Only what every program shares is done here: the workspace as cwd, the
+    namespaces (``unshare``: pid 1 of the new pid namespace is the zygote), a
+    child subreaper, not dumpable, dying with gg. The program's own confinement
+    (rlimits, Landlock, uid, seccomp) is applied per program in the forked child
+    (``zygote.py``). The seccomp filter is read once and kept.
+    """
+    runner = _load(config["runner"], "gg_runner")
+    server = _load(config["zygote"], "gg_zygote")
+    set_rlimits([["CORE", 0, 0]])
+    bpf = read_filter(fds.get("seccomp"))
+    if config.get("unshare"):
+        enter_namespaces(config["unshare"])
+        enter_pid_namespace(lambda: _confine_outer(config, bpf))
+    os.chdir("/")  # each child enters the workspace itself, before it drops its uid
+    arm_parent_death()
+    _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(PR_SET_CHILD_SUBREAPER)")
+    _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    gc.freeze()  # what every child shares stays out of its collections (fewer copied pages)
+    announce_ready()
+    server["serve"](sys.modules[__name__], runner, bpf, list(config["scratch"]))
+    os._exit(0)
+
+
 def main() -> NoReturn:
     """Confine this process as ``sys.argv[1]`` (JSON) says, then run what it names."""
-    config = json.loads(sys.argv[1])
+    if sys.argv[1] == "@stdin":  # a zygote: no workspace path on its command line
+        config = json.loads(sys.stdin.buffer.read())
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    else:
+        config = json.loads(sys.argv[1])
     fds = move_fds(dict(config["fds"]))
+    if config["mode"] == "zygote":
+        zygote(config, fds)
     runner: dict[str, Any] = {"__name__": "gg_runner"}
     if config["mode"] == "python":  # load it (and its imports) while every path is reachable
-        with open(config["runner"], encoding="utf-8") as f:
-            exec(compile(f.read(), config["runner"], "exec"), runner)
+        runner = _load(config["runner"], "gg_runner")
     confine(config, fds)
     announce_ready()
     if config["mode"] == "probe":

@@ -8,6 +8,8 @@
 // line on fd 4 (matched by id); the program's console output never carries
 // messages. When the program is over, one line says how it ended:
 //   {"kind": "result", "returned": <string|null>, "error": <string|null>, "limit": null}
+// or, when it does not parse (or an import it names is not there), nothing of it ran:
+//   {"kind": "compile_error", "message": "SyntaxError: ...", "line": 2, "column": 9}
 //
 // The program is an ES module (top-level await allowed) with the SDK bound to
 // the global `gg`. It ends when its top-level code has finished and every gg
@@ -101,10 +103,42 @@ const { makeGG } = await import(`${runDir}/sdk.mjs`);
 Object.defineProperty(globalThis, "gg", { value: makeGG(invoke), writable: false, enumerable: false });
 readAnswers().catch((e) => { unhandled ??= e; });
 
+// entry.mjs imports start.mjs, then program.mjs: the whole graph is parsed and linked
+// before start.mjs runs, so an import that fails before started() was called is a
+// syntax (or link) error of the program, reported as such, in this process (issue 11).
+let started = false;
+Object.defineProperty(globalThis, Symbol.for("gg.started"), {
+  value: () => { started = true; }, writable: false, configurable: false, enumerable: false,
+});
+
+function compileError(e) {
+  const raw = String(e instanceof Error ? e.message : e).replaceAll(/\u001b\[[0-9;]*m/g, "");
+  const where = /program\.mjs:(\d+):(\d+)/.exec(raw);
+  let message = raw.replace(/^SyntaxError: /, "").replaceAll(/file:\/\/\S*\/program\.mjs/g, "program.js")
+    .replace(/,? ?run again with the --allow-[a-z-]+ flag/, " (the sandbox does not allow this)");
+  const name = e instanceof Error && e.name !== "TypeError" ? e.name : "SyntaxError";
+  message = `${/Module not found|Requires read access/.test(message) ? "ImportError" : name}: ${message}`;
+  if (message.length > MAX_ERROR) message = message.slice(0, MAX_ERROR) + " [cut]";
+  return { kind: "compile_error", message, line: where ? Number(where[1]) : null,
+           column: where ? Number(where[2]) : null };
+}
+
 let error = null;
 let returned = null;
 let limit = null;
 const isMemory = (e) => e instanceof RangeError && /allocation failed|out of memory/i.test(e.message);
+try {
+  await import(`${runDir}/entry.mjs`);
+} catch (e) {
+  if (!started) {
+    try {
+      send(compileError(e));
+    } catch {
+      Deno.exit(120);
+    }
+    Deno.exit(1);
+  }
+}
 try {
   const program = await import(`${runDir}/program.mjs`);
   if (program.default !== undefined) {

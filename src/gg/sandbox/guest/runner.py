@@ -220,11 +220,17 @@ def report_compile_error(transport: Transport, exc: BaseException) -> None:
 
 def main(run_dir: str, workspace: str) -> None:
     """Load the SDK and the program from ``run_dir``, run it, report, exit."""
-    transport = Transport()
     with open(os.path.join(run_dir, "sdk.py"), encoding="utf-8") as f:
-        sdk = load_sdk(f.read(), transport)
+        sdk_source = f.read()
     with open(os.path.join(run_dir, "program.py"), encoding="utf-8") as f:
         source = f.read()
+    run_sources(sdk_source, source, workspace)
+
+
+def run_sources(sdk_source: str, source: str, workspace: str) -> None:
+    """Bind the SDK, compile and run the program, report, exit (the zygote's child, too)."""
+    transport = Transport()
+    sdk = load_sdk(sdk_source, transport)
     sys.path.insert(0, workspace)
     returned, error, limit = "", None, None
     try:

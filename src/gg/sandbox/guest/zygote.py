@@ -1,0 +1,239 @@
+"""The warm sandbox's fork server (zygote): one per session, inside the sandbox (issue 11).
+
+Standard library only. ``boot.py`` execs this file's code in mode ``zygote``
+after the layer's namespaces are entered (never the program's confinement)
+and calls :func:`serve` with its own module (``boot``) and the loaded runner.
+The interpreter, the runner and its imports are then warm: each program
+costs one ``fork``.
+
+The control channel is an ``AF_UNIX`` stream socket on fd 3, one JSON line
+per message. gg sends ``run`` with three descriptors attached
+(``SCM_RIGHTS``: the output pipe, the request pipe, the answer pipe)::
+
+    <- {"kind": "run", "program": "...", "sdk": "...", "rlimits": [...],
+        "drop": {"uid": 61003, "gid": 61000} | null, "landlock": {...} | null,
+        "reaper": false}
+    <- {"kind": "kill"}                      (while it runs: stop it now)
+    -> {"kind": "exit", "status": 0}          (the program's process ended)
+    -> {"kind": "clean", "clean": true}       (its leftovers are gone)
+
+Per program, the forked child puts the pipes on fds 1-2, 3 and 4, closes
+every other descriptor, sets the program's rlimits, builds its Landlock
+ruleset, drops to its uid, loads the seccomp filter and only then announces
+``ready`` and runs the program: the same confinement, in the same order, as
+a cold start (``boot.py``). The zygote is a child subreaper: when the child
+ends, every process it left is killed before its ``exit`` is reported (no
+process outlives its turn); then ``/tmp`` and ``/dev/shm`` (or the run's
+private tmp) are emptied, after the report when nothing was left running,
+and ``clean`` says whether all of it worked; gg never gives a zygote another
+program before it reported ``clean: true``.
+
+What a child still shares with its zygote's other children: ``str`` hash
+randomisation (``PYTHONHASHSEED`` is fixed when the interpreter starts; each
+zygote gets its own) and the address-space layout of what the zygote loaded.
+The ``random`` module is reseeded in each child; ``os.urandom``, ``secrets``
+and ``uuid`` read the kernel's generator and share nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import stat
+import sys
+from typing import Any
+
+_MAX_MESSAGE = 64 << 20
+_KILL_GRACE_S = 12.0
+
+
+def _read_message(sock: socket.socket, pending: bytearray, fds: list[int]) -> Any:
+    """The next JSON line from gg (``None`` at EOF); attached descriptors go to ``fds``."""
+    while b"\n" not in pending:
+        data, got, _, _ = socket.recv_fds(sock, 1 << 20, 8)
+        fds.extend(got)
+        if not data:
+            return None
+        pending += data
+        if len(pending) > _MAX_MESSAGE:
+            return None
+    line, _, rest = bytes(pending).partition(b"\n")
+    pending[:] = rest
+    return json.loads(line)
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.sendall((json.dumps(message, separators=(",", ":")) + "\n").encode())
+
+
+def _child(
+    boot: Any, runner: dict[str, Any], msg: dict[str, Any], fds: list[int], bpf: Any
+) -> None:
+    """In the forked child: the program's confinement, then the program. Never returns."""
+    try:
+        out, req, ans = fds
+        for source, target in ((out, 1), (out, 2), (req, 3), (ans, 4)):
+            os.dup2(source, target, inheritable=True)
+        os.closerange(5, 65536)
+        boot.arm_parent_death()
+        os.chdir(msg["workspace"])
+        boot.set_rlimits(msg["rlimits"])
+        ruleset = boot.landlock_ruleset(msg["landlock"]) if msg.get("landlock") else None
+        if msg.get("reaper"):
+            boot.become_reaper()
+        boot._drop_and_lock(msg, ruleset, bpf)
+        boot.announce_ready()
+    except BaseException as exc:
+        boot.fail(f"the warm sandbox could not confine a program: {exc}")
+    sys.argv = ["<program>"]
+    if "random" in sys.modules:  # its state came from the zygote: every child reseeds
+        sys.modules["random"].seed()
+    runner["run_sources"](msg["sdk"], msg["program"], msg["workspace"])
+    os._exit(0)
+
+
+def _empty(path: str, keep: list[str]) -> bool:
+    """Remove everything inside ``path`` but mount points; whether it worked.
+
+    Directories are made writable first. Mount points and the directories above ``keep``
+    stay (the workspace may lie in ``/tmp``).
+    """
+
+    def fix(func: Any, target: str, _exc: Any) -> None:
+        parent = os.path.dirname(target)
+        for place in (parent, target):
+            try:
+                if stat.S_ISDIR(os.lstat(place).st_mode):
+                    os.chmod(place, 0o700)
+            except OSError:
+                pass
+        with contextlib.suppress(OSError):
+            func(target)
+
+    try:
+        names = os.listdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    left = []
+    for name in names:
+        full = os.path.join(path, name)
+        if _kept(full, keep):
+            left.append(name)
+            continue
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full, onerror=fix)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(full)
+    return sorted(os.listdir(path)) == sorted(left)
+
+
+def _kept(path: str, keep: list[str]) -> bool:
+    if os.path.ismount(path):
+        return True
+    return any(k == path or k.startswith(path.rstrip("/") + "/") for k in keep)
+
+
+def _clean(boot: Any, places: list[str], drop: Any, keep: list[str]) -> bool:
+    """Empty the program's scratch places, as its uid when it had one; whether it worked."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if drop:
+                os.setgroups([])
+                os.setresgid(int(drop["gid"]), int(drop["gid"]), int(drop["gid"]))
+                os.setresuid(int(drop["uid"]), int(drop["uid"]), int(drop["uid"]))
+                with contextlib.suppress(OSError):  # the zygote has no CAP_KILL: as the uid
+                    os.kill(-1, signal.SIGKILL)
+            ok = all([_empty(p, keep) for p in places])
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    boot.kill_descendants(os.getpid())  # same uid (no drop), and reaps what kill(-1) ended
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def _watch(sock: socket.socket, child: int, reaper: bool, pending: bytearray) -> tuple[int, bool]:
+    """Wait for ``child``; a ``kill`` from gg (or gg gone) stops it.
+
+    Returns:
+        Its status and whether gg is still there.
+    """
+    pidfd = os.pidfd_open(child)
+    alive, killed_at = True, None
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    poller.register(sock.fileno(), select.POLLIN)
+    try:
+        while True:
+            timeout = None if killed_at is None else 100
+            events = dict(poller.poll(timeout))
+            if pidfd in events:
+                _, status = os.waitpid(child, 0)
+                return boot_status(status), alive
+            if sock.fileno() in events:
+                msg = _read_message(sock, pending, [])
+                if msg is None:
+                    alive = False
+                    poller.unregister(sock.fileno())
+                if msg is None or msg.get("kind") == "kill":
+                    signal.pidfd_send_signal(pidfd, signal.SIGTERM if reaper else signal.SIGKILL)
+                    killed_at = killed_at or _now()
+            if killed_at is not None and _now() - killed_at > _KILL_GRACE_S:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    finally:
+        os.close(pidfd)
+
+
+def _now() -> float:
+    return float(os.times().elapsed)
+
+
+def boot_status(status: int) -> int:
+    """A ``wait`` status as a shell reports it: ``128 + signal`` when killed."""
+    return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def serve(boot: Any, runner: dict[str, Any], bpf: Any, places: list[str]) -> None:
+    """Serve ``run`` requests on fd 3 until gg closes it; every program in a fresh child."""
+    sock = socket.socket(fileno=3)
+    pending = bytearray()
+    while True:
+        fds: list[int] = []
+        msg = _read_message(sock, pending, fds)
+        if msg is None:
+            os._exit(0)
+        if msg.get("kind") == "kill" and not fds:
+            continue  # too late: gg asked as the program ended by itself
+        if msg.get("kind") != "run" or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            _send(sock, {"kind": "exit", "status": 121})
+            _send(sock, {"kind": "clean", "clean": False})
+            continue
+        child = os.fork()
+        if child == 0:
+            sock.close()
+            _child(boot, runner, msg, fds, bpf)
+        for fd in fds:
+            os.close(fd)
+        status, alive = _watch(sock, child, bool(msg.get("reaper")), pending)
+        keep = [str(msg.get("workspace", "/"))]
+        left = bool(boot._descendants(os.getpid(), boot._parents()))
+        if left:  # no process outlives its turn: these die before the turn goes on
+            clean = _clean(boot, places, msg.get("drop"), keep)
+        if alive:
+            _send(sock, {"kind": "exit", "status": status})
+        if not left:  # nothing runs: emptying the scratch places can follow the turn
+            clean = _clean(boot, places, msg.get("drop"), keep)
+        if not alive:
+            os._exit(0)
+        _send(sock, {"kind": "clean", "clean": clean})

@@ -1,0 +1,393 @@
+"""The warm sandbox: a fork server (zygote) per workspace, one spare kept ready (issue 11).
+
+A :class:`Zygote` is one sandboxed process started exactly as a cold program
+is (bubblewrap, or the ``unshare``/``rlimit`` layers' ``boot.py``), in mode
+``zygote``: it enters the layer's namespaces, loads the interpreter, the
+runner and its imports, and waits on a control socket. Each program is one
+``fork`` of it (``guest/zygote.py``); the forked child applies the program's
+confinement (rlimits, Landlock, the slot uid, seccomp) before any program
+code runs, and gg watches it as it watches a cold process (the wall clock,
+the output cap, the membrane, the write cap: :func:`gg.sandbox.process.watch`).
+
+A :class:`Pool` keeps, per workspace, one zygote in use and one spare, both
+started in the background (when a session starts, and after each program),
+so consecutive turns never wait for a start. A zygote whose program did not
+end normally, that did not report its scratch places empty, or that died,
+is closed and replaced, never reused (SPEC M3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gg import reaper
+from gg.errors import SandboxError
+from gg.sandbox.host import Isolation, host_facts, state_dir
+from gg.sandbox.launch import Spec, plan, prepare_run_dir, program_config
+from gg.sandbox.limits import Limits
+from gg.sandbox.seccomp import seccomp_bpf
+from gg.sandbox.tree import remove_tree
+
+__all__ = ["Key", "Pool", "Zygote", "ZygoteChild"]
+
+_START_TIMEOUT_S = 20.0
+_STOP_GRACE_S = 15.0  # the zygote's child reaper gets 12 s before its SIGKILL
+_KILLED = -9
+_SPARES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """What a zygote is bound to: its layer, workspace, limits and protected files."""
+
+    isolation: Isolation
+    workspace: Path
+    limits: Limits
+    protect: tuple[str, ...]
+
+
+class Zygote:
+    """One warm sandboxed fork server (start it with :meth:`start`)."""
+
+    def __init__(self, key: Key, proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
+        self.key, self.proc, self.sock = key, proc, sock
+        self.run_dir: Path | None = None
+        self.usable = True
+        """``False`` once it died, was killed or left anything behind: never reused."""
+        self.cleaning: asyncio.Future[bool] | None = None
+        """After a program: resolves to whether the zygote reported its leftovers gone."""
+        self._pending = bytearray()
+
+    @classmethod
+    async def start(cls, key: Key) -> Zygote:
+        """Start a zygote for ``key`` and wait for its ``ready``.
+
+        Raises:
+            gg.errors.SandboxError: it could not start (its stderr is quoted).
+        """
+        facts = host_facts()
+        run_dir = Path(tempfile.mkdtemp(prefix="zygote-", dir=state_dir()))
+        prepare_run_dir(run_dir, uid=None, isolation=key.isolation)
+        if key.isolation is not Isolation.BWRAP and facts.is_root:
+            os.chmod(run_dir / "tmp", 0o1777)  # every program's slot uid; emptied after each
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        bpf = seccomp_bpf(deny_sysv_ipc=True)  # SysV objects would outlive a program here
+        sec_read: int | None = None
+        if bpf:
+            sec_read, sec_write = os.pipe()
+            os.write(sec_write, bpf)
+            os.close(sec_write)
+        spec = cls._spec(key, run_dir, theirs.fileno(), sec_read)
+        the_plan = plan(spec)
+        err_read, err_write = os.pipe()
+        argv, args_fd, conf_fd = _hidden(the_plan.argv, key.isolation)
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=conf_fd, stdout=err_write, stderr=err_write, env=the_plan.env,
+                pass_fds=(*the_plan.pass_fds, *([args_fd] if args_fd is not None else [])),
+                start_new_session=True, cwd="/",
+            )  # fmt: skip
+        except BaseException:
+            ours.close()
+            remove_tree(run_dir)
+            raise
+        finally:
+            extra = [fd for fd in (sec_read, args_fd, conf_fd) if fd is not None]
+            for fd in [*the_plan.fds, err_write, *extra]:
+                os.close(fd)
+            theirs.close()
+        reaper.watch(proc.pid)  # its group is killed even if gg is (issue 12 item 3)
+        zygote = cls(key, proc, ours)
+        zygote.run_dir = run_dir
+        ours.setblocking(False)
+        try:
+            ready = await asyncio.wait_for(zygote._line(), _START_TIMEOUT_S)
+        except (TimeoutError, OSError, ValueError):
+            ready = None
+        except BaseException:  # cancelled (the pool closed, the event loop ended)
+            zygote.close()
+            os.close(err_read)
+            raise
+        if not isinstance(ready, dict) or ready.get("kind") != "ready":
+            zygote.close()
+            os.set_blocking(err_read, False)
+            with contextlib.suppress(OSError):
+                why = os.read(err_read, 4000).decode("utf-8", "replace")
+            os.close(err_read)
+            raise SandboxError(f"the warm sandbox could not start: {locals().get('why', '')}")
+        os.close(err_read)
+        return zygote
+
+    @staticmethod
+    def _spec(key: Key, run_dir: Path, control_fd: int, seccomp_fd: int | None) -> Spec:
+        return Spec(
+            mode="zygote", isolation=key.isolation, facts=host_facts(), limits=key.limits,
+            workspace=key.workspace, run_dir=run_dir, uid=None, req_fd=control_fd,
+            seccomp_fd=seccomp_fd, protect=key.protect,
+        )  # fmt: skip
+
+    def written(self) -> list[Path]:
+        """Where its programs' writes land on the host's disk (the write cap watches them)."""
+        tmp = [] if self.key.isolation is Isolation.BWRAP or self.run_dir is None else [
+            self.run_dir / "tmp"
+        ]  # fmt: skip
+        return [self.key.workspace, *tmp]
+
+    def config(self, uid: int | None) -> dict[str, object]:
+        """The per-program confinement for a program run as ``uid`` (``None``: gg's user)."""
+        assert self.run_dir is not None
+        spec = Spec(
+            mode="python", isolation=self.key.isolation, facts=host_facts(),
+            limits=self.key.limits, workspace=self.key.workspace, run_dir=self.run_dir,
+            uid=uid, req_fd=3,
+        )  # fmt: skip
+        return program_config(spec)
+
+    async def _line(self) -> Any:
+        loop = asyncio.get_running_loop()
+        while b"\n" not in self._pending:
+            data = await loop.sock_recv(self.sock, 65536)
+            if not data:
+                raise ConnectionError("the zygote closed its control socket")
+            self._pending += data
+        line, _, rest = bytes(self._pending).partition(b"\n")
+        self._pending[:] = rest
+        return json.loads(line)
+
+    async def fork(self, message: dict[str, object], fds: Sequence[int]) -> ZygoteChild:
+        """Ask for one program run with ``fds`` (output, requests, answers) as its pipes.
+
+        Raises:
+            gg.errors.SandboxError: the zygote is gone (it is then not usable).
+        """
+        loop = asyncio.get_running_loop()
+        data = (json.dumps({"kind": "run", **message}, separators=(",", ":")) + "\n").encode()
+        self.usable = False  # until its program ended normally and it reported clean
+        try:
+            await loop.sock_sendall(self.sock, b"")
+            socket.send_fds(self.sock, [b" "], list(fds))
+            await loop.sock_sendall(self.sock, data)
+        except OSError as exc:
+            self.close()
+            raise SandboxError(f"the warm sandbox is gone: {exc}") from exc
+        return ZygoteChild(self)
+
+    async def read_clean(self) -> bool:
+        """Wait for its report after a program's exit: whether every leftover is gone.
+
+        The zygote is closed if not, or if it died.
+        """
+        try:
+            answer = await self._line()
+            clean = isinstance(answer, dict) and answer == {"kind": "clean", "clean": True}
+        except (OSError, ValueError, TypeError):
+            clean = False
+        if not clean:
+            self.close()
+        return clean
+
+    def close(self) -> None:
+        """Stop it for good (its namespace and every process in it die with it)."""
+        self.usable = False
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, 9)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        reaper.forget(self.proc.pid)
+        if self.run_dir is not None:
+            with contextlib.suppress(OSError):
+                remove_tree(self.run_dir)
+            self.run_dir = None
+
+
+def _pipe_of(data: bytes) -> int:
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, data)  # a few KiB: fits in the pipe buffer
+    finally:
+        os.close(write_fd)
+    return read_fd
+
+
+def _hidden(argv: list[str], isolation: Isolation) -> tuple[list[str], int | None, int]:
+    """The zygote's command line with no workspace path in it.
+
+    The zygote outlives each program, and nothing in ``/proc`` should tie it to the
+    workspace: bubblewrap reads its arguments from a pipe (``--args``), ``boot.py`` its
+    config from stdin (``@stdin``).
+    """
+    config = argv[-1]
+    argv = [*argv[:-1], "@stdin"]
+    conf_fd = _pipe_of(config.encode())
+    if isolation is not Isolation.BWRAP:
+        return argv, None, conf_fd
+    if "--chdir" in argv:  # the zygote stays in /; each child enters the workspace
+        at = argv.index("--chdir")
+        del argv[at : at + 2]
+    cut = argv.index("--")
+    args_fd = _pipe_of(b"".join(a.encode() + b"\0" for a in argv[1:cut]))
+    return [argv[0], "--args", str(args_fd), *argv[cut:]], args_fd, conf_fd
+
+
+class ZygoteChild:
+    """One program forked by a :class:`Zygote` (a :class:`gg.sandbox.process.Child`)."""
+
+    def __init__(self, zygote: Zygote) -> None:
+        self.zygote = zygote
+        self.status: int | None = None
+        self._ended = asyncio.Event()
+        self._reader = asyncio.ensure_future(self._read_exit())
+
+    async def _read_exit(self) -> None:
+        try:
+            answer = await self.zygote._line()
+            if isinstance(answer, dict) and answer.get("kind") == "exit":
+                status = int(answer.get("status", 121))
+                self.status = -(status - 128) if 128 < status < 160 else status
+                self.zygote.cleaning = asyncio.ensure_future(self.zygote.read_clean())
+            else:
+                self.status = _KILLED
+                self.zygote.close()
+        except (OSError, ValueError, TypeError):
+            self.status = _KILLED  # the zygote died under its program
+            self.zygote.close()
+        finally:
+            self._ended.set()
+
+    def poll(self) -> int | None:
+        """The program's exit status (negative: the signal that killed it), once it ended."""
+        return self.status if self._ended.is_set() else None
+
+    async def wait(self) -> None:
+        """Return when the zygote reported the program's end (or died)."""
+        await self._ended.wait()
+
+    async def stop(self) -> None:
+        """Ask the zygote to kill the program and its tree; past a grace, kill the zygote."""
+        if not self._ended.is_set():
+            with contextlib.suppress(OSError):
+                self.zygote.sock.send(b'{"kind":"kill"}\n')
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._ended.wait(), _STOP_GRACE_S)
+        if not self._ended.is_set():
+            self.zygote.close()
+            await self._ended.wait()
+
+
+class Pool:
+    """Warm zygotes per :class:`Key`: one to use and one spare, started in the background.
+
+    A zygote given back after a program is kept only once it reported its leftovers gone
+    (:meth:`Zygote.read_clean`); until then the next program takes another one, or waits
+    for that report if it comes before a fresh start would.
+    """
+
+    def __init__(self) -> None:
+        self._ready: dict[Key, list[Zygote]] = {}
+        self._pending: dict[Key, set[asyncio.Future[Zygote | None]]] = {}
+        """Per key: zygotes starting, and zygotes given back and cleaning up."""
+        self._cleaning: set[Zygote] = set()
+        self._closed = False
+
+    def _live(self, key: Key) -> tuple[list[Zygote], set[asyncio.Future[Zygote | None]]]:
+        ready = [z for z in self._ready.get(key, []) if z.usable and z.proc.poll() is None]
+        for zygote in self._ready.get(key, []):
+            if zygote not in ready:
+                zygote.close()
+        self._ready[key] = ready
+        pending = {t for t in self._pending.get(key, set()) if not t.done()}
+        self._pending[key] = pending
+        return ready, pending
+
+    def warm(self, key: Key, spares: int = _SPARES) -> None:
+        """Start zygotes for ``key`` in the background until ``spares`` are ready or on the way."""
+        if self._closed:
+            return
+        ready, pending = self._live(key)
+        for _ in range(spares - len(ready) - len(pending)):
+            self._track(key, asyncio.ensure_future(Zygote.start(key)))
+
+    def _track(self, key: Key, task: asyncio.Future[Zygote | None]) -> None:
+        self._pending.setdefault(key, set()).add(task)
+        task.add_done_callback(functools.partial(self._arrived, key))
+
+    def _arrived(self, key: Key, task: asyncio.Future[Zygote | None]) -> None:
+        self._pending.get(key, set()).discard(task)
+        if task.cancelled() or task.exception() is not None:
+            return
+        zygote = task.result()
+        if zygote is None:
+            self.warm(key)  # one was lost: start its replacement
+        elif self._closed or len(self._ready.get(key, [])) >= _SPARES:
+            zygote.close()  # after a burst of concurrent programs: no more than the spares
+        else:
+            self._ready.setdefault(key, []).append(zygote)
+
+    async def take(self, key: Key) -> Zygote:
+        """A ready zygote for ``key`` (waiting for one on the way, or starting one).
+
+        Raises:
+            gg.errors.SandboxError: none could start.
+        """
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while True:
+            ready, pending = self._live(key)
+            if ready:
+                return ready.pop(0)
+            left = deadline - time.monotonic()
+            if not pending or left <= 0:
+                return await Zygote.start(key)
+            await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+
+    def give_back(self, zygote: Zygote) -> None:
+        """Return a zygote after its program, and refill the spares.
+
+        The zygote is kept once clean if still usable, else closed.
+        """
+        key = zygote.key
+        if zygote.usable and zygote.cleaning is not None and not self._closed:
+            self._cleaning.add(zygote)
+            self._track(key, asyncio.ensure_future(self._after_clean(zygote)))
+        else:
+            zygote.close()
+        self.warm(key)
+
+    async def _after_clean(self, zygote: Zygote) -> Zygote | None:
+        try:
+            assert zygote.cleaning is not None
+            clean = await zygote.cleaning
+        finally:
+            self._cleaning.discard(zygote)
+        if clean and zygote.usable and zygote.proc.poll() is None and not self._closed:
+            return zygote
+        zygote.close()
+        return None
+
+    def close(self) -> None:
+        """Close every zygote (ready, cleaning up or starting)."""
+        self._closed = True
+        for zygotes in self._ready.values():
+            for zygote in zygotes:
+                zygote.close()
+        self._ready.clear()
+        for zygote in list(self._cleaning):
+            zygote.close()
+        for tasks in self._pending.values():
+            for task in tasks:
+                task.cancel()

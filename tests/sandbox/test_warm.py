@@ -1,0 +1,138 @@
+"""The warm sandbox (issue 11): programs of one sandbox share a zygote, never state.
+
+Every test here runs on the forked path (the default for Python); the ``sandbox``
+fixture runs it under each isolation layer this machine supports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from gg.errors import SandboxError
+from gg.sandbox import CallAnswer, CallRequest, ProgramResult, Sandbox
+from gg.sandbox import zygote as zygote_module
+
+
+async def _answer(request: CallRequest) -> CallAnswer:
+    return CallAnswer(ok=True, value=None)
+
+
+def _runs(sandbox: Sandbox, workspace: Path, programs: list[str]) -> list[ProgramResult]:
+    async def go() -> list[ProgramResult]:
+        return [
+            await sandbox.run(p, language="python", workspace=workspace, tools=[],
+                              handler=_answer)
+            for p in programs
+        ]  # fmt: skip
+
+    return asyncio.run(go())
+
+
+def test_no_state_leaks_between_programs(sandbox: Sandbox, tmp_path: Path) -> None:
+    first = (
+        "import os, builtins, subprocess, sys\nbuiltins.LEAK = 1\nGLOBAL = 2\n"
+        "fd = os.open('/dev/null', os.O_RDONLY)\nos.dup2(fd, 77)\n"
+        "p = subprocess.Popen(['sleep', '30'])\nimport tempfile\n"
+        "open(os.path.join(tempfile.gettempdir(), 'left'), 'w').write('x')\n"
+        "sys.modules['leaky'] = 1\nprint('pid', os.getpid())"
+    )
+    second = (
+        "import os, builtins, sys, tempfile\n"
+        "print(hasattr(builtins, 'LEAK'), 'GLOBAL' in globals(), 'leaky' in sys.modules)\n"
+        "try:\n    os.fstat(77)\n    print('fd 77 open')\nexcept OSError:\n    print('closed')\n"
+        "print(os.path.exists(os.path.join(tempfile.gettempdir(), 'left')))\n"
+        "try:\n    pids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+        "except OSError:\n    pids = []  # no view of /proc here (Landlock)\n"
+        "print([open(f'/proc/{p}/cmdline').read() for p in pids if os.stat('/proc/' + p).st_uid"
+        " == os.getuid()])"
+    )
+    one, two = _runs(sandbox, tmp_path, [first, second])
+    assert one.error is None, one
+    assert two.error is None, two
+    lines = two.output.splitlines()
+    assert lines[0] == "False False False", two.output
+    assert lines[1] == "closed", two.output
+    assert lines[2] == "False", two.output
+    assert "sleep" not in lines[3], two.output
+
+
+def test_no_process_outlives_its_turn(sandbox: Sandbox, tmp_path: Path) -> None:
+    """A detached process the program left is dead when ``run`` returns, not only later."""
+    leaver = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        while True:\n"
+        "            with open('beat', 'a') as f:\n"
+        "                f.write('.')\n"
+        "            time.sleep(0.002)\n"
+        "    os._exit(0)\n"
+        "while not os.path.exists('beat'):\n"
+        "    time.sleep(0.001)\n"
+    )
+    (result,) = _runs(sandbox, tmp_path, [leaver])
+    assert result.error is None, result
+    size = (tmp_path / "beat").stat().st_size
+    time.sleep(0.3)
+    assert (tmp_path / "beat").stat().st_size == size
+    (after,) = _runs(sandbox, tmp_path, ["print(6 * 7)"])
+    assert after.output.strip() == "42", after
+
+
+def test_each_program_has_its_own_random_state(sandbox: Sandbox, tmp_path: Path) -> None:
+    draw = "import random\nprint(random.getrandbits(64))"
+    results = _runs(sandbox, tmp_path, [draw, draw, draw])
+    values = [r.output.strip() for r in results]
+    assert all(v.isdigit() for v in values), results
+    assert len(set(values)) == 3, values
+
+
+def test_a_program_that_kills_its_zygote_gets_an_error_and_the_next_runs(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    killers = [
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(5)",
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+        "x = bytearray(1 << 34)",
+    ]
+    for killer in killers:
+        bad, good = _runs(sandbox, tmp_path, [killer, "print(6 * 7)"])
+        assert bad.error is not None, (killer, bad)
+        assert good.error is None and good.output.strip() == "42", (killer, good)
+
+
+def test_programs_run_cold_when_no_warm_sandbox_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def refuse(cls: type[zygote_module.Zygote], key: zygote_module.Key) -> None:
+        raise SandboxError("no zygote here")
+
+    monkeypatch.setattr(zygote_module.Zygote, "start", classmethod(refuse))
+    sandbox = Sandbox()
+    one, two = _runs(sandbox, tmp_path, ["print(6 * 7)", "import os\nprint(os.getpid())"])
+    assert one.output.strip() == "42", one
+    assert two.error is None, two
+    assert sandbox.warm is False  # tried once, then cold without asking again
+
+
+def test_warm_up_starts_a_zygote_before_the_first_program(tmp_path: Path) -> None:
+    async def go() -> ProgramResult:
+        async with Sandbox() as sandbox:
+            sandbox.warm_up(tmp_path, language="python")
+            await asyncio.sleep(0)
+            pool = sandbox._pool
+            key = sandbox._key(tmp_path.resolve())
+            pending = pool._pending.get(key, set())
+            assert pending, "warm_up started nothing"
+            await asyncio.wait(pending)
+            assert pool._ready.get(key), "the started zygotes are not ready"
+            return await sandbox.run("print(6 * 7)", language="python", workspace=tmp_path,
+                                     tools=[], handler=_answer)  # fmt: skip
+
+    result = asyncio.run(go())
+    assert result.output.strip() == "42", result
