@@ -26,7 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 from gg.ceilings import Budget, SessionCeilings
 from gg.errors import UserError
 from gg.models.base import Message
-from gg.stream import Checkpoint, EventIds
+from gg.stream import Checkpoint, EventIds, excerpt, excerpt_arguments
 
 __all__ = [
     "Restored",
@@ -55,9 +55,22 @@ class Restored:
     counts: dict[str, Any]
 
 
+_CONTENT_CAP = 50_000
+"""Characters of one message's text a checkpoint keeps (the stream stays bounded)."""
+
+
 def message_record(message: Message) -> dict[str, Any]:
-    """``message`` as a JSON object (``role`` tags it; tool calls as objects)."""
-    return dataclasses.asdict(message)
+    """``message`` as a JSON object (``role`` tags it; tool calls as objects).
+
+    Bounded like every stream event: text past :data:`_CONTENT_CAP` characters and
+    call arguments past :func:`gg.stream.excerpt_arguments`' caps are cut (with a
+    marker), so a resumed conversation is exact up to those bounds.
+    """
+    record = dataclasses.asdict(message)
+    record["content"] = excerpt(record["content"], _CONTENT_CAP)
+    for call in record.get("tool_calls", ()):
+        call["arguments"] = excerpt_arguments(call["arguments"])
+    return record
 
 
 def message_from_record(record: object) -> Message:
@@ -82,7 +95,7 @@ def message_from_record(record: object) -> Message:
 def _counts_record(ceilings: SessionCeilings, blocked_total: int) -> dict[str, Any]:
     out: dict[str, Any] = {"blocked_total": blocked_total}
     for f in dataclasses.fields(ceilings):
-        if f.name == "ceilings":
+        if f.name in ("ceilings", "_replies"):  # reply excerpts are repr()s: not kept
             continue
         value = getattr(ceilings, f.name)
         out[f.name] = list(value) if isinstance(value, deque | tuple) else value
