@@ -22,6 +22,7 @@ from gg.modes.base import Emit
 from gg.render import Renderer, summary_table
 from gg.stream import (
     CeilingTripped,
+    Checkpoint,
     EndingDeclared,
     EndingRefused,
     EndingRevoked,
@@ -34,6 +35,7 @@ from gg.stream import (
     IssueStateChanged,
     RetryEvent,
     RunEnded,
+    RunResumed,
     RunStarted,
     SessionEnded,
     SessionStarted,
@@ -64,6 +66,15 @@ ONE_OF_EACH: list[Event] = [
     CeilingTripped(**IDS, ceiling="max_turns", diagnosis="3 turns"),
     SessionEnded(**IDS, ending={"call": "finish", "summary": "done"}, turns=2),
     RunEnded(run_id="r1", status="ended", exit_code=0),
+    Checkpoint(
+        **IDS,
+        messages=[{"role": "user", "content": "hi"}],
+        counts={"turns": 2},
+        budget={"tokens": 5, "cost": 0.0, "seconds": 1.5},
+    ),
+    RunResumed(
+        run_id="r2", from_run="r1", from_stream="/s", resumed_session="s1", turns=2, messages=4
+    ),
     RetryEvent(**IDS, provider="openai-compat", attempt=1, wait_s=0.5, cause="HTTP 503: busy"),
     IssueStateChanged(run_id="r1", issue=3, event="stuck", state="stuck", round=2, diagnosis="x"),
 ]

@@ -17,13 +17,16 @@ constructor, before anything is written.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
+from gg.ceilings import Diagnosis
 from gg.config import Settings, load_settings, settings_from_dict
+from gg.disk import is_disk_full
 from gg.endings import Ending, Language, Role
 from gg.errors import ConfigError, ToolError, UserError
 from gg.hooks import CallableHook, CommandHook, Gate
@@ -34,6 +37,7 @@ from gg.models.recording import RecordingModel, check_target
 from gg.run import Run
 from gg.sandbox.host import host_facts
 from gg.session import SessionResult
+from gg.signals import Interrupt, cancel_on_signals
 from gg.skills import SKILL_TOOLS, skills_section
 from gg.tools.agents import AGENT_TOOLS
 from gg.tools.arms import Toolset, resolve_toolset
@@ -65,10 +69,15 @@ class RunResult:
     diagnosis: str | None
     stream: Path
     session: SessionResult
+    signal: int | None = None
+    """The stop signal that interrupted the run (:mod:`gg.signals`), else ``None``."""
 
     @property
     def exit_code(self) -> int:
-        """0 when ended by an ending, 1 when stopped (SPEC O3)."""
+        """0 when ended by an ending, 1 when stopped, ``128 + signal`` when a signal
+        stopped it: 130 SIGINT, 143 SIGTERM, 129 SIGHUP (SPEC O3, issue 12)."""
+        if self.signal is not None:
+            return 128 + self.signal
         return 0 if self.status == "ended" else 1
 
     def to_json(self) -> dict[str, Any]:
@@ -330,14 +339,46 @@ class Agent:
             trust_config=self.trust_config,
         )
 
-    async def arun(self, task: str) -> RunResult:
-        """Run ``task`` in a new run's root session (async). Never raises for model output."""
+    async def arun(self, task: str, *, signals: bool = False) -> RunResult:
+        """Run ``task`` in a new run's root session (async). Never raises for model output.
+
+        Args:
+            task: the task text.
+            signals: let SIGINT, SIGTERM and SIGHUP stop the run cleanly (the CLI's
+                way, :mod:`gg.signals`): the result is then ``stopped`` with the signal
+                in its diagnosis and exit code ``128 + signal``.
+
+        A full disk (the stream, the workspace) stops the run too: ``stopped``, the
+        diagnosis naming the disk (issue 12 item 1).
+
+        Raises:
+            UserError: an empty task, or a bad setting found when the run starts.
+        """
         if not task.strip():
             raise UserError("the task is empty")
-        async with self.new_run() as run:
-            session = await run.session(task)
-            diagnosis = str(session.diagnosis) if session.diagnosis else None
-            run.conclude(session.status, diagnosis)
+        return await self.arun_session(lambda run: run.session(task), signals=signals)
+
+    async def arun_session(
+        self, start: Callable[[Run], Awaitable[SessionResult]], *, signals: bool = False
+    ) -> RunResult:
+        """Run the root session ``start(run)`` gives in a new run (``arun`` and
+        ``gg resume`` share it); signals and a full disk as in :meth:`arun`."""
+        run = self.new_run()
+        with cancel_on_signals() if signals else contextlib.nullcontext(Interrupt()) as caught:
+            try:
+                async with run:
+                    session = await start(run)
+                    diagnosis = str(session.diagnosis) if session.diagnosis else None
+                    run.conclude(session.status, diagnosis)
+            except asyncio.CancelledError:
+                if caught.signum is None:
+                    raise
+                _uncancel()
+                return self._stopped(run, signal=caught.signum)
+            except Exception as e:
+                if not is_disk_full(e):
+                    raise
+                return self._stopped(run, signal=None)
         return RunResult(
             run_id=run.run_id,
             status=session.status,
@@ -347,6 +388,35 @@ class Agent:
             session=session,
         )
 
-    def run(self, task: str) -> RunResult:
+    def _stopped(self, run: Run, *, signal: int | None) -> RunResult:
+        """The result of a run that a signal or a full disk stopped (``run.end`` wrote it)."""
+        diagnosis = run.ended[1] if run.ended else "the run stopped"
+        session = SessionResult(
+            session_id="s1",
+            role=self.settings.session.role,
+            status="stopped",
+            ending=None,
+            diagnosis=Diagnosis(ceiling=None, message=diagnosis or "the run stopped"),
+            turns=0,
+            workspace=self.workspace,
+        )
+        return RunResult(
+            run_id=run.run_id,
+            status="stopped",
+            ending=None,
+            diagnosis=diagnosis,
+            stream=run.stream.path,
+            session=session,
+            signal=signal,
+        )
+
+    def run(self, task: str, *, signals: bool = False) -> RunResult:
         """Run ``task`` to its ending or a ceiling (blocking wrapper of :meth:`arun`)."""
-        return asyncio.run(self.arun(task))
+        return asyncio.run(self.arun(task, signals=signals))
+
+
+def _uncancel() -> None:
+    """The signal's cancellation was handled: the task goes on as not cancelled."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()

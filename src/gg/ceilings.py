@@ -163,25 +163,44 @@ class Budget:
     def check(self) -> Diagnosis | None:
         """A budget diagnosis if any budget is spent, else ``None``."""
         c = self.ceilings
-        seconds = time.monotonic() - self.started
-        over: tuple[str, float, float] | None = None
+        seconds = self.seconds()
         if c.max_tokens and self.tokens > c.max_tokens:
-            over = ("tokens", self.tokens, c.max_tokens)
-        elif c.max_cost and self.cost > c.max_cost:
-            over = ("cost", self.cost, c.max_cost)
-        elif c.max_seconds and seconds > c.max_seconds:
-            over = ("seconds", round(seconds, 1), c.max_seconds)
-        if over is None:
-            return None
-        what, used, limit = over
-        return Diagnosis(
-            ceiling="budget",
-            message=(
-                f"the run spent its budget: {used:g} {what} used, over the limit of {limit:g} "
-                f"(raise [ceilings] max_{what} in gg.toml, or give the agent a smaller task)."
-            ),
-            counts={what: used, f"max_{what}": limit},
-        )
+            return _over("tokens", self.tokens, c.max_tokens)
+        if c.max_cost and self.cost > c.max_cost:
+            return _over("cost", self.cost, c.max_cost)
+        if c.max_seconds and seconds > c.max_seconds:
+            return _over("seconds", round(seconds, 1), c.max_seconds)
+        return None
+
+    def seconds(self) -> float:
+        """Wall-clock seconds the run has spent so far (a resumed run's earlier time too)."""
+        return time.monotonic() - self.started
+
+    def seconds_left(self) -> float | None:
+        """Seconds until ``max_seconds`` is spent (0 when it is), ``None`` without one.
+
+        The turn loop runs each session under this deadline, so the bound holds
+        inside a turn: the model call, tools and hooks are cancelled at it (issue 12).
+        """
+        limit = self.ceilings.max_seconds
+        return None if not limit else max(limit - self.seconds(), 0.0)
+
+    def out_of_time(self) -> Diagnosis:
+        """The ``budget`` diagnosis of a run whose ``max_seconds`` deadline passed."""
+        limit = self.ceilings.max_seconds
+        return _over("seconds", round(max(self.seconds(), limit), 1), limit)
+
+
+def _over(what: str, used: float, limit: float) -> Diagnosis:
+    """The ``budget`` ceiling's diagnosis: ``used`` of ``what`` over ``limit`` (SPEC S6)."""
+    return Diagnosis(
+        ceiling="budget",
+        message=(
+            f"the run spent its budget: {used:g} {what} used, over the limit of {limit:g} "
+            f"(raise [ceilings] max_{what} in gg.toml, or give the agent a smaller task)."
+        ),
+        counts={what: used, f"max_{what}": limit},
+    )
 
 
 @dataclass(slots=True)

@@ -1,8 +1,10 @@
 """The ``gg`` command (SPEC O2, O3, §10 CLI). Thin: parses, calls the API, renders.
 
 Exit codes (SPEC O3): 0 a session ended by an ending; 1 stopped by a ceiling or
-a model failure (diagnosis printed); 2 bad usage or configuration (the message
-names the flag or key, and nothing is written). ``gg show`` and ``gg watch``
+a model failure or a full disk (diagnosis printed); 2 bad usage or configuration
+(the message names the flag or key, and nothing is written); ``128 + signal``
+when SIGINT (130), SIGTERM (143) or SIGHUP (129) stopped the run cleanly
+(:mod:`gg.signals`; ``gg resume`` continues it, :mod:`gg.resume`). ``gg show`` and ``gg watch``
 verify the stream's seal first (issue 9 item 3): 3 the stream was altered or
 truncated (only the events before the damage are shown); 4 it cannot be
 verified (no key for the run in gg's state on this machine).
@@ -22,13 +24,15 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from gg.agent import Agent
+from gg.agent import Agent, RunResult
 from gg.board.cli import board_app
 from gg.config import CONFIG_NAME, default_toml
-from gg.errors import ModelUnavailable, UserError
+from gg.disk import is_disk_full
+from gg.errors import DiskFull, ModelUnavailable, UserError
 from gg.eval.cli import eval_command
 from gg.models.factory import validate_spec
 from gg.render import Renderer, summary_table
+from gg.resume import ResumeRefused, load_resume_point, resume_run
 from gg.seal import Checker, StreamAltered, Verdict
 from gg.state import RUN_ID_PATTERN, StateError, existing_state, state_path, warn_legacy
 from gg.stream import Event, read_events
@@ -131,8 +135,9 @@ def run(
     /workspaces/NAME-HASH/runs/RUN_ID/stream.jsonl. Nothing is written in WORKSPACE.
 
     Exit codes: 0 ended by an ending; 1 stopped by a ceiling or a model failure
-    (diagnosis printed); 2 bad usage or configuration (nothing written);
-    130 interrupted.
+    (diagnosis printed, a full disk included); 2 bad usage or configuration
+    (nothing written); 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP: the run
+    is stopped cleanly, run_ended and --json are written (continue it with gg resume).
 
     Example: gg run "Fix the failing test" -w examples/tiny-calc --model local
     """
@@ -168,16 +173,32 @@ def run(
             on_delta=renderer.delta,
             trust_config=trust_config,
         )
-        result = agent.run(task)
+        result = agent.run(task, signals=True)
     except UserError as e:
         raise _fail(str(e)) from None
     except ModelUnavailable as e:  # e.g. a missing API key: configuration, before any run
         raise _fail(f"--model: {e}") from None
+    except Exception as e:  # a full disk before the run could start: no stream to end
+        raise _disk_full_at_start(e, json_out=json_out) from e
+    _report(console, result, json_out=json_out)
+
+
+def _disk_full_at_start(error: Exception, *, json_out: bool) -> typer.Exit:
+    """Say that the disk is full (stderr, and ``--json``'s object); return exit 1 (issue 12).
+
+    Raises:
+        Exception: ``error`` itself when it is not a full disk.
+    """
+    if not is_disk_full(error):
+        raise error
+    message = str(error) if isinstance(error, DiskFull) else f"the disk is full: {error}"
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        line(("stopped:", "bold red"), f" {redact(message)}")
+    )
     if json_out:
-        sys.stdout.write(redact(inert_json(result.to_json())) + "\n")
-    else:
-        _print_result(console, result.to_json())
-    raise typer.Exit(result.exit_code)
+        data = {"run_id": None, "status": "stopped", "ending": None, "diagnosis": message}
+        sys.stdout.write(redact(inert_json({**data, "stream": None})) + "\n")
+    return typer.Exit(1)
 
 
 def _print_result(console: Console, data: dict[str, object]) -> None:
@@ -197,6 +218,60 @@ def _print_result(console: Console, data: dict[str, object]) -> None:
     else:
         console.print(line(("stopped:", "bold red"), f" {data['diagnosis']}"))
     console.print(line((f"stream: {data['stream']}  (replay: gg show {data['run_id']})", "dim")))
+
+
+@app.command()
+def resume(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN_ID|STREAM_PATH")],
+    workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
+    model: Annotated[
+        str | None, typer.Option(help="Another model spec (default: the run's own).")
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON result object on stdout at the end.")
+    ] = False,
+    trust_config: Annotated[bool, typer.Option("--trust-config", help="As for gg run.")] = False,
+) -> None:
+    """Continue a run that crashed or was interrupted, from its verified stream.
+
+    The stream's seal is checked first: an altered or truncated stream is refused
+    (exit 3), one that cannot be verified too (exit 4). The run goes on as a new run
+    (a run_resumed event names the one it continues) with the conversation, the
+    ceiling counts and the budget spent that the stream's last checkpoint records;
+    a turn cut off mid-way is done again. Exit codes as for gg run.
+    """
+    if model is not None:
+        try:
+            validate_spec(model)
+        except UserError as e:
+            raise _fail(f"--model: {e}") from None
+    console = Console(stderr=json_out, highlight=False)
+    renderer = Renderer(console, spinner=True)
+    try:
+        path, seal_dir = _find_stream(run_ref, workspace)
+        point = load_resume_point(path, seal_dir)
+        result = resume_run(
+            point, model=model, trust_config=trust_config, signals=True, listeners=(renderer,)
+        )
+    except ResumeRefused as e:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(_error_line(str(e)))
+        raise typer.Exit(e.exit_code) from None
+    except UserError as e:
+        raise _fail(str(e)) from None
+    except ModelUnavailable as e:
+        raise _fail(f"--model: {e}") from None
+    _report(console, result, json_out=json_out)
+
+
+def _report(console: Console, result: RunResult, *, json_out: bool) -> None:
+    """Print a run's result (``--json`` or the operator's lines); exit with its code."""
+    if json_out:
+        if result.status == "stopped":  # the live view is on stderr: say why there too
+            console.print(line(("stopped:", "bold red"), f" {redact(result.diagnosis or '')}"))
+        sys.stdout.write(redact(inert_json(result.to_json())) + "\n")
+    else:
+        _print_result(console, result.to_json())
+    raise typer.Exit(result.exit_code)
 
 
 EXIT_ALTERED = 3

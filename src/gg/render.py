@@ -22,6 +22,7 @@ from rich.text import Text
 
 from gg.stream import (
     CeilingTripped,
+    Checkpoint,
     EndingDeclared,
     EndingRefused,
     EndingRevoked,
@@ -33,6 +34,7 @@ from gg.stream import (
     IssueStateChanged,
     RetryEvent,
     RunEnded,
+    RunResumed,
     RunStarted,
     SessionEnded,
     SessionStarted,
@@ -174,6 +176,14 @@ class Renderer:
                 return _declaring_line(e, sid)
             case CeilingTripped() | SessionEnded() | RunEnded():
                 return self._end_line(e, sid)
+            case Checkpoint():
+                return None
+            case RunResumed():
+                return line(
+                    ("↻ resumed", "bold cyan"),
+                    f" run {e.from_run}: session {e.resumed_session} goes on after "
+                    f"{e.turns} turn(s)",
+                )
             case RetryEvent():
                 wait = f"retrying in {e.wait_s:.1f} s"
                 failed = f"↻ {e.provider} attempt {e.attempt} failed"

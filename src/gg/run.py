@@ -14,6 +14,7 @@ run:`` ends the run on the way out, whatever happened (:meth:`Run.__aexit__`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import secrets
@@ -28,8 +29,9 @@ from typing import Any, Literal
 from gg import trust
 from gg.ceilings import Budget, Ceilings
 from gg.config import Settings
+from gg.disk import disk_full, is_disk_full
 from gg.endings import Language, Role
-from gg.errors import UserError
+from gg.errors import DiskFull, UserError
 from gg.guard import (
     Snapshot,
     changed_since_last_run,
@@ -48,6 +50,7 @@ from gg.onuse import NO_SCRIPT_CAPABILITIES
 from gg.prompts import session_prompt
 from gg.sandbox import Isolation, Limits, Sandbox
 from gg.session import SessionEnv, SessionResult, SessionSpec, run_session
+from gg.signals import caught, interrupted_diagnosis
 from gg.skills import skills_section
 from gg.state import run_dir, warn_legacy
 from gg.stream import Event, RunEnded, RunStarted, StreamWriter
@@ -164,6 +167,7 @@ class Run:
         self._sessions = 0
         self._overviews: dict[Path, str] = {}
         self._skills: dict[Path, str] = {}
+        self.ended: tuple[Literal["ended", "stopped"], str | None, int] | None = None
         self._outcome: tuple[Literal["ended", "stopped"], str | None] = (
             "stopped",
             "the run ended before an outcome was given",
@@ -465,6 +469,9 @@ class Run:
             )
         return self._overviews[workspace]
 
+    ended: tuple[Literal["ended", "stopped"], str | None, int] | None
+    """How :meth:`end` ended the run: status, diagnosis, exit code (``None`` before)."""
+
     def end(
         self,
         status: Literal["ended", "stopped"],
@@ -485,11 +492,14 @@ class Run:
                 "git in this workspace",
                 file=sys.stderr,
             )
+        self.ended = (status, diagnosis, code)
         if not self.stream.closed:
-            self.stream.emit(
-                RunEnded(run_id=self.run_id, status=status, exit_code=code, diagnosis=diagnosis)
-            )
-            self.stream.close()
+            with contextlib.suppress(DiskFull):  # a full disk: the stream ends without it
+                self.stream.emit(
+                    RunEnded(run_id=self.run_id, status=status, exit_code=code, diagnosis=diagnosis)
+                )
+            with contextlib.suppress(OSError, DiskFull):
+                self.stream.close()
         return code
 
     def conclude(self, status: Literal["ended", "stopped"], diagnosis: str | None) -> None:
@@ -503,13 +513,18 @@ class Run:
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         """Release the sandbox, then end the run: with the outcome :meth:`conclude` gave,
-        or, when the block raised, stopped as interrupted (exit code 130, Ctrl-C or
-        cancelled) or as failed in gg (1). The exception goes on."""
+        or, when the block raised, stopped as interrupted (``128 + signal``: 130 Ctrl-C or
+        cancelled, 143 SIGTERM, 129 SIGHUP; :mod:`gg.signals`), by a full disk (1, the
+        diagnosis names the disk; issue 12) or as failed in gg (1). The exception goes on."""
         await self.aclose()
         if e is None:
             self.end(*self._outcome)
             return
         if isinstance(e, asyncio.CancelledError | KeyboardInterrupt):
-            self.end("stopped", "the run was interrupted by the operator", exit_code=130)
+            signum = caught()
+            self.end("stopped", interrupted_diagnosis(signum), exit_code=128 + (signum or 2))
+        elif is_disk_full(e):
+            full = e if isinstance(e, DiskFull) else disk_full(self.stream.path, "the stream", e)
+            self.end("stopped", str(full), exit_code=1)
         else:
             self.end("stopped", f"gg failed: {type(e).__name__}: {e}", exit_code=1)

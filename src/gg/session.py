@@ -18,6 +18,7 @@ prompt, so this module imports nothing of :mod:`gg.run`.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gg.ceilings import Budget, Ceilings, Diagnosis, SessionCeilings
+from gg.checkpoint import Restored, make_checkpoint, restore_counts
 from gg.endings import Ending, Language, Role
 from gg.errors import ModelError, ScriptExhausted
 from gg.hooks import Gate, HookPlace
@@ -135,6 +137,9 @@ class SessionSpec:
     resume: SessionResult | None = None
     depth: int = 0
     instructions: str = ""
+    restored: Restored | None = None
+    """The session's state rebuilt from a stream's checkpoints (``gg resume``, issue 12):
+    it goes on from there, with no new message."""
 
 
 def _with_ids(reply: Reply, turn: int) -> Reply:
@@ -185,6 +190,11 @@ class _Loop:
             self.messages: list[Message] = [*spec.resume.messages, task]
         else:
             self.messages = [SystemMessage(content=prompt), task]
+        if spec.restored is not None:  # gg resume: go on where the stream's checkpoint left
+            self.messages, self.turn = list(spec.restored.messages), spec.restored.turn
+            self.blocked_total = restore_counts(self.ceilings, spec.restored.counts)
+        self.saved = 0
+        """Messages already recorded by this stream's checkpoints."""
 
     @property
     def ids(self) -> EventIds:
@@ -194,6 +204,21 @@ class _Loop:
     def emit(self, event: Event) -> None:
         """Write ``event`` on the run's stream."""
         self.env.stream.emit(event)
+
+    def checkpoint(self) -> None:
+        """Record what resuming needs: the new messages, the counts (:mod:`gg.checkpoint`)."""
+        new = self.messages[self.saved :]
+        env = self.env
+        self.emit(
+            make_checkpoint(
+                self.ids,
+                new,
+                ceilings=self.ceilings,
+                blocked_total=self.blocked_total,
+                budget=env.budget,
+            )
+        )
+        self.saved = len(self.messages)
 
     async def result(self, ending: Ending | None, diagnosis: Diagnosis | None) -> SessionResult:
         self.emit(
@@ -311,7 +336,7 @@ async def run_session(
         The :class:`SessionResult`. Never raises for anything a model sends.
     """
     loop = _Loop(env, spec, mode=mode, prompt=prompt)
-    role, ws, task, parent, resume = spec.role, spec.workspace, spec.task, spec.parent, spec.resume
+    role, task, parent, resume = spec.role, spec.task, spec.parent, spec.resume
     run = env  # the run's parts, as the loop sees them
     loop.emit(
         SessionStarted(
@@ -323,9 +348,24 @@ async def run_session(
             model=run.model.name,
             parent=parent,
             task=excerpt(task, 500),
-            resumed=resume is not None,
+            resumed=resume is not None or spec.restored is not None,
         )
     )
+    loop.checkpoint()
+    try:  # max_seconds is a hard wall-clock bound, inside a turn too (issue 12 item 2)
+        async with asyncio.timeout(env.budget.seconds_left()) as bound:
+            return await _turns(loop, mode)
+    except TimeoutError:
+        if not bound.expired():
+            raise
+    diagnosis = env.budget.out_of_time()  # the model call, tools and hooks were cancelled
+    loop.emit(CeilingTripped(**loop.ids, ceiling="budget", diagnosis=diagnosis.message))
+    return await loop.result(None, diagnosis)
+
+
+async def _turns(loop: _Loop, mode: Mode) -> SessionResult:
+    """The session's turns, from the first to its ending or a ceiling (SPEC S1)."""
+    role, ws, run = loop.role, loop.workspace, loop.env
     while True:
         loop.turn += 1
         reply = await loop.ask()
@@ -353,4 +393,5 @@ async def run_session(
                 ceiling, message = diagnosis.ceiling, diagnosis.message
                 loop.emit(CeilingTripped(**loop.ids, ceiling=ceiling, diagnosis=message))
             return await loop.result(None, diagnosis)
+        loop.checkpoint()
         await run.stream.sync_turn()

@@ -23,11 +23,12 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from gg import reaper
 from gg.text import cut_marker
 
 __all__ = ["ShellResult", "Spawn", "run_shell", "scrubbed_env", "spawn_shell"]
@@ -78,6 +79,7 @@ async def spawn_shell(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=reaper.die_with_parent,  # issue 12: dies with gg, SIGKILL included
     )
 
 
@@ -202,7 +204,7 @@ async def run_shell(
         OSError: the process could not be started.
     """
     start = time.monotonic()
-    proc = await spawn(command, cwd=cwd, env=env, stdin=stdin is not None)
+    proc = await _started(spawn(command, cwd=cwd, env=env, stdin=stdin is not None))
     out, err = _Capture(capture_limit), _Capture(capture_limit)
     tasks = [
         asyncio.create_task(_pump(proc.stdout, out)),
@@ -218,6 +220,7 @@ async def run_shell(
     finally:
         _kill_group(proc)
         await _settle(proc, tasks)
+        reaper.forget(proc.pid)
     return ShellResult(
         exit_code=None if timed_out else proc.returncode,
         output=out.text(),
@@ -225,6 +228,27 @@ async def run_shell(
         timed_out=timed_out,
         seconds=time.monotonic() - start,
     )
+
+
+async def _started(
+    spawning: Awaitable[asyncio.subprocess.Process],
+) -> asyncio.subprocess.Process:
+    """The started process, its group handed to :mod:`gg.reaper` (killed even if gg is).
+
+    A cancellation while it starts (a signal, a deadline) waits for the start to
+    finish, then kills the new group before it goes on: never a process left behind.
+    """
+    task = asyncio.ensure_future(spawning)
+    try:
+        proc = await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(OSError, TimeoutError):
+            proc = await task
+            _kill_group(proc)
+            await asyncio.wait_for(_exited(proc), 5)
+        raise
+    reaper.watch(proc.pid)
+    return proc
 
 
 async def _settle(proc: asyncio.subprocess.Process, tasks: list[asyncio.Task[None]]) -> None:

@@ -54,6 +54,7 @@ from gg.text import cut, redact, secret_values
 
 __all__ = [
     "CeilingTripped",
+    "Checkpoint",
     "EndingDeclared",
     "EndingRefused",
     "EndingRevoked",
@@ -67,6 +68,7 @@ __all__ = [
     "Listener",
     "RetryEvent",
     "RunEnded",
+    "RunResumed",
     "RunStarted",
     "SessionEnded",
     "SessionStarted",
@@ -295,6 +297,35 @@ class RunEnded(_Base):
     diagnosis: str | None = None
 
 
+class Checkpoint(_Base):
+    """What resuming a session needs, at its start and at each turn's end (issue 12 item 4).
+
+    ``messages``: the conversation's messages added since this session's previous
+    checkpoint on this stream (all of them in its first), each as
+    :func:`gg.resume.message_record` writes it; ``counts``: the session's ceiling
+    counts (:class:`gg.ceilings.SessionCeilings`) and ``blocked_total``; ``budget``:
+    the run's ``tokens``, ``cost`` and ``seconds`` spent so far. Sealed like every
+    event, so ``gg resume`` trusts only what gg wrote.
+    """
+
+    type: Literal["checkpoint"] = "checkpoint"
+    messages: list[dict[str, Any]]
+    counts: dict[str, Any]
+    budget: dict[str, float]
+
+
+class RunResumed(_Base):
+    """This run continues ``from_run`` (its stream ``from_stream``, verified): session
+    ``resumed_session`` goes on after ``turns`` turns and ``messages`` messages."""
+
+    type: Literal["run_resumed"] = "run_resumed"
+    from_run: str
+    from_stream: str
+    resumed_session: str
+    turns: int
+    messages: int
+
+
 class RetryEvent(_Base):
     """A model request failed with a transient fault and is tried again (issue 12 item 2).
 
@@ -352,6 +383,8 @@ Event: TypeAlias = Annotated[
     | CeilingTripped
     | SessionEnded
     | RunEnded
+    | Checkpoint
+    | RunResumed
     | RetryEvent
     | IssueStateChanged,
     Field(discriminator="type"),

@@ -44,6 +44,8 @@ from gg.board.store import TERMINAL, Issue, IssueDetail, IssueState, Store
 from gg.board.tracker import Tracker
 from gg.board.workflow import BoardContext, IssueFlow, Progress
 from gg.config import settings_from_dict
+from gg.run import Run
+from gg.signals import cancel_on_signals
 from gg.state import (
     open_private,
     private_dir,
@@ -92,10 +94,17 @@ class BoardResult:
     diagnosis: str | None
     stream: Path
     on_board: int = 0
+    signal: int | None = None
+    """The stop signal that interrupted the run (:mod:`gg.signals`), else ``None``."""
 
     @property
     def exit_code(self) -> int:
-        """0 when every issue taken is done, else 1 (SPEC O3)."""
+        """0 when every issue taken is done, else 1 (SPEC O3).
+
+        ``128 + signal`` when a signal stopped the run: 130, 143, 129 (issue 12).
+        """
+        if self.signal is not None:
+            return 128 + self.signal
         return 0 if self.status == "ended" else 1
 
     def to_json(self) -> dict[str, Any]:
@@ -213,6 +222,7 @@ class Board:
         self.settings = settings_from_dict(data, source="board options")
         self._agent = agent
         self.observers = list(observers)
+        self._run: Run | None = None
         self._store = store
 
     # -- the store ---------------------------------------------------------------------------
@@ -366,9 +376,38 @@ class Board:
 
     # -- running -----------------------------------------------------------------------------
 
-    def run(self, *, concurrency: int | None = None) -> BoardResult:
-        """Run every issue not done or stuck (blocking wrapper of :meth:`arun`)."""
-        return asyncio.run(self.arun(concurrency=concurrency))
+    def run(self, *, concurrency: int | None = None, signals: bool = False) -> BoardResult:
+        """Run every issue not done or stuck (blocking wrapper of :meth:`arun`).
+
+        ``signals``: SIGINT, SIGTERM and SIGHUP stop the run cleanly (``gg board run``):
+        the run's sessions are cancelled, ``run_ended`` names the signal, and the result
+        is ``stopped`` with exit code ``128 + signal``; the issues resume next run.
+        """
+        if not signals:
+            return asyncio.run(self.arun(concurrency=concurrency))
+        return asyncio.run(self._arun_signalled(concurrency))
+
+    async def _arun_signalled(self, concurrency: int | None) -> BoardResult:
+        with cancel_on_signals() as caught:
+            try:
+                return await self.arun(concurrency=concurrency)
+            except asyncio.CancelledError:
+                run = self._run
+                if caught.signum is None or run is None:
+                    raise
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+        issues = self.store.issues()
+        return BoardResult(
+            run_id=run.run_id,
+            status="stopped",
+            issues=tuple(i for i in issues if i.state is not IssueState.DONE),
+            diagnosis=run.ended[1] if run.ended else None,
+            stream=run.stream.path,
+            on_board=len(issues),
+            signal=caught.signum,
+        )
 
     async def arun(self, *, concurrency: int | None = None) -> BoardResult:
         """Run every issue that is not ``done`` or ``stuck``, up to ``concurrency`` at once.
@@ -395,7 +434,8 @@ class Board:
         agent = gg.Agent(workspace=self.workspace, **options)
         with _RunLock(workspace_state(self.workspace) / "board.lock"):
             await self._recover(git)
-            async with agent.new_run() as run:  # ends the run however this block leaves
+            self._run = run = agent.new_run()
+            async with run:  # ends the run however this block leaves
                 ctx = BoardContext(
                     run=run,
                     store=self.store,

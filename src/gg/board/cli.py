@@ -24,6 +24,7 @@ import gg
 from gg.board.board import Board, BoardResult, issue_json
 from gg.board.display import BoardDisplay, detail_view, issues_table
 from gg.board.store import IssueDetail
+from gg.errors import DiskFull
 from gg.terminal import inert, inert_json, line
 
 __all__ = ["board_app"]
@@ -243,17 +244,31 @@ def run(
     )
     try:
         with board, display:
-            result = board.run(concurrency=concurrency)
+            result = board.run(concurrency=concurrency, signals=True)
     except gg.UserError as e:
         raise _fail(str(e)) from None
-    except gg.ModelError as e:  # the model could not even be set up (e.g. not installed)
-        Console(stderr=True, highlight=False).print(line(("gg: model failed:", "red"), f" {e}"))
-        raise typer.Exit(1) from None
+    except (gg.ModelError, DiskFull) as e:  # no model; a full disk (issue 12): exit 1
+        raise _stopped_early(e, json_out=json_out) from None
     if json_out:
         sys.stdout.write(inert_json(result.to_json()) + "\n")
     else:
         _print_result(console, result)
     raise typer.Exit(result.exit_code)
+
+
+def _stopped_early(error: gg.ModelError | DiskFull, *, json_out: bool) -> typer.Exit:
+    """One line on stderr for a model that could not be set up, or a full disk; exit 1.
+
+    A full disk stopped the run, its diagnosis naming the disk; ``--json`` gets it too.
+    """
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    if isinstance(error, DiskFull):
+        console.print(line(("stopped:", "red"), f" {error}"))
+        if json_out:
+            sys.stdout.write(inert_json({"status": "stopped", "diagnosis": str(error)}) + "\n")
+    else:  # the model could not even be set up (e.g. not installed)
+        console.print(line(("gg: model failed:", "red"), f" {error}"))
+    return typer.Exit(1)
 
 
 def _print_result(console: Console, result: BoardResult) -> None:

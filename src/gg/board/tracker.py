@@ -18,6 +18,7 @@ from gg.board.store import Store
 from gg.board.workflow import CURRENT, Progress, SessionSlot
 from gg.stream import (
     CeilingTripped,
+    Checkpoint,
     EndingDeclared,
     EndingRefused,
     EndingRevoked,
@@ -29,6 +30,7 @@ from gg.stream import (
     IssueStateChanged,
     RetryEvent,
     RunEnded,
+    RunResumed,
     RunStarted,
     SessionEnded,
     SessionStarted,
@@ -88,6 +90,8 @@ def activity(event: Event, slot: SessionSlot) -> str | None:
             | CeilingTripped()
             | SessionEnded()
             | RunEnded()
+            | Checkpoint()
+            | RunResumed()
             | IssueStateChanged()
         ):
             return None

@@ -161,6 +161,13 @@ class ScriptedModel:
         """How many replies are left."""
         return len(self._replies) - self._next
 
+    def skip(self, count: int) -> None:
+        """Pass over the first ``count`` replies: an interrupted run served them already.
+
+        ``gg resume`` goes on from the reply after (issue 12 item 4).
+        """
+        self._next = min(self._next + max(count, 0), len(self._replies))
+
     async def respond(self, messages: list[Message], tools: list[ToolSpec]) -> Reply:
         """Serve the next reply.
 

@@ -52,7 +52,7 @@ from gg.endings import (
     ending_group,
     is_ending_name,
 )
-from gg.errors import ToolError
+from gg.errors import DiskFull, ToolError
 from gg.models.base import Reply, ToolCall, ToolMessage, ToolSpec, UserMessage
 from gg.modes.base import Emit, TurnContext, TurnOutcome, close_turn
 from gg.progress import Progress
@@ -202,6 +202,8 @@ async def _call_tool(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) ->
         return CallAnswer(ok=True, value=await tool.call(args, ctx))
     except ToolError as e:
         return CallAnswer(ok=False, error=str(e), error_type="tool_error")
+    except DiskFull:  # not the program's doing: the run stops, naming the disk (issue 12)
+        raise
     except Exception as e:  # a user tool's bug is the program's error, not gg's
         return CallAnswer(
             ok=False, error=f"{type(e).__name__}: {_shown(e)}", error_type="tool_error"

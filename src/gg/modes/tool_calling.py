@@ -40,7 +40,7 @@ from gg.endings import (
     is_ending_name,
     spell,
 )
-from gg.errors import ToolError
+from gg.errors import DiskFull, ToolError
 from gg.models.base import Reply, ToolCall, ToolMessage, ToolSpec, UserMessage
 from gg.modes.base import TurnContext, TurnOutcome, close_turn
 from gg.progress import Progress
@@ -221,6 +221,8 @@ class ToolCallingMode:
             res = _CallOutcome(await tool.call(args, context))
         except ToolError as e:
             res = _CallOutcome(f"Error: {e}", ok=False)
+        except DiskFull:  # not the model's doing: the run stops, naming the disk (issue 12)
+            raise
         except Exception as e:  # a user tool's bug must not crash the session
             res = _CallOutcome(f"Error: {type(e).__name__}: {e}", ok=False)
         changed = res.ok and tool.access != "read" and not self._context.read_only

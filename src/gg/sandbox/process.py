@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from gg.reaper import forget as forget_group
+from gg.reaper import watch as watch_group
 from gg.sandbox.launch import Plan
 from gg.sandbox.membrane import Membrane
 from gg.sandbox.writes import POLL_S, WriteCap
@@ -207,7 +209,7 @@ async def _exited(proc: subprocess.Popen[bytes]) -> int:
 
 def _spawn(plan: Plan, child_fds: list[int], out_write: int) -> subprocess.Popen[bytes]:
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             plan.argv,
             stdin=subprocess.DEVNULL,
             stdout=out_write,
@@ -220,6 +222,8 @@ def _spawn(plan: Plan, child_fds: list[int], out_write: int) -> subprocess.Popen
             extra_groups=[] if plan.user is not None else None,
             cwd="/",
         )
+        watch_group(proc.pid)  # its group is killed even if gg is (issue 12 item 3)
+        return proc
     finally:
         for fd in [*child_fds, *plan.fds, out_write]:
             with contextlib.suppress(OSError):
@@ -386,6 +390,7 @@ class _PopenChild:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(_exited(self.proc), _REAPER_GRACE_S)
         _kill(self.proc)
+        forget_group(self.proc.pid)
 
 
 async def _wind_down(

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gg import reaper
 from gg.errors import SandboxError
 from gg.sandbox.host import Isolation, host_facts, state_dir
 from gg.sandbox.launch import Spec, plan, prepare_run_dir, program_config
@@ -107,6 +108,7 @@ class Zygote:
             for fd in [*the_plan.fds, err_write, *extra]:
                 os.close(fd)
             theirs.close()
+        reaper.watch(proc.pid)  # its group is killed even if gg is (issue 12 item 3)
         zygote = cls(key, proc, ours)
         zygote.run_dir = run_dir
         ours.setblocking(False)
@@ -207,6 +209,7 @@ class Zygote:
             self.proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+        reaper.forget(self.proc.pid)
         if self.run_dir is not None:
             with contextlib.suppress(OSError):
                 remove_tree(self.run_dir)

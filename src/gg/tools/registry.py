@@ -35,7 +35,7 @@ from pydantic_core import SchemaValidator
 
 from gg.config import Settings, ToolsSettings
 from gg.endings import Ending, is_ending_name
-from gg.errors import GGError, ToolError, UserError
+from gg.errors import DiskFull, GGError, ToolError, UserError
 from gg.guard import Snapshot
 from gg.models.base import ToolSpec
 from gg.stream import Event
@@ -325,7 +325,7 @@ class FunctionTool(Tool):
             value = self.fn(**arguments)
             if type(value) is not str and inspect.isawaitable(value):
                 value = await value
-        except ToolError:
+        except (ToolError, DiskFull):  # a full disk stops the run (issue 12 item 1)
             raise
         except Exception as exc:
             raise ToolError(f"{self.name} raised {type(exc).__name__}: {exc}") from exc

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias, TypeVar
 
+from gg.disk import disk_full, is_disk_full
 from gg.errors import ToolError, WorkspaceEscape
 
 __all__ = [
@@ -385,6 +386,7 @@ class Beneath:
         Raises:
             WorkspaceEscape: the path or a symlink on it leaves the workspace.
             ToolError: the name is a directory, FIFO, socket or device; an ``OSError``.
+            DiskFull: the workspace's filesystem is full (the run stops; issue 12).
         """
         check_path(path)
         try:
@@ -397,6 +399,8 @@ class Beneath:
 
                 return self._final(walk, path, replace, create=True)
         except OSError as exc:
+            if is_disk_full(exc):  # the run stops, naming the disk (issue 12 item 1)
+                raise disk_full(Path(self.workspace) / path, "the workspace file", exc) from None
             raise _os_error(path, exc, "write") from None
 
 

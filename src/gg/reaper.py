@@ -1,0 +1,144 @@
+"""No child outlives gg: process groups killed on any exit, SIGKILL included (issue 12 item 3).
+
+Every process gg starts for a run (agent-stop hooks, host-mode commands, the
+sandbox's processes) runs in a process group of its own. gg kills that group
+when the process ends, times out or is cancelled; that covers every exit gg
+lives through (an ending, a ceiling, Ctrl-C, SIGTERM, SIGHUP, a full disk).
+
+For the exits gg does not live through (SIGKILL, a crash of the interpreter),
+:func:`watch` hands each group to a **watchdog**: a tiny process started
+once, in its own session, that reads gg's registrations on a pipe. When the
+pipe's write end closes, which the kernel does whenever gg's process ends,
+however it ends, the watchdog SIGKILLs every group still registered and
+exits. The pipe is close-on-exec, so no child of gg holds it open.
+
+:func:`die_with_parent` is the second belt: run in the child between fork
+and exec (``preexec_fn``), it sets ``PR_SET_PDEATHSIG`` so the direct child
+gets SIGKILL when the thread that forked it ends. gg forks its children from
+the event loop's thread, which lives as long as gg. The sandbox's bubblewrap
+also gets ``--die-with-parent`` (:mod:`gg.sandbox.launch`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+
+__all__ = ["die_with_parent", "forget", "watch", "watchdog_pid"]
+
+_PR_SET_PDEATHSIG = 1
+
+_WATCHDOG = r"""
+import os, signal, sys
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
+    signal.signal(s, signal.SIG_IGN)
+groups = set()
+for line in sys.stdin.buffer:
+    op, _, pid = line.strip().partition(b" ")
+    if pid.isdigit():
+        (groups.add if op == b"+" else groups.discard)(int(pid))
+for g in groups:
+    try:
+        os.killpg(g, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+"""The watchdog's program: register ``+ PGID``, forget ``- PGID``; on EOF kill the rest."""
+
+_lock = threading.Lock()
+_proc: subprocess.Popen[bytes] | None = None
+_owner = 0
+"""The pid that started :data:`_proc` (a forked copy of gg must not write to it)."""
+
+
+def _libc_prctl() -> Callable[..., int] | None:
+    try:
+        fn: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return fn
+
+
+_PRCTL = _libc_prctl()
+
+
+def die_with_parent() -> None:
+    """In a child before exec: SIGKILL this process when its parent thread ends.
+
+    ``prctl(PR_SET_PDEATHSIG, SIGKILL)``; a no-op where ``prctl`` is missing.
+    """
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _start() -> subprocess.Popen[bytes] | None:
+    """Start the watchdog (in its own session, cwd ``/``, isolated Python)."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHDOG],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd="/",
+            env={},
+        )
+    except OSError:
+        return None
+
+
+def _send(line: bytes, *, start: bool) -> None:
+    global _proc, _owner
+    with _lock:
+        if _proc is not None and (_owner != os.getpid() or _proc.poll() is not None):
+            _proc = None  # a fork of gg, or the watchdog died: start afresh
+        if _proc is None:
+            if not start:
+                return
+            _proc, _owner = _start(), os.getpid()
+        if _proc is None or _proc.stdin is None:
+            return
+        try:
+            _proc.stdin.write(line)
+            _proc.stdin.flush()
+        except OSError:
+            _proc = None
+
+
+def watch(pgid: int) -> None:
+    """Have the process group ``pgid`` killed if gg's process ends before :func:`forget`.
+
+    Args:
+        pgid: a process group gg made (a child started with ``start_new_session``).
+    """
+    _send(b"+ %d\n" % pgid, start=True)
+
+
+def forget(pgid: int) -> None:
+    """The group ``pgid`` is gone (gg killed or reaped it): the watchdog lets it be."""
+    _send(b"- %d\n" % pgid, start=False)
+
+
+def watchdog_pid() -> int | None:
+    """The watchdog's pid while one runs for this process (tests), else ``None``."""
+    with _lock:
+        if _proc is None or _owner != os.getpid() or _proc.poll() is not None:
+            return None
+        return _proc.pid
+
+
+def _close_at_exit() -> None:
+    """At interpreter exit: close the pipe, so the watchdog kills what is left and ends."""
+    with contextlib.suppress(Exception):
+        if _proc is not None and _owner == os.getpid() and _proc.stdin is not None:
+            _proc.stdin.close()
+
+
+atexit.register(_close_at_exit)

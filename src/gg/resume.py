@@ -1,0 +1,229 @@
+"""``gg resume``: continue a run that crashed or was interrupted, from its stream (issue 12 item 4).
+
+The stream is verified against its seal first (issue 9 item 3): a stream
+altered or truncated after gg wrote it, or one whose key is not in gg's state
+on this machine, is refused; so is a run still being written, a run whose
+root session already ended, and a stream without checkpoints.
+
+From the verified events gg takes: the run's effective settings
+(``run_started``), the root session's role, mode and language
+(``session_started``), its conversation, rebuilt from its ``checkpoint``
+events (:mod:`gg.checkpoint`), its ceiling counts and the run's budget spent
+(tokens, cost, seconds) from the last of them. A new run (its own id, stream
+and seal: a sealed stream is never appended to) starts with a ``run_resumed``
+event naming the run it continues, and the root session goes on from the
+turn after its last checkpoint: a turn a crash cut off is done again from its
+start. A scripted model with the same spec passes over the replies the
+interrupted run had already served up to that checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gg.agent import Agent, RunResult
+from gg.checkpoint import Restored, message_from_record
+from gg.config import settings_from_dict
+from gg.endings import Role
+from gg.errors import UserError
+from gg.models.base import Message, UserMessage
+from gg.models.scripted import ScriptedModel
+from gg.run import Run
+from gg.seal import Checker, StreamAltered, Verdict
+from gg.session import SessionResult, SessionSpec
+from gg.stream import (
+    Checkpoint,
+    Event,
+    RunEnded,
+    RunResumed,
+    RunStarted,
+    SessionEnded,
+    SessionStarted,
+    TurnEvent,
+    read_events,
+)
+
+__all__ = ["ResumePoint", "ResumeRefused", "load_resume_point", "resume_run"]
+
+
+class ResumeRefused(UserError):
+    """The run cannot be resumed.
+
+    ``exit_code``: 3 altered or truncated, 4 unverifiable, 2 otherwise (SPEC O3, issue 9).
+    """
+
+    def __init__(self, message: str, *, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumePoint:
+    """Where a run goes on from, as its verified stream tells.
+
+    Attributes:
+        run_id: the interrupted run's id.
+        stream: its stream file.
+        started: its ``run_started`` event (settings, workspace).
+        session: the root session's ``session_started`` event.
+        restored: the root session's conversation and counts.
+        budget: the run's ``tokens``, ``cost`` and ``seconds`` spent.
+        replies: model replies the run had been served up to the checkpoint.
+    """
+
+    run_id: str
+    stream: Path
+    started: RunStarted
+    session: SessionStarted
+    restored: Restored
+    budget: dict[str, float]
+    replies: int
+
+
+def _verified(path: Path, seal_dir: Path | None) -> list[Event]:
+    """The stream's events, if its seal holds and its writer is gone.
+
+    Raises:
+        ResumeRefused: altered, truncated, unverifiable, or still running.
+    """
+    check = Checker(path, seal_dir=seal_dir)
+    events: list[Event] = []
+    with contextlib.suppress(StreamAltered):
+        events.extend(read_events(path, check=check))
+    verdict: Verdict = check.finish(check.head_at_start)
+    if verdict.kind in ("altered", "truncated"):
+        raise ResumeRefused(f"not resumed: {verdict.message()}", exit_code=3)
+    if verdict.kind == "unkeyed":
+        raise ResumeRefused(f"not resumed: {verdict.message()}", exit_code=4)
+    if verdict.kind == "running":
+        raise ResumeRefused("not resumed: the run is still going (its gg process holds it)")
+    return events[: verdict.trusted]
+
+
+def _root(events: list[Event]) -> SessionStarted:
+    for e in events:
+        if isinstance(e, SessionStarted) and e.parent is None:
+            return e
+    raise ResumeRefused("not resumed: the run never started a session")
+
+
+def _refuse_ended(events: list[Event], root: str) -> None:
+    for e in events:
+        if isinstance(e, RunEnded) and e.status == "ended":
+            raise ResumeRefused("not resumed: the run already ended by its ending")
+        if isinstance(e, SessionEnded) and e.session_id == root:
+            if e.ending is not None:
+                call = e.ending.get("call", "an ending")
+                raise ResumeRefused(f"not resumed: the run already ended by its ending ({call})")
+            why = e.diagnosis or "it stopped"
+            raise ResumeRefused(f"not resumed: its session {root} is over ({why})")
+
+
+def load_resume_point(path: Path, seal_dir: Path | None = None) -> ResumePoint:
+    """Read and verify the stream at ``path``; where its run goes on from.
+
+    Args:
+        path: the stream file.
+        seal_dir: its seal's directory (``None``: found from the stream).
+
+    Raises:
+        ResumeRefused: the stream cannot be trusted, or holds nothing to resume.
+        UserError: not a gg stream.
+    """
+    events = _verified(path, seal_dir)
+    started = events[0]
+    if not isinstance(started, RunStarted):
+        raise ResumeRefused(f"not resumed: {path} does not start with run_started")
+    root = _root(events)
+    sid = root.session_id or "s1"
+    _refuse_ended(events, sid)
+    messages: list[Message] = []
+    last: Checkpoint | None = None
+    replies = served = 0
+    for e in events:
+        if isinstance(e, TurnEvent):
+            replies += 1
+        elif isinstance(e, Checkpoint) and e.session_id == sid:
+            messages.extend(message_from_record(m) for m in e.messages)
+            last, served = e, replies
+    if last is None or not messages:
+        raise ResumeRefused("not resumed: the stream has no checkpoint (an older gg wrote it)")
+    restored = Restored(messages=tuple(messages), turn=last.turn or 0, counts=last.counts)
+    return ResumePoint(
+        run_id=started.run_id,
+        stream=path,
+        started=started,
+        session=root,
+        restored=restored,
+        budget=last.budget,
+        replies=served,
+    )
+
+
+async def _go_on(run: Run, point: ResumePoint) -> SessionResult:
+    """Start the root session again from ``point`` in ``run`` (which is new)."""
+    restored, s = point.restored, point.session
+    sid = s.session_id or "s1"
+    run.emit(
+        RunResumed(
+            run_id=run.run_id,
+            from_run=point.run_id,
+            from_stream=str(point.stream),
+            resumed_session=sid,
+            turns=restored.turn,
+            messages=len(restored.messages),
+        )
+    )
+    run.budget.tokens += int(point.budget.get("tokens", 0))
+    run.budget.cost += float(point.budget.get("cost", 0.0))
+    run.budget.started -= float(point.budget.get("seconds", 0.0))
+    run.new_session_id()  # the root's id (s1) stays taken: a subagent gets s2 on
+    task = next((m.content for m in restored.messages if isinstance(m, UserMessage)), "")
+    spec = SessionSpec(
+        task=task,
+        role=Role(s.role),
+        mode=s.mode,
+        language="javascript" if s.language == "javascript" else "python",
+        workspace=run.workspace,
+        session_id=sid,
+        restored=restored,
+    )
+    return await run.start(spec)
+
+
+def resume_run(
+    point: ResumePoint,
+    *,
+    model: str | None = None,
+    trust_config: bool = False,
+    signals: bool = False,
+    listeners: tuple[Any, ...] = (),
+) -> RunResult:
+    """Continue the run ``point`` describes in a new run; its result.
+
+    Args:
+        point: from :func:`load_resume_point`.
+        model: another model spec (default: the interrupted run's).
+        trust_config: as ``gg run --trust-config``.
+        signals: SIGINT/SIGTERM/SIGHUP stop it cleanly (:mod:`gg.signals`).
+        listeners: stream listeners (the live view).
+
+    Raises:
+        UserError: the settings or the workspace are no longer usable.
+    """
+    settings = settings_from_dict(point.started.settings, source=f"the stream {point.stream}")
+    agent = Agent(
+        model=model,
+        workspace=Path(point.started.workspace),
+        settings=settings,
+        listeners=listeners,
+        trust_config=trust_config,
+    )
+    same_model = model is None or model == settings.model.spec
+    if same_model and isinstance(agent.model, ScriptedModel):
+        agent.model.skip(point.replies)
+    return asyncio.run(agent.arun_session(lambda run: _go_on(run, point), signals=signals))
