@@ -73,58 +73,69 @@ def _error_line(message: str) -> Text:
 Mode = Literal["tool-calling", "code"]
 
 
+_Task = Annotated[str, typer.Argument(help="What the agent should do.")]
+_WorkspaceDir = Annotated[
+    Path, typer.Option("--workspace", "-w", help="Directory the agent works in (default: current).")
+]
+_ModelSpec = Annotated[
+    str | None,
+    typer.Option(
+        help="local | local:NAME | local:PATH | scripted:PATH | openai:MODEL | "
+        "anthropic:MODEL | openai-compat:MODEL@URL (default: [model] spec, 'local')."
+    ),
+]
+_Mode = Annotated[str | None, typer.Option(help="tool-calling | code")]
+_Language = Annotated[str | None, typer.Option(help="python | javascript (code mode)")]
+_RoleName = Annotated[
+    str | None,
+    typer.Option(help="standard (ends with finish) | review (approve / request_changes)"),
+]
+_ConfigFile = Annotated[
+    Path | None, typer.Option(help="A gg.toml to use instead of the workspace's.")
+]
+_JsonOut = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print one JSON result object on stdout at the end (live view goes to stderr).",
+    ),
+]
+_Record = Annotated[
+    Path | None,
+    typer.Option(
+        help="Write the model's replies to FILE in the scripted format, to replay the run."
+    ),
+]
+_MaxTurns = Annotated[int | None, typer.Option(help="Override [ceilings] max_turns.")]
+_NoGrammar = Annotated[
+    bool, typer.Option("--no-grammar", help="Local model: don't constrain output to valid calls.")
+]
+_TrustConfig = Annotated[
+    bool,
+    typer.Option(
+        "--trust-config",
+        help="Accept a gg.toml that changed since this workspace's last run "
+        'and now asks for settings that weaken the sandbox (commands = "host", a trusted '
+        "hook, pass_env, a forced isolation layer, a model server URL, a store path): gg "
+        "refuses such a run otherwise, since an agent could have written the file.",
+    ),
+]
+
+
 @app.command()
 def run(
-    task: Annotated[str, typer.Argument(help="What the agent should do.")],
-    workspace: Annotated[
-        Path,
-        typer.Option("--workspace", "-w", help="Directory the agent works in (default: current)."),
-    ] = Path("."),
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="local | scripted:PATH | openai:MODEL | "
-            "anthropic:MODEL | openai-compat:MODEL@URL "
-            "(default: [model] spec, 'local')."
-        ),
-    ] = None,
-    mode: Annotated[str | None, typer.Option(help="tool-calling | code")] = None,
-    language: Annotated[str | None, typer.Option(help="python | javascript (code mode)")] = None,
-    role: Annotated[
-        str | None,
-        typer.Option(help="standard (ends with finish) | review (approve / request_changes)"),
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option(help="A gg.toml to use instead of the workspace's.")
-    ] = None,
-    json_out: Annotated[
-        bool,
-        typer.Option(
-            "--json",
-            help="Print one JSON result object on stdout at the end (live view goes to stderr).",
-        ),
-    ] = False,
-    record: Annotated[
-        Path | None,
-        typer.Option(
-            help="Write the model's replies to FILE in the scripted format, to replay the run."
-        ),
-    ] = None,
-    max_turns: Annotated[int | None, typer.Option(help="Override [ceilings] max_turns.")] = None,
-    no_grammar: Annotated[
-        bool,
-        typer.Option("--no-grammar", help="Local model: don't constrain output to valid calls."),
-    ] = False,
-    trust_config: Annotated[
-        bool,
-        typer.Option(
-            "--trust-config",
-            help="Accept a gg.toml that changed since this workspace's last run "
-            'and now asks for settings that weaken the sandbox (commands = "host", a trusted '
-            "hook, pass_env, a forced isolation layer, a model server URL, a store path): gg "
-            "refuses such a run otherwise, since an agent could have written the file.",
-        ),
-    ] = False,
+    task: _Task,
+    workspace: _WorkspaceDir = Path("."),
+    model: _ModelSpec = None,
+    mode: _Mode = None,
+    language: _Language = None,
+    role: _RoleName = None,
+    config: _ConfigFile = None,
+    json_out: _JsonOut = False,
+    record: _Record = None,
+    max_turns: _MaxTurns = None,
+    no_grammar: _NoGrammar = False,
+    trust_config: _TrustConfig = False,
 ) -> None:
     """Run TASK in one session until it ends by an ending call, or a ceiling stops it.
 
@@ -141,20 +152,7 @@ def run(
 
     Example: gg run "Fix the failing test" -w examples/tiny-calc --model local
     """
-    for flag, value, allowed in (
-        ("--mode", mode, ("tool-calling", "code")),
-        ("--language", language, ("python", "javascript")),
-        ("--role", role, ("standard", "review")),
-    ):
-        if value is not None and value not in allowed:
-            raise _fail(f"{flag}: {value!r} is not one of {', '.join(allowed)}")
-    if max_turns is not None and max_turns < 1:
-        raise _fail(f"--max-turns: {max_turns} must be at least 1")
-    if model is not None:
-        try:
-            validate_spec(model)
-        except UserError as e:
-            raise _fail(f"--model: {e}") from None
+    _check_flags(mode=mode, language=language, role=role, max_turns=max_turns, model=model)
     console = Console(stderr=json_out, highlight=False)
     renderer = Renderer(console, spinner=True)
     try:
@@ -181,6 +179,35 @@ def run(
     except Exception as e:  # a full disk before the run could start: no stream to end
         raise _disk_full_at_start(e, json_out=json_out) from e
     _report(console, result, json_out=json_out)
+
+
+def _check_flags(
+    *,
+    mode: str | None,
+    language: str | None,
+    role: str | None,
+    max_turns: int | None,
+    model: str | None,
+) -> None:
+    """Check ``gg run``'s flags before anything is built (SPEC O3).
+
+    Raises:
+        typer.Exit: exit 2 with a one-line message naming the flag.
+    """
+    for flag, value, allowed in (
+        ("--mode", mode, ("tool-calling", "code")),
+        ("--language", language, ("python", "javascript")),
+        ("--role", role, ("standard", "review")),
+    ):
+        if value is not None and value not in allowed:
+            raise _fail(f"{flag}: {value!r} is not one of {', '.join(allowed)}")
+    if max_turns is not None and max_turns < 1:
+        raise _fail(f"--max-turns: {max_turns} must be at least 1")
+    if model is not None:
+        try:
+            validate_spec(model)
+        except UserError as e:
+            raise _fail(f"--model: {e}") from None
 
 
 def _disk_full_at_start(error: Exception, *, json_out: bool) -> typer.Exit:
