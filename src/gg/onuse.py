@@ -20,9 +20,10 @@ from typing import Any
 from gg.endings import Language
 from gg.errors import GGError, ToolError
 from gg.modes.code import program_feedback, run_on_use_script
+from gg.sandbox import Sandbox
 from gg.sandbox.checks import CompileProblem
 from gg.stream import EventIds
-from gg.tools.registry import ToolContext
+from gg.tools.registry import RunServices, ToolContext
 
 __all__ = ["DATA_LINES", "NO_SCRIPT_CAPABILITIES", "file_lines", "run_on_use", "with_data"]
 
@@ -65,15 +66,7 @@ async def run_on_use(
     offset = 0
     if data is not None:
         source, offset = with_data(source, language, name=data[0], data=data[1]), DATA_LINES
-    try:
-        sandbox = run.sandbox()
-    except GGError as e:
-        raise ToolError(f"{label} could not run: the sandbox is not available ({e})") from e
-    if ctx.read_only and not sandbox.enforces_read_only():
-        raise ToolError(
-            f"{label} could not run: this session may not change the workspace, "
-            "and the sandbox here cannot keep it read-only"
-        )
+    sandbox = _sandbox_for(run, ctx, label)
     try:
         _compiles(await sandbox.acompile(source, language=language), label, offset)
         result = await run_on_use_script(
@@ -92,6 +85,24 @@ async def run_on_use(
     if result.error and offset:
         result = dataclasses.replace(result, error=file_lines(result.error, offset))
     return program_feedback(result, label=label)
+
+
+def _sandbox_for(run: RunServices, ctx: ToolContext, label: str) -> Sandbox:
+    """The run's sandbox, when it can run this script (read-only for a reviewer).
+
+    Raises:
+        ToolError: no working sandbox, or a read-only context the sandbox cannot enforce.
+    """
+    try:
+        sandbox = run.sandbox()
+    except GGError as e:
+        raise ToolError(f"{label} could not run: the sandbox is not available ({e})") from e
+    if ctx.read_only and not sandbox.enforces_read_only():
+        raise ToolError(
+            f"{label} could not run: this session may not change the workspace, "
+            "and the sandbox here cannot keep it read-only"
+        )
+    return sandbox
 
 
 def _compiles(problem: CompileProblem | None, label: str, offset: int) -> None:

@@ -164,6 +164,13 @@ class Run:
         )
         approval.record()  # the run started: its config is the workspace's approved one
         warn_legacy(self.workspace)
+        self._init_bookkeeping()
+        self.env = self._session_env()
+        """What the turn loop gets of this run (:mod:`gg.session` knows no more of it)."""
+        self._started()
+
+    def _init_bookkeeping(self) -> None:
+        """Counters and caches of a new run: sessions, overviews, skills, its outcome."""
         self._sessions = 0
         self._overviews: dict[Path, str] = {}
         self._skills: dict[Path, str] = {}
@@ -172,9 +179,6 @@ class Run:
             "stopped",
             "the run ended before an outcome was given",
         )
-        self.env = self._session_env()
-        """What the turn loop gets of this run (:mod:`gg.session` knows no more of it)."""
-        self._started()
 
     def _session_env(self) -> SessionEnv:
         """The parts of this run the turn loop gets (one for every session)."""
