@@ -74,8 +74,11 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        """0 when ended by an ending, 1 when stopped, ``128 + signal`` when a signal
-        stopped it: 130 SIGINT, 143 SIGTERM, 129 SIGHUP (SPEC O3, issue 12)."""
+        """The process exit code (SPEC O3, issue 12).
+
+        0 when ended by an ending, 1 when stopped, ``128 + signal`` when a signal
+        stopped it: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
+        """
         if self.signal is not None:
             return 128 + self.signal
         return 0 if self.status == "ended" else 1
@@ -114,8 +117,10 @@ def _need_runtime(settings: Settings) -> None:
 
 
 def _record_dir(workspace: Path, path: Path) -> int | None:
-    """``--record``'s directory opened beneath ``workspace`` when the path lies in it (no link
-    leaving the workspace is followed: an agent may have planted one), else ``None``.
+    """Open ``--record``'s directory beneath ``workspace`` when the path lies in it.
+
+    No link leaving the workspace is followed (an agent may have planted one); ``None``
+    when the path is outside the workspace.
 
     Raises:
         UserError: the directory is missing, not a directory, or reached through a link
@@ -361,8 +366,10 @@ class Agent:
     async def arun_session(
         self, start: Callable[[Run], Awaitable[SessionResult]], *, signals: bool = False
     ) -> RunResult:
-        """Run the root session ``start(run)`` gives in a new run (``arun`` and
-        ``gg resume`` share it); signals and a full disk as in :meth:`arun`."""
+        """Run the root session ``start(run)`` gives, in a new run.
+
+        ``arun`` and ``gg resume`` share it; signals and a full disk as in :meth:`arun`.
+        """
         run = self.new_run()
         with cancel_on_signals() if signals else contextlib.nullcontext(Interrupt()) as caught:
             try:

@@ -316,8 +316,11 @@ _VERDICT_HELP = (
 
 
 def _find_stream(ref: str, workspace: Path) -> tuple[Path, Path | None]:
-    """The stream ``ref`` names and the directory of its seal (``None``: located from
-    the stream's first event). A run id is looked up in gg's state for ``workspace``."""
+    """The stream ``ref`` names and the directory of its seal.
+
+    The seal's directory is ``None`` when it is located from the stream's first event.
+    A run id is looked up in gg's state for ``workspace``.
+    """
     if RUN_ID_PATTERN.fullmatch(ref):
         warn_legacy(workspace.resolve())
         try:

@@ -66,8 +66,11 @@ _Ends: TypeAlias = CeilingTripped | SessionEnded | RunEnded
 
 
 def _args(arguments: Mapping[str, object] | str, limit: int = 120) -> str:
-    """A call's arguments on one line: values as JSON literals (so JSON's own escapes,
-    ``\\u001b``, for C0), then made inert (issue 9 item 8), cut to ``limit``."""
+    r"""A call's arguments on one line, made inert and cut to ``limit``.
+
+    Values are written as JSON literals (so JSON's own escapes, ``\u001b``, for C0),
+    then made inert (issue 9 item 8).
+    """
     if isinstance(arguments, str):
         text = arguments
     else:
@@ -83,8 +86,11 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 
 def _spec(settings: object) -> object:
-    """``settings["model"]["spec"]``, or ``None`` when a stream (perhaps unverified) holds
-    something else there: a replay never crashes on a field's shape."""
+    """The run's model spec, ``settings["model"]["spec"]``.
+
+    ``None`` when a stream (perhaps unverified) holds something else there: a replay
+    never crashes on a field's shape.
+    """
     model = settings.get("model") if isinstance(settings, dict) else None
     return model.get("spec") if isinstance(model, dict) else None
 
@@ -256,7 +262,8 @@ def _declaring_line(e: _Declaring, sid: Part) -> Text:
     """An error turn, a declaration, a refusal, a supersede or revoke, a gate result.
 
     ``gate_blocked`` says "the hook itself failed" exactly when its ``failed`` flag, the
-    one classification of :attr:`gg.hooks.HookOutcome.status`, says so (SPEC H1, S6)."""
+    one classification of :attr:`gg.hooks.HookOutcome.status`, says so (SPEC H1, S6).
+    """
     match e:
         case ErrorTurn():
             return line(sid, ("✗ error turn", "red"), f" {e.kind}: {_one_line(e.message)}")
@@ -284,8 +291,11 @@ def _declaring_line(e: _Declaring, sid: Part) -> Text:
 
 
 def _stopped(e: SessionEnded) -> str:
-    """How a stopped session ended, for the summary: the ceiling, or the model's failure
-    with its diagnosis (``stopped (model): the model (openai-compat) failed: ...``)."""
+    """How a stopped session ended, for the summary.
+
+    The ceiling, or the model's failure with its diagnosis (``stopped (model): the
+    model (openai-compat) failed: ...``).
+    """
     if e.ceiling is not None:
         return f"stopped ({e.ceiling})"
     return f"stopped (model): {_one_line(e.diagnosis, 200)}" if e.diagnosis else "stopped (model)"

@@ -75,9 +75,10 @@ def _more_hooks(settings: Settings) -> tuple[ToolHooks, tuple[CommandHook, ...]]
 
 
 def stream_path(workspace: Path, run_id: str) -> Path:
-    """``<state>/runs/<run_id>/stream.jsonl`` in the workspace's gg-private state
-    directory, outside the workspace (SPEC §10; issue 9 item 2). The run's
-    directory is created (mode 0700).
+    """The stream file of run ``run_id``: ``<state>/runs/<run_id>/stream.jsonl``.
+
+    In the workspace's gg-private state directory, outside the workspace (SPEC §10;
+    issue 9 item 2). The run's directory is created (mode 0700).
 
     Raises:
         UserError: a bad run id (:func:`gg.state.check_run_id`).
@@ -239,8 +240,10 @@ class Run:
         )
 
     def _config_keys(self, configs: Sequence[Path]) -> list[str]:
-        """``gg.toml`` and the ``--config`` files: relative to the workspace when inside it
-        (agent-writable), absolute otherwise."""
+        """Name ``gg.toml`` and the ``--config`` files as the snapshot keys them.
+
+        Relative to the workspace when inside it (agent-writable), absolute otherwise.
+        """
         keys = {"gg.toml"}
         for path in configs:
             real = Path(path).resolve()
@@ -308,8 +311,11 @@ class Run:
         depth: int = 0,
         read_only: bool = False,
     ) -> ToolContext:
-        """What registry tools of a session get: its workspace, the run, its id and depth,
-        and whether it may change the workspace (not a reviewer's, issue 16)."""
+        """What registry tools of a session get.
+
+        Its workspace, the run, its id and depth, and whether it may change the
+        workspace (not a reviewer's, issue 16).
+        """
         return ToolContext(
             workspace=workspace or self.workspace,
             output_cap=self.settings.tools.output_cap,
@@ -324,8 +330,10 @@ class Run:
         return self.toolset.arm
 
     def script_tools(self) -> Sequence[Tool]:
-        """The tools an on-use script's SDK offers: the arm minus the capabilities of
-        :data:`gg.onuse.NO_SCRIPT_CAPABILITIES` (SPEC S13)."""
+        """The tools an on-use script's SDK offers (SPEC S13).
+
+        The arm minus the capabilities of :data:`gg.onuse.NO_SCRIPT_CAPABILITIES`.
+        """
         return self.toolset.without(NO_SCRIPT_CAPABILITIES)
 
     def emit(self, event: Event) -> None:
@@ -359,8 +367,10 @@ class Run:
         )
 
     def system_prompt(self, spec: SessionSpec, mode: Mode) -> str:
-        """The whole system prompt of the session ``spec`` describes, for every session
-        alike (root, subagent, board), by :func:`gg.prompts.session_prompt`.
+        """The whole system prompt of the session ``spec`` describes.
+
+        The same for every session alike (root, subagent, board), by
+        :func:`gg.prompts.session_prompt`.
 
         Raises:
             UserError: a malformed skill in the session's workspace (SPEC T3).
@@ -483,8 +493,11 @@ class Run:
         *,
         exit_code: int | None = None,
     ) -> int:
-        """Write ``run_ended`` and close the stream. Returns the exit code (SPEC O3):
-        0 ended, 1 stopped; ``exit_code`` overrides it (130: interrupted by the operator)."""
+        """Write ``run_ended`` and close the stream.
+
+        Returns the exit code (SPEC O3): 0 ended, 1 stopped; ``exit_code`` overrides it
+        (130: interrupted by the operator).
+        """
         code = exit_code if exit_code is not None else (0 if status == "ended" else 1)
         changed = git_changes(self._git_before, git_state(self.workspace))
         changed += sorted(nested_repos(self.workspace) - self._repos_before)
@@ -516,10 +529,13 @@ class Run:
     async def __aexit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        """Release the sandbox, then end the run: with the outcome :meth:`conclude` gave,
-        or, when the block raised, stopped as interrupted (``128 + signal``: 130 Ctrl-C or
-        cancelled, 143 SIGTERM, 129 SIGHUP; :mod:`gg.signals`), by a full disk (1, the
-        diagnosis names the disk; issue 12) or as failed in gg (1). The exception goes on."""
+        """Release the sandbox, then end the run.
+
+        With the outcome :meth:`conclude` gave, or, when the block raised, stopped as
+        interrupted (``128 + signal``: 130 Ctrl-C or cancelled, 143 SIGTERM, 129 SIGHUP;
+        :mod:`gg.signals`), by a full disk (1, the diagnosis names the disk; issue 12) or
+        as failed in gg (1). The exception goes on.
+        """
         await self.aclose()
         if e is None:
             self.end(*self._outcome)

@@ -109,8 +109,10 @@ class SessionResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionSpec:
-    """One session, described once: :meth:`gg.Run.session` builds it, and the mode, the
-    system prompt and the loop all read it.
+    """One session, described once.
+
+    :meth:`gg.Run.session` builds it, and the mode, the system prompt and the loop all
+    read it.
 
     Attributes:
         task: the user's task, the session's first (or, resumed, next) user message.
@@ -272,9 +274,12 @@ class _Loop:
         return reply
 
     async def gate(self, ending: Ending) -> bool | Diagnosis:
-        """Put ``ending`` through the gate: True passed, False blocked (the session goes
-        on), a :class:`Diagnosis` when a hook answered ``continue: false`` (a stop by the
-        hook, not an ending: SPEC S1, S6)."""
+        """Put ``ending`` through the gate.
+
+        True passed, False blocked (the session goes on), a :class:`Diagnosis` when a
+        hook answered ``continue: false`` (a stop by the hook, not an ending: SPEC S1,
+        S6).
+        """
         event = self.env.gate.event(
             ending, role=self.role, session_id=self.session_id, workspace=self.workspace,
             blocked_before=self.blocked_total, messages=self.messages, place=self.env.hook_place,

@@ -107,9 +107,11 @@ def excerpt(text: str, limit: int = 500) -> str:
 
 
 def excerpt_arguments(arguments: Any, limit: int = 2000, *, budget: int = 20_000) -> Any:
-    """A call's arguments as the stream records them: every string cut to ``limit``
-    characters (:func:`excerpt`), at most ``budget`` characters of strings in all, and
-    at most 200 items per list or object (a marker item says how many more).
+    """A call's arguments as the stream records them, bounded.
+
+    Every string cut to ``limit`` characters (:func:`excerpt`), at most ``budget``
+    characters of strings in all, and at most 200 items per list or object (a marker
+    item says how many more).
 
     One program may make thousands of calls with megabytes of arguments each; the
     stream (gg's own disk, outside the workspace's write cap) keeps a bounded record
@@ -186,8 +188,11 @@ class SessionStarted(_Base):
 
 
 class TurnEvent(_Base):
-    """One model reply: text excerpt, called tool names, usage (the reply's own
-    :class:`gg.models.base.Usage`), model latency in seconds."""
+    """One model reply.
+
+    Text excerpt, called tool names, usage (the reply's own
+    :class:`gg.models.base.Usage`), model latency in seconds.
+    """
 
     type: Literal["turn"] = "turn"
     text: str
@@ -315,8 +320,10 @@ class Checkpoint(_Base):
 
 
 class RunResumed(_Base):
-    """This run continues ``from_run`` (its stream ``from_stream``, verified): session
-    ``resumed_session`` goes on after ``turns`` turns and ``messages`` messages."""
+    """This run continues ``from_run`` (its stream ``from_stream``, verified).
+
+    Session ``resumed_session`` goes on after ``turns`` turns and ``messages`` messages.
+    """
 
     type: Literal["run_resumed"] = "run_resumed"
     from_run: str
@@ -354,10 +361,13 @@ class RetryEvent(_Base):
 
 
 class IssueStateChanged(_Base):
-    """A board issue moved on (issue 12 item 7): ``issue`` number, the transition
+    """A board issue moved on (issue 12 item 7).
+
+    The ``issue`` number, the transition
     ``event`` (``started``, ``finished``, ``approved``, ``changes_requested``, ``merged``,
     ``stuck``, ``paused``...), its ``state`` now, its ``round``, and the ``diagnosis``
-    when it is stuck or paused."""
+    when it is stuck or paused.
+    """
 
     type: Literal["issue_state"] = "issue_state"
     issue: int
@@ -509,8 +519,9 @@ class StreamWriter:
         """A failed write could not be cut back yet (repaired before the next write)."""
 
     def emit(self, event: Event) -> None:
-        """Append ``event`` as one sealed line (one ``write``); then tell the listeners
-        (they get the redacted event, so the live view shows no secret either).
+        """Append ``event`` as one sealed line (one ``write``), then tell the listeners.
+
+        They get the redacted event, so the live view shows no secret either.
 
         Never fails because of what an event holds (issue 9 F4): when pydantic cannot
         serialise it (a lone surrogate, a value JSON cannot hold, nesting too deep),
@@ -518,7 +529,8 @@ class StreamWriter:
         digits), the line is built by :func:`_fallback_line` instead, with lone
         surrogates as U+FFFD; that line is what is sealed, written and shown. The
         normal path costs one length test more (and a regular-expression scan for
-        lines of thousands of characters)."""
+        lines of thousands of characters).
+        """
         try:
             line = event.model_dump_json()
             if len(line) > _MAX_INT_DIGITS and _unreadable(line):
@@ -576,8 +588,10 @@ class StreamWriter:
         self._torn = False
 
     def sync(self) -> None:
-        """fsync the file now, blocking, when durability is ``"turn"``; then move the
-        seal's head to the last event."""
+        """Fsync the file now, blocking, when durability is ``"turn"``.
+
+        Then move the seal's head to the last event.
+        """
         if not self.closed:
             if self._fsync:
                 os.fsync(self._fd)
@@ -585,8 +599,9 @@ class StreamWriter:
             self._seal.write_head(self._written, self._seal.chain)
 
     async def sync_turn(self) -> None:
-        """At a turn's end: return once every event written so far is on disk, and
-        the seal's head records them.
+        """At a turn's end, wait until every event written so far is on disk.
+
+        Returns once they are, and the seal's head records them.
 
         With durability ``"never"`` only the head moves (no fsync). Otherwise the
         fsync runs in a worker thread, so other sessions go on meanwhile; callers
@@ -708,8 +723,9 @@ def read_events(
 def _parse_or_report(
     line: bytes, path: Path, number: int, on_damaged: Callable[[int, str], None] | None
 ) -> Event | None:
-    """The event on ``line``; ``None`` for a blank line or a damaged one reported to
-    ``on_damaged``.
+    """The event on ``line``, or ``None``.
+
+    ``None`` for a blank line or a damaged one reported to ``on_damaged``.
 
     Raises:
         UserError: line 1 is not ``run_started``; a damaged line without ``on_damaged``.
