@@ -241,8 +241,11 @@ class SessionCeilings:
         failed: bool = False,
         script_changed: bool = False,
     ) -> None:
-        """Count one gate check: blocked (by ``hook``, hook ``failed`` or not; not run at all
-        because its script changed: ``script_changed``) or passed."""
+        """Count one gate check: blocked or passed.
+
+        Blocked by ``hook`` (whether the hook ``failed`` or not), or blocked with the hook
+        not run at all because its script changed (``script_changed``).
+        """
         if not blocked:
             self.gate_blocks = self.gate_failures = 0
             return

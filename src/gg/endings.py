@@ -224,8 +224,11 @@ _SCHEMA_WORDS = frozenset({"type", "properties", "required", "additionalProperti
 
 
 def _unwrapped(call: str, args: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The arguments inside an echoed schema wrapper: ``{"type": "object", "properties":
-    {"summary": "did X"}}`` -> ``{"summary": "did X"}`` when no argument is given beside it."""
+    """The arguments inside an echoed schema wrapper.
+
+    ``{"type": "object", "properties": {"summary": "did X"}}`` -> ``{"summary": "did X"}``
+    when no argument is given beside it.
+    """
     props = args.get("properties")
     if not isinstance(props, Mapping) or set(args) & _ARGUMENTS[call]:
         return args
@@ -235,11 +238,17 @@ def _unwrapped(call: str, args: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _lenient(call: str, args: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
-    """Drop harmless extra keys (a small model's echoed schema words: ``"type"``,
-    ``"description"``, or a note beside its arguments) and unwrap an echoed schema; the
-    shape check that follows is unchanged (SPEC S4). Returns the arguments to check and, for
-    an extra key that would change the verdict (``approve`` given the ``items`` of a
-    request for changes), the problem to refuse it with."""
+    """Drop harmless extra keys and unwrap an echoed schema (SPEC S4).
+
+    Harmless extra keys are a small model's echoed schema words (``"type"``,
+    ``"description"``) or a note beside its arguments. The shape check that follows is
+    unchanged.
+
+    Returns:
+        The arguments to check and, for an extra key that would change the verdict
+        (``approve`` given the ``items`` of a request for changes), the problem to refuse
+        it with (else ``None``).
+    """
     args = _unwrapped(call, args)
     if call == "approve":
         items = args.get("items")
@@ -429,8 +438,10 @@ class Declarations:
         return self.revoked
 
     def close(self, *, failed: bool) -> TurnClose:
-        """Close the turn: the last declaration counts unless the turn ``failed`` after
-        declaring, which revokes it (SPEC S8, S9).
+        """Close the turn (SPEC S8, S9).
+
+        The last declaration counts unless the turn ``failed`` after declaring, which
+        revokes it.
 
         Args:
             failed: whether the turn failed (a program raised; a call of the reply failed).

@@ -109,8 +109,10 @@ naming the hook; no ending, SPEC S1, S6)."""
 
 
 class HookEvent(Protocol):
-    """What a command hook runs on: an event with a workspace and a stdin object
-    (:class:`StopEvent`, :class:`gg.toolhooks.ToolEvent`)."""
+    """What a command hook runs on: an event with a workspace and a stdin object.
+
+    :class:`StopEvent` and :class:`gg.toolhooks.ToolEvent` are ones.
+    """
 
     @property
     def workspace(self) -> Path:
@@ -161,8 +163,10 @@ class StopEvent:
         transcript_path: Path | None = None,
         last_assistant_message: str = "",
     ) -> StopEvent:
-        """The event for a typed ending: the one way gg builds it (its ``ending`` is
-        :meth:`gg.endings.Finish.record` and its peers)."""
+        """Build the event for a typed ending: the one way gg builds it.
+
+        Its ``ending`` is :meth:`gg.endings.Finish.record` and its peers.
+        """
         return cls(
             role=role,
             ending=ending.record(),
@@ -174,8 +178,10 @@ class StopEvent:
         )
 
     def as_json(self) -> dict[str, Any]:
-        """The object a command hook reads on stdin: SPEC §10's, plus Claude Code's Stop
-        hook fields (issue 13 item 3), so Claude Code Stop hooks run unchanged.
+        """The object a command hook reads on stdin.
+
+        SPEC §10's, plus Claude Code's Stop hook fields (issue 13 item 3), so Claude
+        Code Stop hooks run unchanged.
 
         Returns:
             SPEC §10's ``{"event", "role", "ending", "session_id", "workspace",
@@ -233,11 +239,13 @@ class HookOutcome:
 
     @property
     def status(self) -> HookStatus:
-        """The one classification of this outcome (SPEC H1): ``"failed"`` whenever the hook
-        itself failed (even when ``on_error="pass"`` let the ending through), else
-        ``"stopped"`` for a ``continue: false`` answer, else ``"blocked"`` or ``"passed"``
-        by its answer. The stream, the live view and the diagnosis read it (through
-        :attr:`failed`)."""
+        """The one classification of this outcome (SPEC H1).
+
+        ``"failed"`` whenever the hook itself failed (even when ``on_error="pass"`` let
+        the ending through), else ``"stopped"`` for a ``continue: false`` answer, else
+        ``"blocked"`` or ``"passed"`` by its answer. The stream, the live view and the
+        diagnosis read it (through :attr:`failed`).
+        """
         if self.failed:
             return "failed"
         if self.stop:
@@ -322,9 +330,12 @@ class _HookBase:
     def _judge_object(
         self, answer: Mapping[str, Any], *, seconds: float, **extra: Any
     ) -> HookOutcome:
-        """A JSON/dict answer: SPEC §10's ``decision``/``reason`` and Claude Code's
-        ``continue``/``stopReason`` (wins over a decision) and
-        ``hookSpecificOutput.additionalContext``; a field of the wrong type is unreadable."""
+        """Read a JSON/dict answer.
+
+        SPEC §10's ``decision``/``reason`` and Claude Code's ``continue``/``stopReason``
+        (wins over a decision) and ``hookSpecificOutput.additionalContext``; a field of
+        the wrong type is unreadable.
+        """
         problem = _object_problem(answer)
         if problem:
             return self._failure(
@@ -460,8 +471,10 @@ def write_transcript(path: Path, messages: Sequence[Message], session_id: str) -
 
 
 def last_text(messages: Sequence[Message]) -> str:
-    """The text of the last assistant message that has any (Claude Code's
-    ``last_assistant_message``), or ``""``."""
+    """The text of the last assistant message that has any, or ``""``.
+
+    Claude Code's ``last_assistant_message``.
+    """
     for message in reversed(messages):
         if isinstance(message, AssistantMessage) and message.content.strip():
             return message.content
@@ -469,8 +482,11 @@ def last_text(messages: Sequence[Message]) -> str:
 
 
 def _tool_prefixes() -> tuple[str, ...]:
-    """gg's interpreter prefixes (the venv and its base), bound read-only for sandboxed hooks,
-    so that ``python -m pytest`` finds the packages gg's environment has."""
+    """The interpreter prefixes of gg (the venv and its base).
+
+    They are bound read-only for sandboxed hooks, so that ``python -m pytest`` finds the
+    packages gg's environment has.
+    """
     found: list[str] = []
     for raw in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(
             os.path.realpath(sys.executable)))):  # fmt: skip
@@ -767,10 +783,13 @@ class CallableHook(_HookBase):
         return self._judge(answer, seconds=time.monotonic() - start)
 
     async def _answer(self, event: StopEvent) -> object:
-        """The callable's answer; a ``SystemExit``, ``KeyboardInterrupt`` or other
-        non-``Exception`` it raises comes back as :class:`_HookRaised`, caught here, inside
-        the awaited coroutine, before asyncio would re-raise it out of the event loop and end
-        the run (issue 12 item 5). Cancellation (gg's own) still propagates."""
+        """The callable's answer.
+
+        A ``SystemExit``, ``KeyboardInterrupt`` or other non-``Exception`` it raises comes
+        back as :class:`_HookRaised`, caught here, inside the awaited coroutine, before
+        asyncio would re-raise it out of the event loop and end the run (issue 12 item 5).
+        Cancellation (gg's own) still propagates.
+        """
         is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
             type(self.fn).__call__  # an object with an async __call__
         )
@@ -797,8 +816,11 @@ class _HookRaised(Exception):
 
 
 def _guarded(fn: Callable[[StopEvent], object], event: StopEvent) -> object:
-    """Call a sync hook in its worker thread; a ``SystemExit`` it raises becomes
-    :class:`_HookRaised` there, so no ``BaseException`` crosses into the event loop."""
+    """Call a sync hook in its worker thread.
+
+    A ``SystemExit`` it raises becomes :class:`_HookRaised` there, so no
+    ``BaseException`` crosses into the event loop.
+    """
     try:
         return fn(event)
     except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
@@ -858,9 +880,11 @@ class Gate:
         messages: Sequence[Message],
         place: HookPlace | None,
     ) -> StopEvent:
-        """The agent-stop event a session's ending is checked on, with Claude Code's fields:
-        the transcript is written (``place``'s directory) only when a command hook of
-        ``role`` will read it; when it cannot be written, ``transcript_path`` is ``None``."""
+        """The agent-stop event a session's ending is checked on, with Claude Code's fields.
+
+        The transcript is written (``place``'s directory) only when a command hook of
+        ``role`` will read it; when it cannot be written, ``transcript_path`` is ``None``.
+        """
         commands = any(isinstance(h, CommandHook) for h in self.hooks_for(role))
         path = None
         if place is not None and commands:

@@ -82,8 +82,10 @@ _FTS = "CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(text, tags)"
 
 
 def db_path(workspace: Path) -> Path:
-    """``<state>/gg.sqlite3`` in the workspace's gg-private state directory (made
-    if missing; issue 9 item 2).
+    """The path of the workspace's memory database: ``<state>/gg.sqlite3``.
+
+    ``<state>`` is the workspace's gg-private state directory (made if missing; issue 9
+    item 2).
 
     Raises:
         gg.state.StateError: the state directory is unusable.
@@ -299,6 +301,7 @@ async def remember(text: str, tags: tuple[str, ...] = (), *, ctx: ToolContext) -
     Args:
         text: What to remember, self-contained (at most 10,000 characters).
         tags: Short labels to find it by, e.g. ["testing", "ci"].
+        ctx: The calling session's context (supplied by gg, not in the tool's schema).
     """
     if not text.strip():
         raise ToolError("the note is empty: give the text to remember")
@@ -325,6 +328,7 @@ async def recall(
     Args:
         query: Words to look for; an empty query lists the newest notes.
         limit: The most notes to return.
+        ctx: The calling session's context (supplied by gg, not in the tool's schema).
     """
     store = await asyncio.to_thread(_store, ctx)
     notes = await asyncio.to_thread(store.search, query, limit=limit)

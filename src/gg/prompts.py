@@ -1,5 +1,7 @@
-"""System prompts: every session's whole system prompt is assembled here, once
-(:func:`session_prompt`), and the ending rule is stated here, once (SPEC S10).
+"""System prompts and the ending rule (SPEC S10).
+
+Every session's whole system prompt is assembled here, once (:func:`session_prompt`),
+and the ending rule is stated here, once (SPEC S10).
 
 The rule covers: sessions end only by the role's ending calls; the ending
 gate (agent-stop hooks) checks an ending before the session ends; declaring
@@ -144,8 +146,10 @@ def session_prompt(
 def repeated_call_feedback(
     role: Role, *, what: str, times: int, unit: str, change: str | None, endings: str
 ) -> str:
-    """The feedback of a ``repeated_call`` error turn (SPEC S5, :mod:`gg.progress`): what
-    was repeated, that it did not run, and what to send instead, as call forms to copy.
+    """The feedback of a ``repeated_call`` error turn (SPEC S5, :mod:`gg.progress`).
+
+    It says what was repeated, that it did not run, and what to send instead, as call
+    forms to copy.
 
     Args:
         role: the session's role (decides what "instead" is).
@@ -172,8 +176,10 @@ def repeated_call_feedback(
 
 
 def ending_reminder(role: Role, *, why: str, endings: str) -> str:
-    """The per-turn reminder once the task looks done (:meth:`gg.progress.Progress.looks_done`):
-    one short rule pointing at the ending, added to the turn's feedback.
+    """The per-turn reminder once the task looks done.
+
+    One short rule pointing at the ending, added to the turn's feedback, once
+    :meth:`gg.progress.Progress.looks_done` says so.
 
     Args:
         role: the session's role.

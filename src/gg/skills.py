@@ -233,8 +233,10 @@ def _is_file(path: Path, base: Path | None) -> bool:
 
 
 def read_skill_file(path: Path, base: Path | None, *, encoding: str = "utf-8") -> str:
-    """Read a skill's file: beneath ``base`` (the workspace: agent-written, issue 9 item 1),
-    regular files only, at most 1 MB; as a plain path when ``base`` is ``None`` (the user's).
+    """Read a skill's file as text.
+
+    Beneath ``base`` (the workspace: agent-written, issue 9 item 1), regular files only, at
+    most 1 MB; as a plain path when ``base`` is ``None`` (the user's).
 
     Raises:
         OSError: unreadable (a ``ToolError`` from the safe open becomes one).
@@ -291,9 +293,12 @@ def load_skill(folder: Path, base: Path | None = None) -> Skill:
 
 
 def skill_dirs(workspace: Path) -> list[Path]:
-    """Where skills are looked for, first first: the workspace's (``.gg/skills``,
-    ``skills``, ``.claude/skills``), then the user's (:func:`gg.skillpaths.user_skill_dirs`:
-    ``$GG_SKILLS_DIR`` or ``$XDG_CONFIG_HOME/gg/skills``, then ``~/.claude/skills``)."""
+    """Where skills are looked for, first first.
+
+    The workspace's (``.gg/skills``, ``skills``, ``.claude/skills``), then the user's
+    (:func:`gg.skillpaths.user_skill_dirs`: ``$GG_SKILLS_DIR`` or
+    ``$XDG_CONFIG_HOME/gg/skills``, then ``~/.claude/skills``).
+    """
     return [*(workspace / d for d in WORKSPACE_SKILL_DIRS), *user_skill_dirs()]
 
 
@@ -342,14 +347,14 @@ def discover_skills(workspace: Path) -> dict[str, Skill]:
 
 
 def skills_section(toolset: Toolset, workspace: Path) -> str:
-    """The system prompt's list of skills, or ``""`` when the arm does not offer ``use_skill``.
+    r"""The system prompt's list of skills, or ``""`` when the arm does not offer ``use_skill``.
 
     Args:
         toolset: the run's resolved toolset arm.
         workspace: the session's workspace, where skills are looked for.
 
     Returns:
-        ``"## Skills\\n..."`` with one ``- name: description`` line per skill, or ``""``.
+        ``"## Skills\n..."`` with one ``- name: description`` line per skill, or ``""``.
 
     Raises:
         UserError: a malformed skill (see :func:`discover_skills`).
@@ -388,8 +393,11 @@ def _where(skill: Skill, workspace: Path) -> str:
 
 
 def _files(skill: Skill) -> list[str]:
-    """The skill folder's regular files but ``SKILL.md``, relative to it, sorted; links and
-    dot-files are skipped; a workspace skill's folder is opened beneath the workspace."""
+    """The skill folder's regular files but ``SKILL.md``, relative to it, sorted.
+
+    Links and dot-files are skipped; a workspace skill's folder is opened beneath the
+    workspace.
+    """
     try:
         if skill.base is not None:
             rel = skill.folder.relative_to(skill.base).as_posix()
@@ -420,6 +428,7 @@ async def use_skill(name: str, *, ctx: ToolContext) -> str:
 
     Args:
         name: The skill's name, as listed under Skills in the system prompt.
+        ctx: The calling session's context (supplied by gg, not in the tool's schema).
     """
     try:
         skills = discover_skills(ctx.workspace)

@@ -326,8 +326,11 @@ class IssueFlow:
         await git.run("update-ref", f"refs/heads/{self.branch}", base, old)
 
     def go_round(self, issue: Issue) -> int:
-        """The issue's round counted from its last start (1-based): a reopened issue's
-        rounds go on numbering, but ``board.max_rounds`` counts this go's only."""
+        """The issue's round counted from its last start (1-based).
+
+        A reopened issue's rounds go on numbering, but ``board.max_rounds`` counts this
+        go's only.
+        """
         for entry in reversed(self.ctx.store.detail(self.number).history):
             if entry.event == "started":
                 first = entry.detail.get("round", 1)

@@ -369,7 +369,7 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
 
 
 def anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
-    """gg messages as the Messages API's ``system`` and ``messages``.
+    """Convert gg messages to the Messages API's ``system`` and ``messages``.
 
     Args:
         messages: the conversation, oldest first.

@@ -1,11 +1,11 @@
-"""The local model's prompt, built from the GGUF's own chat template (SPEC M5).
+r"""The local model's prompt, built from the GGUF's own chat template (SPEC M5).
 
 A GGUF file carries its chat template (``tokenizer.chat_template``, Jinja).
 :class:`ChatPrompt` renders gg's conversation through it with
 llama-cpp-python's ``Jinja2ChatFormatter``, the way the model was trained to
 read it. When the template takes ``tools`` and writes a call as
 ``{"name": ..., "arguments": ...}`` between markers (Qwen2.5's
-``<tool_call>\\n...\\n</tool_call>``), the tools go to the template and earlier
+``<tool_call>\n...\n</tool_call>``), the tools go to the template and earlier
 calls are written back natively; the markers the template puts before a call
 (:attr:`ChatPrompt.call_prefix`) open the model's turn when the grammar
 (:mod:`gg.models.grammar`) constrains the call, so the model writes the call
@@ -78,12 +78,12 @@ class _Holes:
 
 
 class ChatPrompt:
-    """gg's conversation rendered by one chat template (SPEC M5).
+    r"""gg's conversation rendered by one chat template (SPEC M5).
 
     Attributes:
         native: the template takes tools and writes calls as gg's call JSON.
         call_prefix: the template's text before a call in the model's turn
-            (``"<tool_call>\\n"`` for Qwen2.5), ``""`` when not native.
+            (``"<tool_call>\n"`` for Qwen2.5), ``""`` when not native.
         stop: strings that end a plain (unconstrained) reply.
     """
 

@@ -231,8 +231,10 @@ def _options(
     *,
     fixed: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """The keywords for ``factory``: the run-wide settings it takes (``None`` ones left
-    out), and every one of ``opts``, which must all be its own.
+    """The keywords for ``factory``.
+
+    The run-wide settings it takes (``None`` ones left out), and every one of ``opts``,
+    which must all be its own.
 
     Raises:
         gg.errors.UserError: an option ``factory`` does not take, or one the spec

@@ -115,6 +115,25 @@ def _llama_errors() -> str:
     return "; ".join(dict.fromkeys(line for line in lines if line))[-600:]
 
 
+def _display_name(model: str | None, model_path: str | Path | None, *, default: str) -> str:
+    """The model's name as the stream shows it (:attr:`LocalModel.name`).
+
+    Args:
+        model: the catalogue model's name, if one was given.
+        model_path: the model file, if one was given.
+        default: the name of the default catalogue model (the class's ``"local"``).
+
+    Returns:
+        ``"local:<model>"`` for a catalogue model other than the default,
+        ``"local:<model_path>"`` for a model file, else ``default``.
+    """
+    if model is not None and model != DEFAULT_LOCAL_MODEL:
+        return f"local:{model}"
+    if model_path is not None:
+        return f"local:{model_path}"
+    return default
+
+
 class LocalModel:
     """A GGUF model in-process via llama.cpp, implementing :class:`gg.models.base.Model` (SPEC M5).
 
@@ -174,10 +193,7 @@ class LocalModel:
         if model is not None and model_path is not None:
             raise UserError("give a catalogue model or a model file, not both")
         self._entry = catalogue_entry(model or DEFAULT_LOCAL_MODEL)
-        if model is not None and model != DEFAULT_LOCAL_MODEL:
-            self.name = f"local:{model}"
-        elif model_path is not None:
-            self.name = f"local:{model_path}"
+        self.name = _display_name(model, model_path, default=self.name)
         _check_options(
             n_ctx=n_ctx, max_tokens=max_tokens, temperature=temperature, n_threads=n_threads or 1
         )
@@ -191,6 +207,10 @@ class LocalModel:
         self._progress = progress
         self._limits = limits or GrammarLimits()
         self._repeat_penalty = repeat_penalty
+        self._init_runtime_state()
+
+    def _init_runtime_state(self) -> None:
+        """Set up what loading and generation fill in later: lock, weights, prompt, grammars."""
         self._lock = threading.Lock()
         self._llm: Any = None
         self._chat: ChatPrompt | None = None

@@ -389,9 +389,12 @@ def _fold_call(draft: _Draft, call: object, position: int, what: str) -> None:
 
 
 def _arguments_text(value: object) -> str:
-    """A call's arguments as JSON text: as sent when a string; an object or any other JSON
-    value (some servers send one) written as JSON, so the session decides (an object is
-    used, anything else is a ``bad_arguments`` error turn, SPEC S5)."""
+    """A call's arguments as JSON text.
+
+    As sent when a string; an object or any other JSON value (some servers send one)
+    written as JSON, so the session decides (an object is used, anything else is a
+    ``bad_arguments`` error turn, SPEC S5).
+    """
     if value is None or isinstance(value, str):
         return value or ""
     return json.dumps(bounded.jsonable(value, max_nodes=10_000), ensure_ascii=False)
@@ -466,7 +469,7 @@ def _arguments_json(call: ToolCall) -> str:
 
 
 def native_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """gg messages as chat-completions messages, tool call ids kept.
+    """Convert gg messages to chat-completions messages, tool call ids kept.
 
     Args:
         messages: the conversation, oldest first.
@@ -568,7 +571,7 @@ def tool_prompt(tools: list[ToolSpec]) -> str:
 
 
 def text_messages(messages: list[Message], tools: list[ToolSpec]) -> list[dict[str, str]]:
-    """gg messages as plain-text chat messages, for servers without tools.
+    """Convert gg messages to plain-text chat messages, for servers without tools.
 
     Tools are described at the end of the system prompt; an assistant turn's
     calls are written back in ``<tool_call>`` form; a tool result becomes a

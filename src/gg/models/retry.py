@@ -415,7 +415,7 @@ def estimate_usage(
 
 
 def decode_arguments(raw: str | None) -> tuple[dict[str, Any] | str, str | None]:
-    """Decode a tool call's JSON arguments under :mod:`gg.bounded`'s bounds, never raising.
+    r"""Decode a tool call's JSON arguments under :mod:`gg.bounded`'s bounds, never raising.
 
     The text is a model's (hostile input, issue 9 F4): longer than
     :data:`gg.models.boundary.MAX_ARGUMENT_CHARS`, nested deeper than
@@ -431,7 +431,7 @@ def decode_arguments(raw: str | None) -> tuple[dict[str, Any] | str, str | None]
     Returns:
         ``(arguments, None)`` with a dict, or ``(raw, reason)`` when ``raw`` is
         not a bounded JSON object; the session makes the latter a ``bad_arguments``
-        error turn (SPEC S5). A dict may still hold lone surrogates (``"\\ud800"``
+        error turn (SPEC S5). A dict may still hold lone surrogates (``"\ud800"``
         escapes): :func:`gg.models.boundary.clean_reply` refuses those.
     """
     if raw is None or not raw.strip():

@@ -177,8 +177,11 @@ class ProgramTurn:
 
 
 def _shown(value: Any) -> str:
-    """``str(value)`` as valid Unicode, for the stream; never raises (a 5,000-digit int, a
-    nested list past the recursion limit, a value whose ``__str__`` fails)."""
+    """``str(value)`` as valid Unicode, for the stream.
+
+    Never raises (a 5,000-digit int, a nested list past the recursion limit, a value whose
+    ``__str__`` fails).
+    """
     try:
         return scrub(str(value))
     except Exception:  # whatever a user tool returned
@@ -186,9 +189,11 @@ def _shown(value: Any) -> str:
 
 
 def _valid_text(answer: CallAnswer) -> CallAnswer:
-    """The answer with lone surrogates replaced in its text (a str value, the error), so that
-    neither the stream nor the program nor the next prompt gets invalid Unicode (issue 9 item
-    6). Nested values are scrubbed when the membrane sends them."""
+    """The answer with lone surrogates replaced in its text (a str value, the error).
+
+    So neither the stream nor the program nor the next prompt gets invalid Unicode (issue 9
+    item 6). Nested values are scrubbed when the membrane sends them.
+    """
     value = scrub(answer.value) if isinstance(answer.value, str) else answer.value
     return replace(answer, value=value, error=scrub(answer.error))
 
@@ -214,14 +219,18 @@ _DENO_HINT = re.compile(r",? ?run again with the --allow-[a-z-]+ flag")
 
 
 def _runtime_error(error: str) -> str:
-    """The program's error, without runtime advice the model cannot follow (Deno's
-    "run again with the --allow-net flag"): the sandbox grants no such permission."""
+    """The program's error, without runtime advice the model cannot follow.
+
+    Deno's "run again with the --allow-net flag" goes: the sandbox grants no such permission.
+    """
     return _DENO_HINT.sub(" (the sandbox does not allow this)", error)
 
 
 def program_feedback(result: ProgramResult, *, label: str = "The program") -> str:
-    """What a program (or an on-use script, named by ``label``) printed, returned and
-    raised, as the text the model is given (SPEC M2)."""
+    """What a program printed, returned and raised, as the text the model is given (SPEC M2).
+
+    The program may be an on-use script, named by ``label``.
+    """
     name = label[:1].upper() + label[1:]
     parts = []
     if result.output:
@@ -449,8 +458,11 @@ _MISUSED = re.compile(r"_(?:Tools|Session)\.(\w+)\(\) (?:got an unexpected|missi
 
 
 def _misused(error: str) -> str | None:
-    """The SDK call a Python program called with the wrong arguments (a ``TypeError`` the
-    SDK's own signature raised before anything crossed the membrane), if any."""
+    """The SDK call a Python program called with the wrong arguments, if any.
+
+    That is a ``TypeError`` the SDK's own signature raised before anything crossed the
+    membrane.
+    """
     found = _MISUSED.search(error)
     return None if found is None else found.group(1)
 

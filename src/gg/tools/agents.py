@@ -105,6 +105,7 @@ async def spawn(task: str, *, ctx: ToolContext) -> str:
 
     Args:
         task: What the subagent must do, self-contained (it does not see your conversation).
+        ctx: The calling session's context (supplied by gg, not in the tool's schema).
     """
     task = _check_task(task)
     run = _reserve(ctx, 1)
@@ -122,6 +123,7 @@ async def spawn_all(tasks: list[str], *, ctx: ToolContext) -> list[dict[str, Any
 
     Args:
         tasks: The subagents' tasks, each self-contained.
+        ctx: The calling session's context (supplied by gg, not in the tool's schema).
     """
     if not tasks:
         raise ToolError("spawn_all needs at least one task")

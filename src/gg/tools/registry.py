@@ -64,8 +64,10 @@ _ENDING_REFUSAL = "ending calls are never registry tools (SPEC §1)"
 
 
 class SessionOutcome(Protocol):
-    """What a tool learns of a session it started (a subagent, SPEC T2):
-    :class:`gg.SessionResult` is one."""
+    """What a tool learns of a session it started (a subagent, SPEC T2).
+
+    :class:`gg.SessionResult` is one.
+    """
 
     @property
     def session_id(self) -> str:
@@ -85,8 +87,10 @@ class SessionOutcome(Protocol):
 
 
 class RunServices(Protocol):
-    """What the run lends to tools, skills and memories: the one seam between a tool call
-    and the :class:`gg.Run` it runs in (:class:`gg.Run` implements it).
+    """What the run lends to tools, skills and memories.
+
+    The one seam between a tool call and the :class:`gg.Run` it runs in
+    (:class:`gg.Run` implements it).
 
     It promises nothing about sessions beyond :meth:`spawn`, and nothing about the
     stream beyond :meth:`emit`: a tool never sees the model, the gate or the budget.
@@ -119,8 +123,10 @@ class RunServices(Protocol):
         """
 
     def script_tools(self) -> Sequence[Tool]:
-        """The tools an on-use script's SDK offers: the run's arm minus the
-        ``agents``, ``skills`` and ``memory`` capabilities (SPEC S13)."""
+        """The tools an on-use script's SDK offers (SPEC S13).
+
+        The run's arm minus the ``agents``, ``skills`` and ``memory`` capabilities.
+        """
 
     def emit(self, event: Event) -> None:
         """Write ``event`` on the run's stream."""
