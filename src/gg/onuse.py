@@ -73,7 +73,7 @@ async def run_on_use(
             source,
             language=language,
             sandbox=sandbox,
-            tools=run.script_tools(),
+            tools=run.script_tools(session_id=ctx.session_id or "", read_only=ctx.read_only),
             context=ctx,
             emit=run.emit,
             ids=EventIds(run_id=run.run_id, session_id=ctx.session_id, turn=ctx.turn),

@@ -329,12 +329,22 @@ class Run:
         """The toolset arm the run uses (``[tools] arm``), resolved once at start."""
         return self.toolset.arm
 
-    def script_tools(self) -> Sequence[Tool]:
-        """The tools an on-use script's SDK offers (SPEC S13).
+    def script_tools(self, *, session_id: str, read_only: bool) -> Sequence[Tool]:
+        """The tools an on-use script's SDK offers (SPEC S13), hooked as its session's.
 
-        The arm minus the capabilities of :data:`gg.onuse.NO_SCRIPT_CAPABILITIES`.
+        The arm minus the capabilities of :data:`gg.onuse.NO_SCRIPT_CAPABILITIES`, wrapped
+        in the run's tool hooks for the calling session (SPEC H1): a skill's or a
+        memory's script cannot call around a ``pre_tool`` deny.
         """
-        return self.toolset.without(NO_SCRIPT_CAPABILITIES)
+        role = Role.REVIEW if read_only else Role.STANDARD
+        tools = [
+            t
+            for t in self.toolset.without(NO_SCRIPT_CAPABILITIES)
+            if t in self.toolset.tools_for(role)
+        ]
+        return hooked(
+            tools, self.tool_hooks, role=role, session_id=session_id, place=self.hook_place()
+        )
 
     def emit(self, event: Event) -> None:
         """Write ``event`` on the run's stream (:class:`~gg.tools.registry.RunServices`)."""

@@ -122,10 +122,13 @@ class RunServices(Protocol):
             gg.errors.SandboxError: no isolation layer works here.
         """
 
-    def script_tools(self) -> Sequence[Tool]:
+    def script_tools(self, *, session_id: str, read_only: bool) -> Sequence[Tool]:
         """The tools an on-use script's SDK offers (SPEC S13).
 
-        The run's arm minus the ``agents``, ``skills`` and ``memory`` capabilities.
+        The run's arm minus the ``agents``, ``skills`` and ``memory`` capabilities, with
+        the run's ``pre_tool``/``post_tool`` hooks around them exactly as for the calling
+        session ``session_id`` (a Review session's when ``read_only``): a script gets no
+        way around a hook its session has (SPEC H1).
         """
 
     def emit(self, event: Event) -> None:
