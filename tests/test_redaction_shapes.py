@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from gg.cli import app
 from gg.terminal import inert
-from gg.text import REDACTED, redact
+from gg.text import REDACTED, cut, redact
 
 _RNG = random.Random(12)
 _ALNUM = string.ascii_letters + string.digits
@@ -220,3 +220,33 @@ def test_board_titles_and_bodies_show_no_secret(
             assert secret not in out.output, (secret, out.output)
     assert REDACTED in listed.output and "rotate" in listed.output
     assert REDACTED in shown.output
+
+
+@pytest.mark.parametrize("kind", ["RSA PRIVATE KEY", "EC PRIVATE KEY", "PGP PRIVATE KEY BLOCK"])
+def test_a_private_key_cut_before_its_end_line_is_still_redacted(kind: str) -> None:
+    """The stream cuts long results before it redacts: the key's start must go too (F3)."""
+    body = "".join(random.choice(string.ascii_letters + string.digits + "+/") for _ in range(3000))
+    block = f"-----BEGIN {kind}-----\n{body}\n-----END {kind}-----\n"
+    for shown in (cut(block, 300), json.dumps({"excerpt": cut(block, 300)})):
+        out = redact(shown)
+        assert body[:20] not in out and "BEGIN" not in out
+    assert json.loads(redact(json.dumps({"excerpt": cut(block, 300)})))  # still JSON
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("postgres://app:s3cr/etpass@db:5432/x", "s3cr/etpass"),
+        ("redis://:hunter2hunter2@cache:6379", "hunter2hunter2"),
+        (
+            '{"AccessKeyId": "ASIA'
+            + "Q" * 16
+            + '", "SecretAccessKey": "'
+            + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+            + '"}',
+            "wJalrXUtnFEMI/K7MDENG",
+        ),
+    ],
+)
+def test_url_passwords_and_the_aws_json_secret_are_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)

@@ -64,6 +64,8 @@ SECRET_SHAPES: tuple[str, ...] = (
     rf"{_B}(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{{16}}{_E}",
     # An AWS secret access key after its name: aws_secret_access_key = ...
     r"(?i:(?<=aws_secret_access_key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=]))",
+    # ... and in the JSON of the AWS CLI and STS: "SecretAccessKey": "..."
+    r"(?i:(?<=secretaccesskey)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=]))",
     # Google API keys, Hugging Face, npm, PyPI upload tokens.
     rf"{_B}AIza[A-Za-z0-9_-]{{35}}{_E}",
     rf"{_B}hf_[A-Za-z0-9]{{30,}}{_E}",
@@ -71,15 +73,19 @@ SECRET_SHAPES: tuple[str, ...] = (
     rf"{_B}pypi-[A-Za-z0-9_-]{{50,}}",
     # JSON Web Tokens: three base64url parts, the first two JSON objects ({" -> eyJ).
     rf"{_B}eyJ[A-Za-z0-9_-]{{10,}}\.eyJ[A-Za-z0-9_-]{{10,}}\.[A-Za-z0-9_-]{{10,}}",
-    # PEM private keys, whole block.
+    # PEM and PGP private keys: from the BEGIN line through every key character after it,
+    # END line or not (an excerpt cut before the END must not leave the key's start).
     # (no quote inside: a match never spans two JSON strings, so a redacted line still parses)
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\s\\:,.-]*?-----END [A-Z ]*PRIVATE KEY-----",
+    r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:[A-Za-z0-9+/=\s\\:,.-]*?"
+    r"-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|(?=[\s\\]*[A-Za-z0-9+/=]{16})"
+    r"[A-Za-z0-9+/=\s\\:,.-]*)",
     # The credential of an Authorization header (any scheme), and any Bearer token.
     r"(?i:(?<=authorization)[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|bot)\s+)?"
     r"[A-Za-z0-9._~+/=-]{8,})",
     r"(?i:(?<![A-Za-z0-9])bearer\s+[A-Za-z0-9._~+/-]{16,}=*)",
-    # A URL's password: scheme://user:password@host
-    r"(?<=://)[^\s/:@\"']{1,100}:[^\s/@\"']{3,200}(?=@)",
+    # A URL's password: scheme://user:password@host (the user may be empty, the password
+    # may hold a slash)
+    r"(?<=://)[^\s/:@\"']{0,100}:[^\s@\"']{3,200}(?=@)",
 )
 """Regular expressions of text shaped like a credential (issue 12 item 8): whatever
 matches is replaced by ``[redacted]``, wherever it came from. Each asks for the
