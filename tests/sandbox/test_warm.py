@@ -136,3 +136,23 @@ def test_warm_up_starts_a_zygote_before_the_first_program(tmp_path: Path) -> Non
 
     result = asyncio.run(go())
     assert result.output.strip() == "42", result
+
+
+def test_a_posix_message_queue_is_refused_on_the_warm_path(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Forks of one zygote share its IPC namespace: POSIX queues are denied (adversary F1)."""
+    make = (
+        "import ctypes, os\nrt = ctypes.CDLL('librt.so.1', use_errno=True)\n"
+        "q = rt.mq_open(b'/ggq', os.O_CREAT | os.O_RDWR, 0o600, None)\n"
+        "print('queue', q, ctypes.get_errno())\n"
+        "if q >= 0:\n    rt.mq_send(q, b'from-one', 8, 0)\n"
+    )
+    see = (
+        "import ctypes, os\nrt = ctypes.CDLL('librt.so.1', use_errno=True)\n"
+        "q = rt.mq_open(b'/ggq', os.O_RDWR, 0, None)\nprint('open', q)\n"
+    )
+    one, two = _runs(sandbox, tmp_path, [make, see])
+    assert one.error is None and two.error is None, (one, two)
+    assert one.output.split()[:2] == ["queue", "-1"], one.output  # EPERM: never made
+    assert two.output.split() == ["open", "-1"], two.output

@@ -33,9 +33,10 @@ and kill it mid-run), and ``setpriority``, ``ioprio_set`` and the
 ``sched_set*`` calls aimed at another process, are denied; on the calling
 process itself (pid 0) they work as usual.
 
-**SysV IPC** (``shmget``, ``semget``, ``msgget`` and their operations) is denied
-when the layer has no IPC namespace (``rlimit``): objects made there would
-outlive the run. POSIX shared memory (files in ``/dev/shm``) is not affected.
+**SysV IPC** (``shmget``, ``semget``, ``msgget`` and their operations) and
+**POSIX message queues** (``mq_open``...) are denied when the layer has no IPC
+namespace (``rlimit``), and for programs forked from a warm zygote: objects made
+there would outlive the program. POSIX shared memory (files in ``/dev/shm``) is not affected.
 
 What it does not promise: it is a denylist; anything not named is allowed.
 """
@@ -68,8 +69,11 @@ DENIED_SYSCALLS: tuple[str, ...] = (
 SYSV_IPC_SYSCALLS: tuple[str, ...] = (
     "shmget", "shmat", "shmctl", "semget", "semop", "semtimedop", "semctl",
     "msgget", "msgsnd", "msgrcv", "msgctl",
+    "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
 )  # fmt: skip
-"""Denied with ``EPERM`` in layers without an IPC namespace."""
+"""Denied with ``EPERM`` where IPC objects would outlive a program: layers without an IPC
+namespace, and every program forked from a warm zygote (they share its namespace).
+POSIX message queues live in the IPC namespace too (adversary F1)."""
 
 _AF_UNIX = 1
 _SOCK_TYPE_MASK = 0xF
