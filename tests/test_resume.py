@@ -98,6 +98,10 @@ def test_a_killed_run_resumed_equals_an_uninterrupted_one(
     assert len(resumed) == 1 and resumed[0].from_run == run_id and resumed[0].turns == 1
     ended = [e for e in events if e.type == "session_ended"]
     assert [e.turns for e in ended] == [uninterrupted.session.turns]
+    again = subprocess.run(
+        [*GG, "resume", run_id, "-w", str(workspace)], capture_output=True, text=True, timeout=60
+    )  # the same run twice would repeat its side effects
+    assert again.returncode == 2 and "resumed already" in again.stderr, again.stderr
 
 
 def test_the_resumed_conversation_is_the_uninterrupted_one(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,6 +196,32 @@ async def _go_on(run: Run, point: ResumePoint) -> SessionResult:
     return await run.start(spec)
 
 
+RESUMED_MARK = "resumed"
+"""The file beside a stream that says its run was resumed once already (gg-private)."""
+
+
+def _claim(point: ResumePoint) -> None:
+    """Mark ``point``'s run as resumed, once: a second ``gg resume`` of it is refused.
+
+    Created with ``O_EXCL`` beside the stream (in gg's private run directory), so two
+    resumes started at once cannot both go on and repeat the run's side effects.
+
+    Raises:
+        ResumeRefused: the run was resumed already (resume the newer run instead).
+    """
+    mark = point.stream.parent / RESUMED_MARK
+    try:
+        fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        raise ResumeRefused(
+            f"not resumed: run {point.run_id} was resumed already; resume the run that "
+            "continued it instead (its id is on the first resume's output and stream)"
+        ) from None
+    except OSError as e:
+        raise ResumeRefused(f"not resumed: cannot mark {mark} ({e.strerror})") from None
+    os.close(fd)
+
+
 def resume_run(
     point: ResumePoint,
     *,
@@ -215,6 +242,7 @@ def resume_run(
     Raises:
         UserError: the settings or the workspace are no longer usable.
     """
+    _claim(point)
     settings = settings_from_dict(point.started.settings, source=f"the stream {point.stream}")
     agent = Agent(
         model=model,
