@@ -231,3 +231,17 @@ def test_javascript_mode_without_deno(tmp_path: Path) -> None:
     assert not (state / "workspaces").exists() or not list(
         (state / "workspaces").rglob("stream.jsonl")
     )
+
+
+def test_a_local_model_file_that_is_not_there_is_bad_usage(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    code, err = _gg("run", "x", "-w", str(ws), "--model", f"local:{tmp_path}/nope.gguf")
+    _one_line_exit_2(code, err, "does not exist")
+    assert not (state_path(ws) / "runs").exists()
+
+
+@pytest.mark.parametrize("flag", ["--json", "--chart"])
+def test_gg_eval_checks_its_report_paths_before_running(tmp_path: Path, flag: str) -> None:
+    code, err = _gg("eval", "--model", f"scripted:{tmp_path}", flag, "/no/such/dir/out.x")
+    _one_line_exit_2(code, err, f"{flag}: cannot write")

@@ -436,7 +436,7 @@ _DEFAULT_TOML = """\
 [model]
 spec = "local"            # local | scripted:PATH | openai:MODEL | anthropic:MODEL
                           # | openai-compat:MODEL@BASE_URL  (keys from env vars only)
-# local = "qwen2.5-coder-0.5b"  # local model from the catalogue (default: gemma3-270m)
+# local = "qwen2.5-coder-0.5b"  # local model from the catalogue (default: qwen2.5-coder-1.5b)
 # path = "model.gguf"     # or any GGUF file for the local model
 constrained = true        # local model: constrain output to valid tool calls
 text_tool_calls = true    # openai-compat: parse calls written in reply text

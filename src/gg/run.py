@@ -552,7 +552,9 @@ class Run:
             return
         if isinstance(e, asyncio.CancelledError | KeyboardInterrupt):
             signum = caught()
-            self.end("stopped", interrupted_diagnosis(signum), exit_code=128 + (signum or 2))
+            self.end(
+                "stopped", interrupted_diagnosis(signum, self.run_id), exit_code=128 + (signum or 2)
+            )
         elif is_disk_full(e):
             full = e if isinstance(e, DiskFull) else disk_full(self.stream.path, "the stream", e)
             self.end("stopped", str(full), exit_code=1)

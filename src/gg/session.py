@@ -55,6 +55,7 @@ from gg.stream import (
     TurnEvent,
     excerpt,
 )
+from gg.text import cut
 
 __all__ = ["SessionEnv", "SessionResult", "SessionSpec", "run_session"]
 
@@ -156,10 +157,10 @@ def _with_ids(reply: Reply, turn: int) -> Reply:
 
 def _call_excerpt(name: str, arguments: dict[str, Any] | str) -> str:
     if isinstance(arguments, str):
-        return f"{name}({' '.join(arguments.split())[:60]})"
+        return f"{name}({cut(' '.join(arguments.split()), 80)})"
     if name == "submit_program" and isinstance(arguments.get("program"), str):
-        return f"program: {' '.join(arguments['program'].split())[:100]}"
-    args = ", ".join(f"{k}={v!r}"[:40] for k, v in arguments.items())
+        return f"program: {cut(' '.join(arguments['program'].split()), 120)}"
+    args = ", ".join(cut(f"{k}={v!r}", 60) for k, v in arguments.items())
     return f"{name}({args})"
 
 

@@ -49,11 +49,12 @@ def caught() -> int | None:
     return _active[-1].signum if _active else None
 
 
-def interrupted_diagnosis(signum: int | None) -> str:
+def interrupted_diagnosis(signum: int | None, run_id: str = "RUN_ID") -> str:
     """The diagnosis of a run a signal stopped (``None``: Ctrl-C or a cancelled task).
 
     Args:
         signum: the signal's number, or ``None``.
+        run_id: the interrupted run's id, named in the ``gg resume`` hint.
 
     Returns:
         e.g. ``"the run was interrupted by SIGTERM (signal 15): ..."``.
@@ -61,7 +62,9 @@ def interrupted_diagnosis(signum: int | None) -> str:
     if signum is None:
         return "the run was interrupted by the operator (Ctrl-C, or its task was cancelled)"
     name = signal.Signals(signum).name
-    return f"the run was interrupted by {name} (signal {signum}); continue it with gg resume RUN_ID"
+    return (
+        f"the run was interrupted by {name} (signal {signum}); continue it with gg resume {run_id}"
+    )
 
 
 @contextlib.contextmanager

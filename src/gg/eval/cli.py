@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -139,6 +140,19 @@ def eval_command(
     )  # fmt: skip
 
 
+def _writable(flag: str, target: Path | None) -> None:
+    """Check before the suite runs that ``target`` can be written (not hours later).
+
+    Raises:
+        _Usage: its directory is missing or not writable, or it is a directory.
+    """
+    if target is None:
+        return
+    folder = target.expanduser().parent
+    if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise _Usage(f"{flag}: cannot write {str(target)!r} (no such writable directory)")
+
+
 def _main(
     *,
     models: list[str],
@@ -158,6 +172,8 @@ def _main(
             raise _Usage("--repeat and --max-turns must be at least 1")
         configs = configurations(models, modes, languages)
         selected = load_tasks(suite or default_suite(), pattern)
+        for flag, target in (("--json", json_path), ("--chart", chart)):
+            _writable(flag, target)
         records = asyncio.run(_run(selected, configs, console, repeat=repeat, max_turns=max_turns))
         out = Console(highlight=False)
         if not out.is_terminal:  # a file or a pipe: the whole table, unwrapped
@@ -169,8 +185,8 @@ def _main(
         if chart is not None:
             write_chart(summarize(records), chart)
     except (_Usage, UserError, ModelUnavailable) as e:
-        console.print(inert_text(f"gg: error: {e}", "red"))
+        console.print(inert_text(f"gg: error: {e}", "red"), soft_wrap=True)
         raise typer.Exit(2) from None
     except OSError as e:
-        console.print(inert_text(f"gg: error: cannot write the report: {e}", "red"))
+        console.print(inert_text(f"gg: error: cannot write the report: {e}", "red"), soft_wrap=True)
         raise typer.Exit(2) from None

@@ -21,6 +21,7 @@ import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from gg.errors import ModelUnavailable, UserError
@@ -134,12 +135,19 @@ def _fail_unknown(spec: str, scheme: str) -> ModelSpec:
 
 
 def validate_spec(spec: str) -> None:
-    """Check a model spec's syntax; construct nothing, read no key or file.
+    """Check a model spec before a run starts; construct nothing, read no key or file.
+
+    Beyond the syntax, a ``local:PATH`` must name an existing regular file (a stat
+    only), so a typo'd path is bad usage (exit 2), not a run that fails (SPEC O3).
 
     Raises:
-        gg.errors.UserError: as :func:`parse_spec`.
+        gg.errors.UserError: as :func:`parse_spec`, or a ``local:`` file that is not there.
     """
-    parse_spec(spec)
+    parsed = parse_spec(spec)
+    if parsed.scheme == "local" and parsed.target and _is_path(parsed.target):
+        path = Path(parsed.target).expanduser()
+        if not path.is_file():
+            raise UserError(f"{spec!r}: the model file {str(path)!r} does not exist")
 
 
 def model_from_spec(
