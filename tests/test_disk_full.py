@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,39 +14,14 @@ from gg.disk import is_disk_full, mount_point
 from gg.errors import DiskFull
 from gg.seal import Checker
 from gg.stream import ErrorTurn, RunStarted, StreamWriter, read_events
+from support import fill_disk, small_tmpfs
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 256 KiB tmpfs mounted at a fresh directory (the tests run as root, like CI)."""
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, f"cannot mount a tmpfs (these tests need root): {done.stderr}"
-    try:
+    """A 256k tmpfs mounted at a fresh directory."""
+    with small_tmpfs(tmp_path / "disk", "256k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
-def _fill(disk: Path) -> Path:
-    """Fill ``disk`` to the last byte; returns the filler file (delete it to free space)."""
-    filler = disk / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for size in (65536, 4096, 1):
-            try:
-                while os.write(fd, b"\0" * size) == size:
-                    pass
-            except OSError:
-                pass
-    finally:
-        os.close(fd)
-    return filler
 
 
 def _started() -> RunStarted:
@@ -65,7 +39,7 @@ def test_a_full_disk_never_glues_a_cut_line_to_the_next(small_disk: Path) -> Non
     for i in range(3):
         writer.emit(_turn(i))
     writer.sync()
-    filler = _fill(small_disk)
+    filler = fill_disk(small_disk)
     with pytest.raises(DiskFull) as caught:
         for i in range(3, 200):
             writer.emit(_turn(i))
@@ -106,7 +80,7 @@ def test_the_store_on_a_full_disk_raises_disk_full_and_keeps_what_it_had(
 ) -> None:
     store = SqliteStore(small_disk / "board.sqlite3")
     first = store.add_issue("before the disk filled", "")
-    filler = _fill(small_disk)
+    filler = fill_disk(small_disk)
     with pytest.raises(DiskFull) as caught:
         for i in range(500):
             store.add_issue(f"issue {i} " + "x" * 2000, "y" * 4000)

@@ -20,41 +20,16 @@ import pytest
 
 import gg
 from gg.stream import read_events
-from support import write_script
+from support import fill_disk, small_tmpfs, write_script
 
 GG = [sys.executable, "-m", "gg"]
 
 
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[Path]:
-    """A 1 MiB tmpfs mounted at a fresh directory."""
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, f"cannot mount a tmpfs (these tests need root): {done.stderr}"
-    try:
+    """A 1m tmpfs mounted at a fresh directory."""
+    with small_tmpfs(tmp_path / "disk", "1m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
-def _fill(disk: Path) -> Path:
-    filler = disk / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for size in (65536, 4096, 1):
-            try:
-                while os.write(fd, b"\0" * size) == size:
-                    pass
-            except OSError:
-                pass
-    finally:
-        os.close(fd)
-    return filler
 
 
 def test_the_state_disk_filling_mid_run_stops_it_with_the_disk_named(
@@ -83,7 +58,7 @@ def test_the_state_disk_filling_mid_run_stops_it_with_the_disk_named(
         if streams and b'"tool_call"' in streams[0].read_bytes():
             break
         time.sleep(0.05)
-    _fill(disk)
+    fill_disk(disk)
     out, err = proc.communicate(timeout=120)
     p = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     assert p.returncode == 1, p.stderr
@@ -106,7 +81,7 @@ def test_a_full_workspace_disk_stops_the_run_not_the_model(tmp_path: Path, disk:
     ws = disk / "ws"
     ws.mkdir()
     (ws / "README.md").write_text("# demo\n")
-    _fill(disk)
+    fill_disk(disk)
     script = write_script(
         tmp_path / "r.json",
         [
@@ -132,7 +107,7 @@ def test_a_full_workspace_disk_stops_a_code_mode_run(tmp_path: Path, disk: Path)
     ws = disk / "ws"
     ws.mkdir()
     (ws / "README.md").write_text("# demo\n")
-    _fill(disk)
+    fill_disk(disk)
     program = 'gg.tools.write_file(path="a.txt", content="a")\ngg.session.finish("x")'
     script = write_script(
         tmp_path / "r.json",

@@ -26,6 +26,7 @@ from rich.text import Text
 
 from gg.agent import Agent, RunResult
 from gg.board.cli import board_app
+from gg.cliopts import TrustConfig
 from gg.config import CONFIG_NAME, default_toml
 from gg.disk import is_disk_full
 from gg.errors import DiskFull, ModelUnavailable, UserError
@@ -110,16 +111,6 @@ _MaxTurns = Annotated[int | None, typer.Option(help="Override [ceilings] max_tur
 _NoGrammar = Annotated[
     bool, typer.Option("--no-grammar", help="Local model: don't constrain output to valid calls.")
 ]
-_TrustConfig = Annotated[
-    bool,
-    typer.Option(
-        "--trust-config",
-        help="Accept a gg.toml that changed since this workspace's last run "
-        'and now asks for settings that weaken the sandbox (commands = "host", a trusted '
-        "hook, pass_env, a forced isolation layer, a model server URL, a store path): gg "
-        "refuses such a run otherwise, since an agent could have written the file.",
-    ),
-]
 
 
 @app.command()
@@ -135,7 +126,7 @@ def run(
     record: _Record = None,
     max_turns: _MaxTurns = None,
     no_grammar: _NoGrammar = False,
-    trust_config: _TrustConfig = False,
+    trust_config: TrustConfig = False,
 ) -> None:
     """Run TASK in one session until it ends by an ending call, or a ceiling stops it.
 

@@ -24,6 +24,7 @@ import gg
 from gg.board.board import Board, BoardResult, issue_json
 from gg.board.display import BoardDisplay, detail_view, issues_table
 from gg.board.store import IssueDetail
+from gg.cliopts import TrustConfig
 from gg.errors import DiskFull
 from gg.terminal import inert, inert_json, line
 
@@ -217,16 +218,7 @@ def run(
             "--json", help="Print one JSON result on stdout at the end (progress goes to stderr)."
         ),
     ] = False,
-    trust_config: Annotated[
-        bool,
-        typer.Option(
-            "--trust-config",
-            help="Accept a gg.toml that changed since this workspace's last run "
-            'and now asks for settings that weaken the sandbox (commands = "host", a trusted '
-            "hook, pass_env, a forced isolation layer, a model server URL, a store path): gg "
-            "refuses such a run otherwise, since an agent could have written the file.",
-        ),
-    ] = False,
+    trust_config: TrustConfig = False,
 ) -> None:
     """Run every open or unfinished issue to done or stuck; resumes after a crash."""
     if concurrency is not None and concurrency < 1:
