@@ -104,6 +104,10 @@ def test_a_killed_run_resumed_equals_an_uninterrupted_one(
         [*GG, "resume", run_id, "-w", str(workspace)], capture_output=True, text=True, timeout=60
     )  # the same run twice would repeat its side effects
     assert again.returncode == 2 and "resumed already" in again.stderr, again.stderr
+    copy = workspace.parent / "copy-of-the-stream.jsonl"  # the mark is in gg's state
+    shutil.copy(stream, copy)
+    by_copy = subprocess.run([*GG, "resume", str(copy)], capture_output=True, text=True, timeout=60)
+    assert by_copy.returncode == 2 and "resumed already" in by_copy.stderr, by_copy.stderr
 
 
 def _without_reminders(messages: list[Message]) -> list[Message]:

@@ -36,6 +36,7 @@ from gg.models.scripted import ScriptedModel
 from gg.run import Run
 from gg.seal import Checker, StreamAltered, Verdict
 from gg.session import SessionResult, SessionSpec
+from gg.state import open_private, run_dir
 from gg.stream import (
     Checkpoint,
     Event,
@@ -197,28 +198,32 @@ async def _go_on(run: Run, point: ResumePoint) -> SessionResult:
 
 
 RESUMED_MARK = "resumed"
-"""The file beside a stream that says its run was resumed once already (gg-private)."""
+"""The file in a run's gg-private directory that says it was resumed once already."""
 
 
 def _claim(point: ResumePoint) -> None:
     """Mark ``point``'s run as resumed, once: a second ``gg resume`` of it is refused.
 
-    Created with ``O_EXCL`` beside the stream (in gg's private run directory), so two
+    Created with ``O_EXCL`` in the run's directory of gg's private state (found from the
+    verified stream's workspace and run id, never beside a stream path the caller gave:
+    a copy of the stream elsewhere must not resume the run a second time), so two
     resumes started at once cannot both go on and repeat the run's side effects.
 
     Raises:
-        ResumeRefused: the run was resumed already (resume the newer run instead).
+        ResumeRefused: the run was resumed already (resume the newer run instead), or
+            its state directory cannot be used.
     """
-    mark = point.stream.parent / RESUMED_MARK
     try:
-        fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        mark = run_dir(Path(point.started.workspace), point.run_id) / RESUMED_MARK
+        fd = open_private(mark, os.O_WRONLY | os.O_EXCL, create=True)
     except FileExistsError:
         raise ResumeRefused(
             f"not resumed: run {point.run_id} was resumed already; resume the run that "
             "continued it instead (its id is on the first resume's output and stream)"
         ) from None
-    except OSError as e:
-        raise ResumeRefused(f"not resumed: cannot mark {mark} ({e.strerror})") from None
+    except (OSError, UserError) as e:
+        why = e.strerror if isinstance(e, OSError) else str(e)
+        raise ResumeRefused(f"not resumed: cannot mark run {point.run_id} ({why})") from None
     os.close(fd)
 
 

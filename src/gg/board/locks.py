@@ -23,6 +23,7 @@ links, so a directory swapped for a link is never left.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -94,6 +95,24 @@ def _locks_in(dfd: int, rel: str, older_than: float) -> Iterator[tuple[str, str]
             yield rel, name
 
 
+def _walk_locks(common: Path, older_than: float) -> Iterator[tuple[Path, int, str]]:
+    """``(path, directory fd, name)`` of each old regular ``*.lock`` (see :func:`stale_locks`).
+
+    The fd is the walk's own, of a directory reached without following a link, and
+    valid only until the walk moves on.
+    """
+    for top, dirs, _files, dfd in os.fwalk(common, follow_symlinks=False):
+        rel = os.path.relpath(top, common)
+        parts = [] if rel == "." else rel.split(os.sep)
+        if parts != ["worktrees"]:  # the worktrees dir itself holds admin dirs, not locks
+            for _dir, name in _locks_in(dfd, top, older_than):
+                yield Path(top, name), dfd, name
+        if not parts:
+            dirs[:] = [d for d in dirs if d in ("refs", "worktrees")]
+        elif parts[0] == "worktrees" and len(parts) > 1:
+            dirs[:] = []  # only the top of each worktree's admin dir
+
+
 def stale_locks(common: Path, *, older_than: float) -> list[Path]:
     """Regular ``*.lock`` files older than ``older_than`` (Unix seconds) in git's dir.
 
@@ -101,20 +120,14 @@ def stale_locks(common: Path, *, older_than: float) -> list[Path]:
     ``common/refs`` and at the top of each ``common/worktrees/<name>``; no
     link is followed.
     """
-    found: list[Path] = []
-    for top, dirs, _files, dfd in os.fwalk(common, follow_symlinks=False):
-        rel = os.path.relpath(top, common)
-        parts = [] if rel == "." else rel.split(os.sep)
-        found += [Path(d, n) for d, n in _locks_in(dfd, top, older_than)]
-        if not parts:
-            dirs[:] = [d for d in dirs if d in ("refs", "worktrees")]
-        elif parts[0] == "worktrees" and len(parts) > 1:
-            dirs[:] = []  # only the top of each worktree's admin dir
-    return [p for p in found if p.parent != common / "worktrees"]
+    return [path for path, _fd, _name in _walk_locks(common, older_than)]
 
 
 def clear_stale_locks(repo: Path, common: Path, *, older_than: float) -> list[Path]:
     """Remove the stale git locks of ``repo`` (see the module docstring).
+
+    Each is unlinked through the descriptor of the directory the no-follow walk
+    found it in, so a directory swapped for a link meanwhile is never entered.
 
     Args:
         repo: the repository's top level.
@@ -125,22 +138,11 @@ def clear_stale_locks(repo: Path, common: Path, *, older_than: float) -> list[Pa
     Returns:
         The lock files removed; none while a git process works in the repository.
     """
-    locks = stale_locks(common, older_than=older_than)
-    if not locks or git_processes_in([repo, common]):
+    if not stale_locks(common, older_than=older_than) or git_processes_in([repo, common]):
         return []
     removed: list[Path] = []
-    for lock in locks:
-        try:
-            dfd = os.open(lock.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        try:
-            st = os.stat(lock.name, dir_fd=dfd, follow_symlinks=False)
-            if stat.S_ISREG(st.st_mode) and st.st_mtime < older_than:
-                os.unlink(lock.name, dir_fd=dfd)
-                removed.append(lock)
-        except OSError:
-            pass
-        finally:
-            os.close(dfd)
+    for path, dfd, name in _walk_locks(common, older_than):
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dfd)
+            removed.append(path)
     return removed
