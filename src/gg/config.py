@@ -71,10 +71,16 @@ _Role = Annotated[Role, Strict(False)]
 
 
 class Price(_Section):
-    """Price of a model per million tokens, in any currency unit (SPEC S6 budget)."""
+    """Price of a model per million tokens, in any currency unit (SPEC S6 budget).
+
+    Overrides the maintained price table (:mod:`gg.models.pricing`). The cache rates
+    default to ``input_per_mtok``; reasoning tokens are output tokens.
+    """
 
     input_per_mtok: float = Field(ge=0, le=1_000_000)
     output_per_mtok: float = Field(ge=0, le=1_000_000)
+    cache_read_per_mtok: float | None = Field(default=None, ge=0, le=1_000_000)
+    cache_write_per_mtok: float | None = Field(default=None, ge=0, le=1_000_000)
 
 
 class ModelSettings(_Section):
@@ -94,6 +100,13 @@ class ModelSettings(_Section):
     max_output_tokens: int = Field(default=0, ge=0, le=10_000_000)
     """Most tokens per reply (0 = the provider's or the local model's own default)."""
     prices: dict[str, Price] = {}
+    """Overrides of the maintained price table (genai-prices), by the provider's model name."""
+    prompt_cache: bool = True
+    """anthropic: mark the prompt for the provider's prompt cache (``cache_control``)."""
+    tool_choice: Literal["default", "required", "auto"] = "default"
+    """Ask the provider to require a tool call (``required``) or leave it free (``auto``);
+    ``default``: required for openai, openai-responses and anthropic, not sent to
+    openai-compat servers. A reply without a call is an error turn either way (SPEC S5)."""
 
 
 class SessionSettings(_Section):
@@ -443,9 +456,13 @@ text_tool_calls = true    # openai-compat: parse calls written in reply text
 timeout_s = 120           # per request to a provider
 max_retries = 3           # on 429, 5xx, timeouts, dropped connections
 max_output_tokens = 0     # most tokens per reply; 0 = the provider's default
+prompt_cache = true       # anthropic: use the prompt cache (cache_control)
+tool_choice = "default"   # default | required | auto: ask the provider to require a tool call
+# Prices come from the genai-prices table (providers extra); override one model:
 # [model.prices."gpt-4o-mini"]
 # input_per_mtok = 0.15
 # output_per_mtok = 0.60
+# cache_read_per_mtok = 0.075   # optional; defaults to input_per_mtok
 
 [session]
 mode = "tool-calling"     # tool-calling | code (responses as code)

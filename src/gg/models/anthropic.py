@@ -19,11 +19,20 @@ itself, so text reaches ``on_delta`` as it arrives and a call whose input
 JSON is cut off or malformed becomes a call with ``parse_error`` rather than
 an exception. Every field of an event is read through :mod:`gg.models.wire`: an
 event of the wrong shape is retried as a transient fault (issue 12 item 2).
-Usage: input tokens include cache writes and reads; an answer without usage is
-estimated (:func:`gg.models.retry.estimate_usage`) and marked ``estimated``. Retries,
+Prompt caching (default on, ``[model] prompt_cache``): the request carries the
+top-level ``cache_control: {"type": "ephemeral"}``, so the API caches the prefix up
+to the last block and the next turn (which resends it) reads it back at the cache
+rate. Tool choice (``[model] tool_choice``): unless ``auto``, a request that offers
+tools says ``tool_choice: {"type": "any"}`` (SPEC S5: the reply must call a tool).
+
+Usage: input tokens include cache writes and reads, which are also counted apart
+(``cache_write_tokens``, ``cache_read_tokens``) and priced at their own rates
+(:mod:`gg.models.pricing`); an answer without usage is estimated
+(:func:`gg.models.retry.estimate_usage`) and marked ``estimated``. Retries,
 timeouts and error translation: :mod:`gg.models.retry`.
 
-What it does not promise: thinking blocks and server tools are dropped.
+What it does not promise: thinking blocks and server tools are dropped; the API
+does not count thinking tokens apart, so ``reasoning_tokens`` stays 0.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, assert_never
 
 from gg import bounded
@@ -42,19 +51,20 @@ from gg.models.base import (
     Reply,
     SystemMessage,
     ToolCall,
+    ToolChoice,
     ToolMessage,
     ToolSpec,
     Usage,
     UserMessage,
 )
 from gg.models.boundary import clean_messages
+from gg.models.pricing import price_of
 from gg.models.retry import (
     Failure,
     Prices,
     RetryPolicy,
     StreamIncomplete,
     call_with_retries,
-    cost_of,
     decode_arguments,
     describe_sdk_error,
     env_key,
@@ -93,6 +103,9 @@ class _Draft:
 
     blocks: dict[int, _Block] = field(default_factory=dict)
     input_tokens: int = 0
+    """Uncached input tokens (the API's ``input_tokens``)."""
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
     output_tokens: int = 0
     finished: bool = False
     """Whether ``message_stop`` arrived (the reply is whole)."""
@@ -124,6 +137,8 @@ class AnthropicModel:
         prices: Prices | None = None,
         retry: RetryPolicy | None = None,
         temperature: float | None = None,
+        prompt_cache: bool = True,
+        tool_choice: ToolChoice = "default",
     ) -> None:
         """Build the client; no request is made.
 
@@ -134,9 +149,12 @@ class AnthropicModel:
             max_tokens: cap on the reply's tokens (the API requires one).
             stream: read the reply as a stream (progress, stall detection).
             on_delta: called with each piece of reply text as it arrives.
-            prices: ``{model: {"input_per_mtok", "output_per_mtok"}}`` for cost.
+            prices: ``[model.prices]`` overrides of the price table (:mod:`gg.models.pricing`).
             retry: retries, timeout and backoff; defaults to :class:`RetryPolicy`.
             temperature: sampling temperature, or ``None`` for the API's.
+            prompt_cache: send the top-level ``cache_control`` (the prompt cache).
+            tool_choice: ``"auto"`` leaves the model free; else a request with tools
+                says ``{"type": "any"}`` (a tool call is required, SPEC S5).
 
         Raises:
             gg.errors.ModelUnavailable: ``ANTHROPIC_API_KEY`` is not set (SPEC C3).
@@ -151,6 +169,7 @@ class AnthropicModel:
         self._retry = retry or RetryPolicy()
         self._max_tokens, self._temperature = max_tokens, temperature
         self._stream, self._on_delta, self._prices = stream, on_delta, prices
+        self._prompt_cache, self._tool_choice = prompt_cache, tool_choice
         self._client: AsyncAnthropic = anthropic.AsyncAnthropic(
             api_key=key, base_url=base_url, timeout=self._retry.timeout_s, max_retries=0
         )
@@ -210,6 +229,10 @@ class AnthropicModel:
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in tools
             ]
+            if self._tool_choice != "auto":
+                request["tool_choice"] = {"type": "any"}
+        if self._prompt_cache:
+            request["cache_control"] = {"type": "ephemeral"}
         if self._temperature is not None:
             request["temperature"] = self._temperature
         return request
@@ -271,17 +294,20 @@ class AnthropicModel:
                 texts.append(block.text)
             elif block.kind == "tool_use":
                 calls.append(_call_from(block))
-        tokens_in, tokens_out = draft.input_tokens, draft.output_tokens
-        if not draft.usage_given:
+        if draft.usage_given:
+            read, write = draft.cache_read_tokens, draft.cache_write_tokens
+            usage = Usage(
+                input_tokens=draft.input_tokens + read + write,
+                output_tokens=draft.output_tokens,
+                cache_read_tokens=read,
+                cache_write_tokens=write,
+            )
+        else:
             raw = [[c.id, c.name, str(c.arguments)] for c in calls]
             tokens_in, tokens_out = estimate_usage(request, "".join(texts), raw)
-        cost = cost_of(self.model, tokens_in, tokens_out, self._prices)
-        usage = Usage(
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            cost=cost,
-            estimated=not draft.usage_given,
-        )
+            usage = Usage(input_tokens=tokens_in, output_tokens=tokens_out, estimated=True)
+        cost = price_of(usage, model=self.model, provider=_PROVIDER, prices=self._prices)
+        usage = replace(usage, cost=cost)
         return Reply(text="".join(texts), tool_calls=tuple(calls), usage=usage)
 
 
@@ -298,12 +324,13 @@ def _take_usage(draft: _Draft, usage: object, where: str) -> None:
         return
     what = f"{where}'s usage"
     record(usage, what)
-    parts = [
-        wire.count(usage, name, what)
-        for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    ]
-    if any(p is not None for p in parts):
-        draft.input_tokens = sum(p or 0 for p in parts)
+    plain = wire.count(usage, "input_tokens", what)
+    write = wire.count(usage, "cache_creation_input_tokens", what)
+    read = wire.count(usage, "cache_read_input_tokens", what)
+    if plain is not None or write is not None or read is not None:
+        draft.input_tokens = draft.input_tokens if plain is None else plain
+        draft.cache_write_tokens = draft.cache_write_tokens if write is None else write
+        draft.cache_read_tokens = draft.cache_read_tokens if read is None else read
         draft.usage_given = True
     output = wire.count(usage, "output_tokens", what)
     if output is not None:

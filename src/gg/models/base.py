@@ -31,6 +31,7 @@ __all__ = [
     "RetryNotice",
     "SystemMessage",
     "ToolCall",
+    "ToolChoice",
     "ToolMessage",
     "ToolSpec",
     "Usage",
@@ -59,6 +60,14 @@ class ToolSpec:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
+ToolChoice: TypeAlias = Literal["default", "required", "auto"]
+"""Whether a provider is asked to require a tool call (``[model] tool_choice``).
+
+``required``: the request says the reply must call a tool; ``auto``: the model may
+answer in text; ``default``: the provider's own choice (required where the API is
+known to honour it). Either way a reply without a call is an error turn (SPEC S5)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
     """One tool call in a reply.
@@ -82,8 +91,12 @@ class Usage:
     """Token usage of one reply (0 when the provider does not say).
 
     The one usage type: a model's reply carries it and the stream's ``turn`` event
-    records it as ``{"input_tokens", "output_tokens", "cost"}`` (SPEC O1); reading a
-    stream back, any other key is refused.
+    records it with these keys (SPEC O1); reading a stream back, any other key is
+    refused. ``input_tokens`` counts every prompt token, cache reads and writes
+    included (``cache_read_tokens`` and ``cache_write_tokens`` say how many of them
+    were); ``output_tokens`` counts every reply token, reasoning included
+    (``reasoning_tokens`` says how many were). The budgets (SPEC S6) add
+    ``input_tokens + output_tokens``.
     """
 
     __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
@@ -94,6 +107,12 @@ class Usage:
     """Cost in the price table's currency unit; 0 when no price is configured."""
     estimated: bool = False
     """The counts are gg's estimate (the server sent no usage), not the provider's."""
+    cache_read_tokens: int = 0
+    """Of ``input_tokens``, those read from the provider's prompt cache (billed lower)."""
+    cache_write_tokens: int = 0
+    """Of ``input_tokens``, those written to the provider's prompt cache (billed higher)."""
+    reasoning_tokens: int = 0
+    """Of ``output_tokens``, those the model spent on hidden reasoning."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

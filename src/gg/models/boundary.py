@@ -139,12 +139,20 @@ def _too_many(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
     return (*calls[: MAX_CALLS - 1], stop)
 
 
+_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+"""The token counts of :class:`Usage`, each bounded the same way."""
+
+
 def _usage(usage: Usage) -> Usage:
+    counts = [getattr(usage, name) for name in _COUNTS]
     if (
-        type(usage.input_tokens) is int
-        and type(usage.output_tokens) is int
-        and 0 <= usage.input_tokens <= _MAX_TOKENS
-        and 0 <= usage.output_tokens <= _MAX_TOKENS
+        all(type(n) is int and 0 <= n <= _MAX_TOKENS for n in counts)
         and type(usage.cost) is float
         and math.isfinite(usage.cost)
     ):
@@ -155,9 +163,9 @@ def _usage(usage: Usage) -> Usage:
 
     cost = usage.cost if isinstance(usage.cost, float | int) and math.isfinite(usage.cost) else 0.0
     clean = Usage(
-        input_tokens=tokens(usage.input_tokens),
-        output_tokens=tokens(usage.output_tokens),
+        **{name: tokens(n) for name, n in zip(_COUNTS, counts, strict=True)},
         cost=float(cost),
+        estimated=usage.estimated is True,
     )
     return usage if clean == usage else clean
 

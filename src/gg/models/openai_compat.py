@@ -39,8 +39,17 @@ per four characters of the request and of the reply
 (:func:`gg.models.retry.estimate_usage`) and marked ``estimated`` on the
 stream, so ``max_tokens`` and ``max_cost`` still trip.
 
-What it does not promise: that a compatible server honours ``tools`` or
-``stream_options``, or that an estimate matches the model's tokenizer.
+OpenAI's own fields: ``openai:`` caps a reply with ``max_completion_tokens`` (what the
+SDK documents; o-series models refuse ``max_tokens``), ``openai-compat:`` with
+``max_tokens`` (what those servers read). ``tool_choice`` (``[model] tool_choice``):
+``openai:`` sends ``"required"`` with native tools unless told ``auto``;
+``openai-compat:`` sends it only when told ``required`` (a server may refuse the field).
+Cached prompt tokens (``prompt_tokens_details.cached_tokens``) and reasoning tokens
+(``completion_tokens_details.reasoning_tokens``) are counted in the
+:class:`~gg.models.base.Usage` and priced (:mod:`gg.models.pricing`).
+
+What it does not promise: that a compatible server honours ``tools``, ``tool_choice``
+or ``stream_options``, or that an estimate matches the model's tokenizer.
 """
 
 from __future__ import annotations
@@ -48,7 +57,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, assert_never
 
 from gg import bounded
@@ -59,6 +68,7 @@ from gg.models.base import (
     Reply,
     SystemMessage,
     ToolCall,
+    ToolChoice,
     ToolMessage,
     ToolSpec,
     Usage,
@@ -66,13 +76,13 @@ from gg.models.base import (
 )
 from gg.models.boundary import clean_messages
 from gg.models.parsing import TextFormat, parse_tool_calls
+from gg.models.pricing import price_of
 from gg.models.retry import (
     Failure,
     Prices,
     RetryPolicy,
     StreamIncomplete,
     call_with_retries,
-    cost_of,
     decode_arguments,
     describe_sdk_error,
     env_key,
@@ -119,6 +129,8 @@ class _Draft:
     """Native calls by index: ``[id, name, arguments-json-so-far]``."""
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
     usage_given: bool = False
     """Whether the server sent usage (else it is estimated, :func:`estimate_usage`)."""
     finished: bool = False
@@ -163,6 +175,7 @@ class OpenAICompatModel:
         max_tokens: int | None = None,
         temperature: float | None = None,
         fold_system: bool = False,
+        tool_choice: ToolChoice = "default",
     ) -> None:
         """Build the client; no request is made.
 
@@ -180,13 +193,15 @@ class OpenAICompatModel:
                 default (``"auto"`` for ``openai-compat``, ``False`` for ``openai``).
             tool_format: the text call format for the parser (``"auto"``,
                 ``"hermes"``...), when calls are parsed from text.
-            prices: ``{model: {"input_per_mtok", "output_per_mtok"}}`` for cost.
+            prices: ``[model.prices]`` overrides of the price table (:mod:`gg.models.pricing`).
             retry: retries, timeout and backoff; defaults to :class:`RetryPolicy`.
             max_tokens: cap on the reply's tokens, or ``None`` for the server's.
             temperature: sampling temperature, or ``None`` for the server's.
             fold_system: send the system prompt at the head of the first user
                 message instead, for chat templates without a system role
                 (Gemma's drops it).
+            tool_choice: see the module docstring (``"default"``: ``"required"`` for
+                ``openai``, not sent to ``openai-compat``).
 
         Raises:
             gg.errors.ModelUnavailable: ``provider="openai"`` and
@@ -203,6 +218,8 @@ class OpenAICompatModel:
         self._text_tools: TextTools = auto if text_tools is None else text_tools
         self._tool_format, self._fold_system = tool_format, fold_system
         self._prices, self._max_tokens, self._temperature = prices, max_tokens, temperature
+        require = tool_choice == "required" or (tool_choice == "default" and provider == "openai")
+        self._require_call = require
         self._client: AsyncOpenAI = openai.AsyncOpenAI(
             api_key=key or _PLACEHOLDER_KEY, base_url=self.base_url,
             timeout=self._retry.timeout_s, max_retries=0,
@@ -259,10 +276,13 @@ class OpenAICompatModel:
                 request["tools"] = [
                     {"type": "function", "function": spec.as_dict()} for spec in tools
                 ]
+                if self._require_call:
+                    request["tool_choice"] = "required"
         if self._fold_system:
             request["messages"] = fold_system(request["messages"])
         if self._max_tokens is not None:
-            request["max_tokens"] = self._max_tokens
+            cap = "max_completion_tokens" if self.provider == "openai" else "max_tokens"
+            request[cap] = self._max_tokens
         if self._temperature is not None:
             request["temperature"] = self._temperature
         return request
@@ -320,16 +340,18 @@ class OpenAICompatModel:
             text, calls = calls_from_text(
                 text, tool_names=[t.name for t in tools], tool_format=self._tool_format
             )
-        tokens_in, tokens_out = draft.input_tokens, draft.output_tokens
-        if not draft.usage_given:  # llama.cpp's server streams none: estimate, marked so
+        if draft.usage_given:
+            usage = Usage(
+                input_tokens=draft.input_tokens,
+                output_tokens=draft.output_tokens,
+                cache_read_tokens=min(draft.cached_tokens, draft.input_tokens),
+                reasoning_tokens=min(draft.reasoning_tokens, draft.output_tokens),
+            )
+        else:  # llama.cpp's server streams none: estimate, marked so
             tokens_in, tokens_out = estimate_usage(request, draft.text, draft.calls.values())
-        cost = cost_of(self.model, tokens_in, tokens_out, self._prices)
-        usage = Usage(
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            cost=cost,
-            estimated=not draft.usage_given,
-        )
+            usage = Usage(input_tokens=tokens_in, output_tokens=tokens_out, estimated=True)
+        cost = price_of(usage, model=self.model, provider=self.provider, prices=self._prices)
+        usage = replace(usage, cost=cost)
         return Reply(text=text, tool_calls=calls, usage=usage)
 
 
@@ -366,6 +388,14 @@ def _take_usage(draft: _Draft, usage: object, where: str) -> None:
     if prompt is not None or completion is not None:
         draft.input_tokens, draft.output_tokens = prompt or 0, completion or 0
         draft.usage_given = True
+    details = wire.field(usage, "prompt_tokens_details")
+    if details is not None:
+        record(details, f"{what}'s prompt_tokens_details")
+        draft.cached_tokens = wire.count(details, "cached_tokens", what) or 0
+    details = wire.field(usage, "completion_tokens_details")
+    if details is not None:
+        record(details, f"{what}'s completion_tokens_details")
+        draft.reasoning_tokens = wire.count(details, "reasoning_tokens", what) or 0
 
 
 def _fold_call(draft: _Draft, call: object, position: int, what: str) -> None:

@@ -66,7 +66,8 @@ T = TypeVar("T")
 
 Prices: TypeAlias = Mapping[str, Mapping[str, float]]
 """``{"model-name": {"input_per_mtok": float, "output_per_mtok": float}}``: price
-per million tokens, in whatever currency unit the table is written in."""
+per million tokens, in whatever currency unit the table is written in; optionally
+``cache_read_per_mtok`` and ``cache_write_per_mtok`` (:mod:`gg.models.pricing`)."""
 
 _MESSAGE_LIMIT = 300
 """Longest excerpt of a server's message quoted in an error, in characters."""
