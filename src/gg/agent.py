@@ -32,7 +32,7 @@ from gg.errors import ConfigError, ToolError, UserError
 from gg.hooks import CallableHook, CommandHook, Gate
 from gg.memory import MEMORY_TOOLS
 from gg.models.base import Model
-from gg.models.factory import model_from_spec
+from gg.models.factory import model_from_spec, spec_has_price
 from gg.models.recording import RecordingModel, check_target
 from gg.run import Run
 from gg.sandbox.host import host_facts
@@ -291,11 +291,13 @@ class Agent:
         try:
             return model_from_spec(
                 m.spec,
-                prices={k: v.model_dump() for k, v in m.prices.items()},
+                prices={k: v.model_dump(exclude_none=True) for k, v in m.prices.items()},
                 constrained=m.constrained,
                 progress=progress,
                 timeout_s=m.timeout_s,
                 max_retries=m.max_retries,
+                prompt_cache=m.prompt_cache,
+                tool_choice=m.tool_choice,
                 **extra,
             )
         except UserError as e:  # name the key when the spec came from gg.toml
@@ -318,9 +320,12 @@ class Agent:
 
     def _check_budget(self) -> None:
         c, m = self.settings.ceilings, self.settings.model
-        if c.max_cost and not m.prices:
+        if c.max_cost and not spec_has_price(
+            m.spec, {k: v.model_dump() for k, v in m.prices.items()}
+        ):
             raise ConfigError(
-                "ceilings.max_cost is set but [model.prices] is empty, so every reply would "
+                "ceilings.max_cost is set but neither [model.prices] nor the price table "
+                "(genai-prices, the providers extra) prices the model, so every reply would "
                 "cost 0 and the budget could never trip: add a price for the model",
                 key="ceilings.max_cost",
             )

@@ -7,6 +7,7 @@ A spec is one of::
     local:PATH                      any GGUF file (a path: has a ``/`` or ends in ``.gguf``)
     scripted:PATH                   replies from a JSON file
     openai:MODEL                    OpenAI (OPENAI_API_KEY, OPENAI_BASE_URL)
+    openai-responses:MODEL          OpenAI's Responses API (OPENAI_API_KEY, OPENAI_BASE_URL)
     anthropic:MODEL                 Anthropic (ANTHROPIC_API_KEY)
     openai-compat:MODEL@BASE_URL    any chat-completions server (vLLM, llama.cpp, Ollama...)
 
@@ -25,18 +26,29 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from gg.errors import ModelUnavailable, UserError
-from gg.models.base import Model
+from gg.models.base import Model, ToolChoice
 from gg.models.catalogue import CATALOGUE
+from gg.models.pricing import has_price
 from gg.models.retry import Prices, RetryPolicy
 from gg.models.scripted import ScriptedModel
 
-__all__ = ["VALID_FORMS", "ModelSpec", "Scheme", "model_from_spec", "parse_spec", "validate_spec"]
+__all__ = [
+    "VALID_FORMS",
+    "ModelSpec",
+    "Scheme",
+    "model_from_spec",
+    "parse_spec",
+    "spec_has_price",
+    "validate_spec",
+]
 
-Scheme: TypeAlias = Literal["local", "scripted", "openai", "anthropic", "openai-compat"]
+Scheme: TypeAlias = Literal[
+    "local", "scripted", "openai", "openai-responses", "anthropic", "openai-compat"
+]
 
 VALID_FORMS = (
-    "local, local:NAME, local:PATH, scripted:PATH, openai:MODEL, anthropic:MODEL, "
-    "openai-compat:MODEL@BASE_URL"
+    "local, local:NAME, local:PATH, scripted:PATH, openai:MODEL, openai-responses:MODEL, "
+    "anthropic:MODEL, openai-compat:MODEL@BASE_URL"
 )
 """The valid spec forms, as error messages list them."""
 
@@ -91,7 +103,7 @@ def parse_spec(spec: str) -> ModelSpec:
         if not rest.strip():
             raise _bad(spec, "scripted needs a file path")
         return ModelSpec(scheme="scripted", target=rest.strip())
-    if scheme in ("openai", "anthropic"):
+    if scheme in ("openai", "openai-responses", "anthropic"):
         if not _MODEL_NAME.match(rest):
             raise _bad(spec, f"{scheme} needs a model name without spaces")
         return ModelSpec(scheme=scheme, target=rest)  # type: ignore[arg-type]
@@ -150,6 +162,24 @@ def validate_spec(spec: str) -> None:
             raise UserError(f"{spec!r}: the model file {str(path)!r} does not exist")
 
 
+def spec_has_price(spec: str, prices: Prices | None) -> bool:
+    """Whether the model ``spec`` names has a price (SPEC S6: ``max_cost`` can trip).
+
+    Args:
+        spec: a model spec (see the module docstring).
+        prices: ``[model.prices]``, keyed by the provider's model name.
+
+    Returns:
+        True when ``prices`` names the spec's model or the maintained price table
+        (:mod:`gg.models.pricing`) knows it; False for a malformed spec.
+    """
+    try:
+        parsed = parse_spec(spec)
+    except UserError:
+        return False
+    return has_price(parsed.scheme, parsed.target, prices)
+
+
 def model_from_spec(
     spec: str,
     *,
@@ -160,6 +190,8 @@ def model_from_spec(
     progress: Callable[[str], None] | None = None,
     on_delta: Callable[[str], None] | None = None,
     max_tokens: int | None = None,
+    prompt_cache: bool | None = None,
+    tool_choice: ToolChoice | None = None,
     **opts: Any,
 ) -> Model:
     """Build the model a spec names.
@@ -172,8 +204,8 @@ def model_from_spec(
 
     Args:
         spec: see the module docstring.
-        prices: ``{model: {"input_per_mtok", "output_per_mtok"}}`` for the
-            HTTP providers' cost.
+        prices: ``[model.prices]``, the HTTP providers' overrides of the price
+            table (:mod:`gg.models.pricing`).
         timeout_s: per-request timeout of the HTTP providers, in seconds
             (``[model] timeout_s``); ``None`` keeps the default.
         max_retries: retries of the HTTP providers on 429, 5xx, timeouts and
@@ -183,6 +215,7 @@ def model_from_spec(
         progress: the local model's loading messages.
         on_delta: the HTTP providers' reply text as it streams.
         max_tokens: most tokens per reply (``[model] max_output_tokens``).
+        prompt_cache, tool_choice: ``[model] prompt_cache`` (Anthropic) and ``tool_choice``.
         **opts: keyword options for the provider's constructor, e.g.
             ``retry``, ``stream``, ``text_tools`` (HTTP providers), ``n_ctx``,
             ``model`` (a catalogue name), ``model_path`` (a GGUF file) (local);
@@ -198,16 +231,22 @@ def model_from_spec(
         gg.errors.ModelUnavailable: a missing API key (the message names the
             variable), or the provider's package is not installed.
     """
-    shared: dict[str, Any] = {"constrained": constrained, "progress": progress}
-    shared |= {"on_delta": on_delta, "max_tokens": max_tokens, "prices": prices}
+    shared: dict[str, Any] = {"constrained": constrained, "progress": progress, "prices": prices}
+    shared |= {"on_delta": on_delta, "max_tokens": max_tokens, "prompt_cache": prompt_cache}
+    shared["tool_choice"] = tool_choice
     if "retry" not in opts and (timeout_s is not None or max_retries is not None):
-        default = RetryPolicy()
-        shared["retry"] = replace(
-            default,
-            timeout_s=default.timeout_s if timeout_s is None else timeout_s,
-            max_retries=default.max_retries if max_retries is None else max_retries,
-        )
+        shared["retry"] = _retry_policy(timeout_s, max_retries)
     return _build(spec, parse_spec(spec), shared, opts)
+
+
+def _retry_policy(timeout_s: float | None, max_retries: int | None) -> RetryPolicy:
+    """The default :class:`RetryPolicy` with the given settings (``None``: the default's)."""
+    default = RetryPolicy()
+    return replace(
+        default,
+        timeout_s=default.timeout_s if timeout_s is None else timeout_s,
+        max_retries=default.max_retries if max_retries is None else max_retries,
+    )
 
 
 def _build(spec: str, parsed: ModelSpec, shared: dict[str, Any], opts: dict[str, Any]) -> Model:
@@ -220,6 +259,9 @@ def _build(spec: str, parsed: ModelSpec, shared: dict[str, Any], opts: dict[str,
         return factory(**_options(spec, factory, shared, _local_options(parsed.target, opts)))
     if parsed.scheme == "anthropic":
         cls: Callable[..., Model] = _import_provider("anthropic", "AnthropicModel")
+        return cls(parsed.target, **_options(spec, cls, shared, opts, fixed=("model",)))
+    if parsed.scheme == "openai-responses":
+        cls = _import_provider("openai_responses", "OpenAIResponsesModel")
         return cls(parsed.target, **_options(spec, cls, shared, opts, fixed=("model",)))
     cls = _import_provider("openai_compat", "OpenAICompatModel")
     kwargs = _options(spec, cls, shared, opts, fixed=("model", "provider", "base_url"))

@@ -186,8 +186,7 @@ class OpenAICompatModel:
                 ``"openai-compat"`` needs ``base_url`` and no key.
             base_url: the endpoint, e.g. ``"http://127.0.0.1:8080/v1"``.
             stream: read the reply as a stream (progress, stall detection).
-            stream_usage: ask a stream for usage (``stream_options``); turn
-                off for servers that reject the field.
+            stream_usage: ask a stream for usage (``stream_options``).
             on_delta: called with each piece of reply text as it arrives.
             text_tools: see the module docstring; ``None`` for the provider's
                 default (``"auto"`` for ``openai-compat``, ``False`` for ``openai``).
@@ -195,13 +194,11 @@ class OpenAICompatModel:
                 ``"hermes"``...), when calls are parsed from text.
             prices: ``[model.prices]`` overrides of the price table (:mod:`gg.models.pricing`).
             retry: retries, timeout and backoff; defaults to :class:`RetryPolicy`.
-            max_tokens: cap on the reply's tokens, or ``None`` for the server's.
-            temperature: sampling temperature, or ``None`` for the server's.
+            max_tokens, temperature: the reply's cap and sampling, or ``None`` (the server's).
             fold_system: send the system prompt at the head of the first user
                 message instead, for chat templates without a system role
                 (Gemma's drops it).
-            tool_choice: see the module docstring (``"default"``: ``"required"`` for
-                ``openai``, not sent to ``openai-compat``).
+            tool_choice: ``"default"`` is ``"required"`` for ``openai``, unsent to compat.
 
         Raises:
             gg.errors.ModelUnavailable: ``provider="openai"`` and
@@ -216,10 +213,8 @@ class OpenAICompatModel:
         self._stream, self._stream_usage, self._on_delta = stream, stream_usage, on_delta
         auto: TextTools = "auto" if provider == "openai-compat" else False
         self._text_tools: TextTools = auto if text_tools is None else text_tools
-        self._tool_format, self._fold_system = tool_format, fold_system
+        self._tool_format, self._fold_system, self._choice = tool_format, fold_system, tool_choice
         self._prices, self._max_tokens, self._temperature = prices, max_tokens, temperature
-        require = tool_choice == "required" or (tool_choice == "default" and provider == "openai")
-        self._require_call = require
         self._client: AsyncOpenAI = openai.AsyncOpenAI(
             api_key=key or _PLACEHOLDER_KEY, base_url=self.base_url,
             timeout=self._retry.timeout_s, max_retries=0,
@@ -276,7 +271,9 @@ class OpenAICompatModel:
                 request["tools"] = [
                     {"type": "function", "function": spec.as_dict()} for spec in tools
                 ]
-                if self._require_call:
+                if self._choice == "required" or (
+                    self._choice == "default" and self.provider == "openai"
+                ):
                     request["tool_choice"] = "required"
         if self._fold_system:
             request["messages"] = fold_system(request["messages"])

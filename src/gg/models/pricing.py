@@ -46,10 +46,14 @@ _Lookup: TypeAlias = Callable[[Usage, str, str], float | None]
 
 def _override(usage: Usage, price: Mapping[str, float]) -> float:
     """The cost of ``usage`` at an override's per-million rates."""
-    per_in = float(price.get("input_per_mtok", 0.0))
-    per_read = float(price.get("cache_read_per_mtok", per_in))
-    per_write = float(price.get("cache_write_per_mtok", per_in))
-    per_out = float(price.get("output_per_mtok", 0.0))
+
+    def rate(key: str, default: float) -> float:
+        value = price.get(key)
+        return default if value is None else float(value)
+
+    per_in = rate("input_per_mtok", 0.0)
+    per_read, per_write = rate("cache_read_per_mtok", per_in), rate("cache_write_per_mtok", per_in)
+    per_out = rate("output_per_mtok", 0.0)
     read, write = usage.cache_read_tokens, usage.cache_write_tokens
     plain = max(usage.input_tokens - read - write, 0)
     total = plain * per_in + read * per_read + write * per_write + usage.output_tokens * per_out
