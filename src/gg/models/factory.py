@@ -215,7 +215,8 @@ def model_from_spec(
         progress: the local model's loading messages.
         on_delta: the HTTP providers' reply text as it streams.
         max_tokens: most tokens per reply (``[model] max_output_tokens``).
-        prompt_cache, tool_choice: ``[model] prompt_cache`` (Anthropic) and ``tool_choice``.
+        prompt_cache: Anthropic's prompt cache (``[model] prompt_cache``).
+        tool_choice: whether HTTP providers ask for a tool call (``[model] tool_choice``).
         **opts: keyword options for the provider's constructor, e.g.
             ``retry``, ``stream``, ``text_tools`` (HTTP providers), ``n_ctx``,
             ``model`` (a catalogue name), ``model_path`` (a GGUF file) (local);

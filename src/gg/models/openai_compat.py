@@ -194,10 +194,10 @@ class OpenAICompatModel:
                 ``"hermes"``...), when calls are parsed from text.
             prices: ``[model.prices]`` overrides of the price table (:mod:`gg.models.pricing`).
             retry: retries, timeout and backoff; defaults to :class:`RetryPolicy`.
-            max_tokens, temperature: the reply's cap and sampling, or ``None`` (the server's).
-            fold_system: send the system prompt at the head of the first user
-                message instead, for chat templates without a system role
-                (Gemma's drops it).
+            max_tokens: cap on the reply's tokens, or ``None`` for the server's.
+            temperature: sampling temperature, or ``None`` for the server's.
+            fold_system: put the system prompt at the head of the first user message
+                (for chat templates without a system role: Gemma's drops it).
             tool_choice: ``"default"`` is ``"required"`` for ``openai``, unsent to compat.
 
         Raises:
