@@ -13,6 +13,7 @@ verified (no key for the run in gg's state on this machine).
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import os
 import secrets
@@ -24,6 +25,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+import gg
 from gg.agent import Agent, RunResult
 from gg.board.cli import board_app
 from gg.cliopts import TrustConfig
@@ -51,6 +53,39 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
+
+
+DISTRIBUTION = "gg-agent"
+"""gg's distribution name (``pip install gg-agent``); the import package and command are ``gg``."""
+
+
+def _version() -> str:
+    """The installed distribution's version (package metadata), else the source tree's."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return f"{gg.__version__} (not installed)"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"gg {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print gg's version (from the package metadata) and exit.",
+            is_eager=True,
+            callback=_show_version,
+        ),
+    ] = False,
+) -> None:
+    """Options of gg itself, before any command."""
 
 
 app.add_typer(board_app, name="board")
