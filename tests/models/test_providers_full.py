@@ -226,10 +226,12 @@ def response(output: list[dict[str, Any]], usage: dict[str, Any] | None) -> dict
 
 def responses_stream(output: list[dict[str, Any]], text: str = "") -> Sse:
     """A Responses stream: created, text deltas, then ``response.completed``."""
-    frames = [sse_event({"type": "response.created", "response": response([], None)}, "x")]
+    created = {"type": "response.created", "response": response([], None)}
+    frames = [sse_event(created, "response.created")]
     for piece in text.split():
         delta = {"type": "response.output_text.delta", "delta": piece, "item_id": "m"}
-        frames.append(sse_event(delta | {"output_index": 0, "content_index": 0}, "x"))
+        delta |= {"output_index": 0, "content_index": 0}
+        frames.append(sse_event(delta, "response.output_text.delta"))
     done = {"type": "response.completed", "response": response(output, RESPONSES_USAGE)}
     frames.append(sse_event(done, "response.completed"))
     return Sse(frames=frames)
@@ -292,11 +294,12 @@ async def test_responses_reply_text_calls_usage_and_request_shape() -> None:
 
 
 async def test_responses_stream_without_completed_is_retried() -> None:
-    cut = Sse(frames=[sse_event({"type": "response.created", "response": response([], None)})])
+    created = {"type": "response.created", "response": response([], None)}
+    cut = Sse(frames=[sse_event(created, "response.created")])
     failed: dict[str, Any] = {"type": "response.failed", "response": response([], None)}
     failed["response"]["error"] = {"code": "server_error", "message": "try later"}
     good = responses_stream([function_call("c1", "finish", {"summary": "ok"})])
-    with serve([cut, Sse(frames=[sse_event(failed)]), good]) as server:
+    with serve([cut, Sse(frames=[sse_event(failed, "response.failed")]), good]) as server:
         model = OpenAIResponsesModel(
             MINI,
             base_url=f"{server.url}/v1",
