@@ -229,7 +229,11 @@ def responses_stream(output: list[dict[str, Any]], text: str = "") -> Sse:
     created = {"type": "response.created", "response": response([], None)}
     frames = [sse_event(created, "response.created")]
     for piece in text.split():
-        delta = {"type": "response.output_text.delta", "delta": piece, "item_id": "m"}
+        delta: dict[str, Any] = {
+            "type": "response.output_text.delta",
+            "delta": piece,
+            "item_id": "m",
+        }
         delta |= {"output_index": 0, "content_index": 0}
         frames.append(sse_event(delta, "response.output_text.delta"))
     done = {"type": "response.completed", "response": response(output, RESPONSES_USAGE)}
