@@ -9,6 +9,7 @@ package metadata and runs a scripted session to ``finish`` in the real sandbox.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -118,3 +119,15 @@ def test_the_installed_gg_prints_its_version_and_runs_a_session(
     assert result["ending"] == {"call": "finish", "summary": "It says 42."}
     stream = Path(result["stream"]).read_text()
     assert "the answer is 42" in stream  # the tool really ran in the installed gg
+
+
+def test_version_comes_from_the_metadata_of_the_distribution_in_use() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gg", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    try:  # this checkout installed (scripts/setup) or only on PYTHONPATH
+        expected = f"gg {importlib.metadata.version('gg-agent')}"
+    except importlib.metadata.PackageNotFoundError:
+        expected = f"gg {PROJECT['version']} (not installed)"
+    assert done.stdout.strip() == expected
