@@ -371,3 +371,27 @@ def test_max_cost_is_refused_only_when_nothing_prices_the_model(tmp_path: Path) 
         app, ["run", "x", "-w", str(ws), "--model", "openai-compat:m@http://127.0.0.1:9/v1"]
     )
     assert done.exit_code == 2 and "max_cost" in done.output
+
+
+def test_gg_toml_turns_the_cache_and_the_required_call_off(tmp_path: Path) -> None:
+    ws = _ws(tmp_path, 'prompt_cache = false\ntool_choice = "auto"\n')
+    with serve([anthropic_stream([FINISH_USE], CACHED)]) as server:
+        code, result = _run(ws, f"anthropic:{SONNET}", {"ANTHROPIC_BASE_URL": server.url})
+    assert code == 0, result
+    body = server.requests[0].body
+    assert "cache_control" not in body and "tool_choice" not in body and body["tools"]
+
+
+async def test_responses_without_streaming_and_a_malformed_final_event_retried() -> None:
+    bad = Sse(
+        frames=[sse_event({"type": "response.completed", "response": "oops"}, "response.completed")]
+    )
+    whole = response([function_call("c7", "finish", {"summary": "ok"})], RESPONSES_USAGE)
+    with serve([bad, responses_stream([said("streamed")]), Json(body=whole)]) as server:
+        streamed = OpenAIResponsesModel(MINI, base_url=f"{server.url}/v1", retry=FAST)
+        first = await streamed.respond(TALK, [FINISH])
+        plain = OpenAIResponsesModel(MINI, base_url=f"{server.url}/v1", retry=FAST, stream=False)
+        second = await plain.respond(TALK, [FINISH])
+    assert first.text == "streamed" and len(server.requests) == 3
+    assert second.tool_calls[0].id == "c7" and second.usage.reasoning_tokens == 64
+    assert "stream" not in server.requests[2].body
