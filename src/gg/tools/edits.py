@@ -236,16 +236,30 @@ def _shifted(line: str, shift: int) -> str:
     return line[min(-shift, _indent(line)) :]
 
 
+def _ratio(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b.strip(), autojunk=False).ratio()
+
+
 def _closest(lines: list[str], old: str) -> str:
-    """The run of ``lines`` most like ``old`` (ratio >= 0.6), or ``""``."""
+    """The run of ``lines`` most like ``old``, or ``""`` when none is like it.
+
+    A run starts at the line most like ``old``'s first line and ends at the line most
+    like its last, at most :data:`MAX_GAP` lines past ``old``'s length further on; its
+    score is the mean of those two difflib ratios, which must exceed 0.5.
+    """
     want = [w.strip() for w in old.strip("\n").splitlines()]
-    target = "\n".join(want)
-    best, best_ratio = "", 0.6
-    for size in range(max(1, len(want) - 1), len(want) + 3):
-        for start in range(max(1, len(lines) - size + 1)):
-            block = lines[start : start + size]
-            candidate = "\n".join(b.strip() for b in block)
-            matcher = difflib.SequenceMatcher(None, target, candidate, autojunk=False)
-            if matcher.quick_ratio() > best_ratio and (ratio := matcher.ratio()) > best_ratio:
-                best, best_ratio = "\n".join(block), ratio
-    return best
+    best: tuple[float, int, int] = (0.5, -1, -1)
+    for i, line in enumerate(lines):
+        head = _ratio(want[0], line)
+        if head <= best[0]:
+            continue  # the mean cannot beat the best with a head this low
+        j, tail = i, head
+        if len(want) > 1:
+            ahead = range(i + 1, min(i + len(want) + MAX_GAP, len(lines)))
+            scored = [(_ratio(want[-1], lines[k]), k) for k in ahead]
+            if not scored:
+                continue
+            tail, j = max(scored)
+        if (head + tail) / 2 > best[0]:
+            best = ((head + tail) / 2, i, j)
+    return "\n".join(lines[best[1] : best[2] + 1]) if best[1] >= 0 else ""
