@@ -17,7 +17,7 @@ from gg.errors import ToolError
 from gg.models.base import ToolMessage
 from gg.testing import ScriptedModel, call
 from gg.tools import Tool, ToolContext, ToolsetArm, default_registry
-from gg.tools.edits import apply_edit
+from gg.tools.edits import SHOW_WHOLE, apply_edit
 from support import RunScripted, events_of
 
 CALC = (
@@ -103,10 +103,18 @@ async def test_what_cannot_be_placed_for_sure_changes_nothing(ws: Path) -> None:
         await edit(ws, path="two.py", old="    pass\n", new="    return 1\n")
     with pytest.raises(ToolError, match="match 2 places .lines 2, 6."):
         await edit(ws, path="two.py", old="\tpass", new="\treturn 1")
-    with pytest.raises(ToolError, match="closest lines there are:\ndef divide"):
+    with pytest.raises(ToolError, match='calc.py is now:\n"""A tiny calculator."""\n'):
         await edit(ws, path="calc.py", old="def divide(a, b):\n    return a/b", new="x")
+    big = CALC + "".join(f"\n\ndef f{i}(x: int) -> int:\n    return x * {i}\n" for i in range(99))
+    assert len(big) > SHOW_WHOLE
+    (ws / "big.py").write_text(big)
+    with pytest.raises(
+        ToolError, match="closest lines there are:\ndef divide.*\n.*\n    return a / b\n"
+    ):
+        await edit(ws, path="big.py", old="def divide(a, b):\n    return a/b", new="x")
     with pytest.raises(ToolError, match="read it and copy the exact lines"):
-        await edit(ws, path="calc.py", old="nothing like this at all", new="x")
+        await edit(ws, path="big.py", old="nothing like this at all", new="x")
+    assert (ws / "big.py").read_text() == big
     with pytest.raises(ToolError, match="old is empty"):
         await edit(ws, path="calc.py", old=" \n", new="x")
     assert (ws / "two.py").read_text() == two and (ws / "calc.py").read_text() == CALC

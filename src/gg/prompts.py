@@ -171,8 +171,10 @@ def repeated_call_feedback(
     )
     if role is Role.REVIEW:
         return f"{head} If you have seen enough, give your verdict now: {endings}"
-    step = f"change a file, e.g. {change}, " if change else "do a different step, "
-    return f"{head} Now {step}or, if the task is done, end with: {endings}"
+    # the ending first: a small model copies the first form it sees, and a task that only
+    # asked a question is done once the answer was read
+    step = f"change a file, e.g. {change}" if change else "do a different step"
+    return f"{head} If the task is done, end now with: {endings} Otherwise {step}."
 
 
 def ending_reminder(role: Role, *, why: str, endings: str) -> str:

@@ -13,8 +13,8 @@ or an indentation level. :func:`apply_edit` tries, in order:
    ``old`` that ``new`` keeps unchanged) and ``new`` shifted to the run's
    indentation. When a left-out line cannot be placed that way, or the run is
    not unique, nothing is changed.
-3. Otherwise nothing is changed and the error shows the file's lines most like
-   ``old`` (difflib's ratio of at least 0.6), to copy.
+3. Otherwise nothing is changed and the error shows the file whole when it is
+   small (:data:`SHOW_WHOLE`), else its lines most like ``old``, to copy.
 
 The result says which it was and shows the lines as they now are, so the model
 sees what it changed. Pure text work: the caller reads and writes the file
@@ -24,14 +24,19 @@ sees what it changed. Pure text work: the caller reads and writes the file
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 from gg.errors import ToolError
 
-__all__ = ["MAX_GAP", "Edit", "apply_edit"]
+__all__ = ["MAX_GAP", "SHOW_WHOLE", "Edit", "apply_edit"]
 
 MAX_GAP = 5
 """Lines of the file that may lie between two lines of ``old`` in a loose match."""
+
+SHOW_WHOLE = 3_000
+"""Characters: a file this small is shown whole when ``old`` matches nowhere (a model that
+edits without reading first sees what is there); a larger one shows its closest lines."""
 
 _SEARCH_LINES = 5_000  # a loose match or a hint is only looked for in files this long
 
@@ -98,6 +103,11 @@ def apply_edit(text: str, old: str, new: str, *, name: str) -> Edit:
         body = lines[:start] + merged + lines[end + 1 :]
         tail = "\n" if text.endswith("\n") else ""
         return Edit("\n".join(body) + tail, False, start + 1, tuple(merged), kept)
+    if len(text) <= SHOW_WHOLE:
+        raise ToolError(
+            f"old was not found in {name}. {name} is now:\n{text.rstrip()}\n"
+            "Send old again as lines copied exactly from it (with their indentation)."
+        )
     near = _closest(lines, old)
     if near:
         raise ToolError(
@@ -110,30 +120,23 @@ def apply_edit(text: str, old: str, new: str, *, name: str) -> Edit:
 def _already(text: str, old: str, new: str) -> int | None:
     """The line where ``new`` already stands, when the edit was made before; else ``None``.
 
-    Made before: ``new`` occurs exactly and every occurrence of ``old`` lies inside one
-    of it (so applying it again would only repeat it), or ``old`` does not occur and
-    ``new``'s lines occur in order (the loose rule of the module docstring).
+    Made before: ``new`` stands in the text as whole lines and every occurrence of
+    ``old`` lies inside one of those (applying it again would only repeat it); or
+    ``old`` does not occur, ``new`` has two lines or more, and they occur in order in
+    one place that holds every loose match of ``old`` (the module docstring's rule).
+    A one-line ``new`` found only loosely proves nothing (such a line is common).
     """
-    if not new.strip():
+    core = new.strip("\n")
+    if not core.strip():
         return None
-    if new in text:
-        spans = []
-        at = text.find(new)
-        while at >= 0:
-            spans.append((at, at + len(new)))
-            at = text.find(new, at + 1)
-        olds = []
-        at = text.find(old)
-        while at >= 0:
-            olds.append(at)
-            at = text.find(old, at + 1)
+    spans = [m.span() for m in re.finditer(rf"(?m)^{re.escape(core)}$", text)]
+    if spans:
+        olds = [m.start() for m in re.finditer(re.escape(old), text)]
         if all(any(a <= o and o + len(old) <= b for a, b in spans) for o in olds):
             return text.count("\n", 0, spans[0][0]) + 1
         return None
-    if old in text:
-        return None
     lines = text.splitlines()
-    if len(lines) > _SEARCH_LINES:
+    if old in text or len(lines) > _SEARCH_LINES or len(core.splitlines()) < 2:
         return None
     placed = _runs(lines, new)
     if len(placed) != 1:
