@@ -42,13 +42,14 @@ def _endings_text(role: Role, language: Language) -> str:
         return (
             f"You are doing the work. Your one ending call is {spell('finish', language)}"
             "(summary): call it when the work is done, with a summary of what you did and "
-            "how you checked it."
+            "how you checked it. Read a file before you change it."
         )
     return (
         f"You are reviewing. Your ending calls are {spell('approve', language)}() when the "
         f"work is acceptable, or {spell('request_changes', language)}(items) with the list of "
         "changes the implementer must make. Your verdict is read from the call alone, not "
-        "from your prose."
+        "from your prose. Look at the work first (read the change and the code it touches, "
+        "run its tests): a verdict given before looking is a guess."
     )
 
 
