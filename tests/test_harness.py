@@ -208,10 +208,17 @@ def test_the_prompts_sdk_lines_run_as_they_stand(
     lines = sdk_lines(first)
     tools = [ln for ln in lines if ".tools." in ln]
     finish = [ln for ln in lines if ".session.finish(" in ln]
-    assert len(tools) == 5 and len(finish) == 1
+    assert len(tools) == 6 and len(finish) == 1
     assert not any("->" in ln or ": str" in ln for ln in lines)  # no annotated stubs
     # the lines with the model's own values in place of the placeholders, as the prompt says
-    values = {"<path>": "README.md", "<content>": "new", "<pattern>": "demo", "<command>": "true"}
+    values = {
+        "<path>": "README.md",
+        "<content>": "new",
+        "<old>": "new",  # edit_file runs after write_file: its old is what that wrote
+        "<new>": "newer",
+        "<pattern>": "demo",
+        "<command>": "true",
+    }
     source = "\n".join([*tools, *finish])
     for placeholder, value in values.items():
         source = source.replace(placeholder, value)

@@ -295,7 +295,7 @@ def names(tools: list[Tool]) -> list[str]:
 def test_default_arm_offers_everything_in_registration_order() -> None:
     registry = arm_registry()
     assert registry.capabilities == {
-        "files": ("read_file", "write_file", "list_dir", "search_text"),
+        "files": ("read_file", "write_file", "edit_file", "list_dir", "search_text"),
         "shell": ("run_command",),
         "user": ("greet",),
     }
@@ -380,7 +380,9 @@ def outside(tmp_path: Path) -> Path:
     return secret
 
 
-@pytest.mark.parametrize("tool_name", ["read_file", "write_file", "list_dir", "search_text"])
+@pytest.mark.parametrize(
+    "tool_name", ["read_file", "write_file", "edit_file", "list_dir", "search_text"]
+)
 async def test_every_path_tool_refuses_escapes(
     ctx: ToolContext, outside: Path, tool_name: str
 ) -> None:
@@ -390,6 +392,7 @@ async def test_every_path_tool_refuses_escapes(
     assert t is not None
     extra = {"content": "x"} if tool_name == "write_file" else {}
     extra |= {"pattern": "secret"} if tool_name == "search_text" else {}
+    extra |= {"old": "secret", "new": "x"} if tool_name == "edit_file" else {}
     cases = {
         "../outside.txt": "leaves the workspace",
         "a/../../outside.txt": "leaves the workspace",

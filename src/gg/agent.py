@@ -284,6 +284,7 @@ class Agent:
         extra: dict[str, Any] = {"max_tokens": m.max_output_tokens} if m.max_output_tokens else {}
         extra |= {"model": m.local} if m.local else {}
         extra |= {"model_path": m.path} if m.path else {}
+        extra |= {"n_threads": m.threads} if m.threads and m.spec.startswith("local") else {}
         if m.spec.startswith("openai-compat:"):
             extra["text_tools"] = "auto" if m.text_tool_calls else False
         if on_delta is not None:

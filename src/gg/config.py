@@ -93,6 +93,8 @@ class ModelSettings(_Section):
     """Embedded model: any GGUF file to run instead of a catalogue model."""
     constrained: bool = True
     """Embedded model: constrain output to valid calls by grammar (SPEC M5)."""
+    threads: int = Field(default=0, ge=0, le=1024)
+    """Embedded model: CPU threads for llama.cpp (0 = gg's default, see gg.models.local)."""
     text_tool_calls: bool = True
     """openai-compat: parse tool calls written in the reply text when it has no native ones."""
     timeout_s: float = Field(default=120, gt=0, le=_DAY_S)
@@ -452,6 +454,7 @@ spec = "local"            # local | scripted:PATH | openai:MODEL | anthropic:MOD
 # local = "qwen2.5-coder-0.5b"  # local model from the catalogue (default: qwen2.5-coder-1.5b)
 # path = "model.gguf"     # or any GGUF file for the local model
 constrained = true        # local model: constrain output to valid tool calls
+threads = 0               # local model: CPU threads for llama.cpp; 0 = gg's default
 text_tool_calls = true    # openai-compat: parse calls written in reply text
 timeout_s = 120           # per request to a provider
 max_retries = 3           # on 429, 5xx, timeouts, dropped connections

@@ -66,6 +66,11 @@ class Progress:
     last_read: str | None = None
     """The ``path`` of the last successful ``read`` call that named one (a file to change)."""
 
+    @property
+    def wrote(self) -> bool:
+        """A write tool call has succeeded in this session (a reviewer never writes)."""
+        return self._wrote
+
     def repeats(self, name: str, arguments: Any) -> int | None:
         """How many times this call was made with nothing changed, at the limit.
 

@@ -42,13 +42,14 @@ def _endings_text(role: Role, language: Language) -> str:
         return (
             f"You are doing the work. Your one ending call is {spell('finish', language)}"
             "(summary): call it when the work is done, with a summary of what you did and "
-            "how you checked it."
+            "how you checked it. Read a file before you change it."
         )
     return (
         f"You are reviewing. Your ending calls are {spell('approve', language)}() when the "
         f"work is acceptable, or {spell('request_changes', language)}(items) with the list of "
         "changes the implementer must make. Your verdict is read from the call alone, not "
-        "from your prose."
+        "from your prose. Look at the work first (read the change and the code it touches, "
+        "run its tests): a verdict given before looking is a guess."
     )
 
 
@@ -171,8 +172,10 @@ def repeated_call_feedback(
     )
     if role is Role.REVIEW:
         return f"{head} If you have seen enough, give your verdict now: {endings}"
-    step = f"change a file, e.g. {change}, " if change else "do a different step, "
-    return f"{head} Now {step}or, if the task is done, end with: {endings}"
+    # the ending first: a small model copies the first form it sees, and a task that only
+    # asked a question is done once the answer was read
+    step = f"change a file, e.g. {change}" if change else "do a different step"
+    return f"{head} If the task is done, end now with: {endings} Otherwise {step}."
 
 
 def ending_reminder(role: Role, *, why: str, endings: str) -> str:

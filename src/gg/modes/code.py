@@ -285,9 +285,9 @@ class CodeMode:
         self._writer = next((t for t in tools if t.access == "write"), None)
 
     def _change(self) -> str | None:
-        """The program line writing the file last read, for feedback; ``None``: no writer."""
+        """The program line writing the file last read; ``None``: no writer, or one wrote."""
         w = self._writer
-        if w is None:
+        if w is None or self.progress.wrote:  # a change made: a copied form would redo it
             return None
         args = change_arguments(w.parameters, self.progress.last_read)
         return sdk_call(self._specs, w.name, language=self.language, arguments=args)

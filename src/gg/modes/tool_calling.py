@@ -231,9 +231,9 @@ class ToolCallingMode:
         return res
 
     def _change(self) -> str | None:
-        """The JSON of a write to the file last read, for feedback; ``None``: no write tool."""
+        """The JSON of a write to the file last read; ``None``: no writer, or one wrote."""
         w = self._writer
-        if w is None:
+        if w is None or self.progress.wrote:  # a change made: a copied form would redo it
             return None
         args = change_arguments(w.parameters, self.progress.last_read)
         return json_call(w.name, w.parameters, args)

@@ -20,6 +20,10 @@ from gg.tools.registry import Registry, Tool
 
 __all__ = ["Toolset", "ToolsetArm", "arm_from_settings", "resolve_toolset"]
 
+_ALSO_WITHHELD = {"write_file": ("edit_file",)}
+"""Withholding a tool withholds these too: ``edit_file`` is a form of ``write_file``, so an
+arm written to mean "no file writes" keeps that meaning now that both exist."""
+
 _ENDING_REFUSAL = "ending calls are never registry tools: no arm offers or withholds them"
 
 
@@ -47,7 +51,8 @@ class ToolsetArm:
     offer: tuple[str, ...] | None = None
     """The tools offered, in this order; ``None`` = every tool of those capabilities."""
     withhold: tuple[str, ...] = ()
-    """Tools never offered, even if ``offer`` names them."""
+    """Tools never offered, even if ``offer`` names them (``write_file`` withholds
+    ``edit_file`` too)."""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -100,12 +105,15 @@ class ToolsetArm:
                         f"toolset arm {self.name!r} offers {name!r}, but its capability "
                         f"{registry.capability_of(name)!r} is not among the arm's capabilities"
                     )
+        withheld = set(self.withhold)
+        for name in self.withhold:
+            withheld.update(_ALSO_WITHHELD.get(name, ()))
         out: list[Tool] = []
         for name in wanted:
             if is_ending_name(name):
                 raise UserError(f"toolset arm {self.name!r} has {name!r}: {_ENDING_REFUSAL}")
             tool = registry.get(name)
-            if tool is not None and name not in self.withhold:
+            if tool is not None and name not in withheld:
                 out.append(tool)
         return out
 

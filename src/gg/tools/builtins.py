@@ -1,7 +1,7 @@
 """Built-in registry tools (SPEC T1, §10 Built-in tools).
 
-Capabilities: ``files`` offers ``read_file``, ``write_file``, ``list_dir`` and
-``search_text``; ``shell`` offers ``run_command``. Every path is relative to
+Capabilities: ``files`` offers ``read_file``, ``write_file``, ``edit_file``,
+``list_dir`` and ``search_text``; ``shell`` offers ``run_command``. Every path is relative to
 the workspace; one that leaves it (``..``, absolute, or a symlink pointing
 out) raises :class:`gg.errors.WorkspaceEscape`, a tool error the model sees,
 not a crash.
@@ -37,12 +37,14 @@ from gg.guard import host_command
 from gg.shell import ShellResult, run_shell, scrubbed_env, spawn_shell
 from gg.skillpaths import user_skill_file
 from gg.text import cut
+from gg.tools.edits import Edit, apply_edit
 from gg.tools.registry import Registry, ToolContext, tool
 from gg.tools.safefs import Beneath, check_path, open_beneath, read_beneath, run_blocking
 from gg.tools.search import Search
 
 __all__ = [
     "default_registry",
+    "edit_file",
     "list_dir",
     "read_file",
     "run_command",
@@ -156,6 +158,50 @@ async def write_file(path: str, content: str, *, ctx: ToolContext) -> str:
 
     written = await _off_loop(write, "write_file")
     return f"wrote {len(content):,} characters to {written}"
+
+
+@tool
+async def edit_file(path: str, old: str, new: str, *, ctx: ToolContext) -> str:
+    """Replace one piece of a workspace text file: the lines old by the lines new.
+
+    old must occur once; when it does not occur as sent, a unique loose match of its
+    lines is used and the result says so (:mod:`gg.tools.edits`).
+
+    Args:
+        path: The file to change, relative to the workspace root.
+        old: The lines to replace, copied from the file with their indentation.
+        new: The lines to put in their place (empty to delete them).
+        ctx: The run's tool context, injected by gg (not part of the tool's schema).
+    """
+    if ctx.read_only:
+        raise ToolError(_READ_ONLY)
+    check_path(path)
+
+    def edit() -> tuple[str, Edit]:
+        with Beneath(ctx.workspace) as root:
+            data = read_beneath(ctx.workspace, path, cap=_READ_LIMIT)
+            try:
+                text = data.decode("utf-8")
+                if "\x00" in text[:8192]:
+                    raise UnicodeError
+                done = apply_edit(text, old, new, name=_shown(path))
+                encoded = done.text.encode("utf-8")
+            except UnicodeError:
+                raise ToolError(
+                    f"{path!r} is not UTF-8 text (or new is not): nothing was changed"
+                ) from None
+            return root.write(path, encoded, guard=_protected_guard(ctx, root)), done
+
+    written, done = await _off_loop(edit, "edit_file")
+    last = done.first + len(done.lines) - 1
+    where = f"lines {done.first}-{last}" if last > done.first else f"line {done.first}"
+    if done.exact:
+        return f"edited {written}: {where} now read:\n" + "\n".join(done.lines)
+    kept = f", keeping {done.kept} line(s) you left out of old" if done.kept else ""
+    return (
+        f"old did not occur in {written} exactly as sent; it matched one place loosely, which "
+        f"was replaced{kept}. {where.capitalize()} now read:\n" + "\n".join(done.lines)
+    )
 
 
 def _protected_guard(ctx: ToolContext, root: Beneath) -> Callable[[int, str], None] | None:
@@ -365,7 +411,7 @@ async def run_command(
 def default_registry() -> Registry:
     """A new registry holding the built-ins: capabilities ``files`` and ``shell`` (SPEC T1)."""
     registry = Registry()
-    for builtin in (read_file, write_file, list_dir, search_text):
+    for builtin in (read_file, write_file, edit_file, list_dir, search_text):
         registry.register(builtin, capability="files")
     registry.register(run_command, capability="shell")
     return registry
