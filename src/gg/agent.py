@@ -30,6 +30,7 @@ from gg.disk import is_disk_full
 from gg.endings import Ending, Language, Role
 from gg.errors import ConfigError, ToolError, UserError
 from gg.hooks import CallableHook, CommandHook, Gate
+from gg.mcp import names as mcp_names
 from gg.memory import MEMORY_TOOLS
 from gg.models.base import Model
 from gg.models.factory import model_from_spec
@@ -275,6 +276,10 @@ class Agent:
                 registry.register(extra_tool, capability=cap)
         for t in tools:
             registry.register(t if isinstance(t, Tool) else tool(t), capability="user")
+        for server in self.settings.tools.mcp:  # their tools come when a run starts (gg.mcp)
+            registry.declare(
+                mcp_names.capability(server.name), prefix=mcp_names.prefix(server.name)
+            )
         return registry
 
     def _make_model(

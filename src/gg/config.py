@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Gt, Le, Lt
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from gg.endings import Role, is_ending_name
@@ -35,6 +43,7 @@ __all__ = [
     "CeilingSettings",
     "HookSettings",
     "HooksSettings",
+    "McpServerSettings",
     "MemorySettings",
     "ModelSettings",
     "Price",
@@ -199,6 +208,65 @@ class ArmSettings(_Section):
         return _no_endings(v, "withholds") or []
 
 
+_MCP_NAME = re.compile(r"[a-z][a-z0-9]{0,23}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class McpServerSettings(_Section):
+    """One ``[[tools.mcp]]`` entry: an MCP server whose tools become registry tools (SPEC T1).
+
+    Either ``command`` (a stdio server gg starts per run, in the run's sandbox unless
+    ``sandboxed = false``) or ``url`` (a streamable-HTTP server), never both.
+    """
+
+    name: str
+    """Lowercase letters and digits (at most 24): its tools are ``mcp_<name>_<tool>`` and
+    its capability ``mcp:<name>``."""
+    command: str | None = Field(default=None, min_length=1)
+    """The stdio server's program (found on ``PATH`` or an absolute path)."""
+    args: list[str] = []
+    pass_env: list[str] = []
+    """Variables of gg's environment the stdio server gets (its environment is scrubbed)."""
+    sandboxed: bool = True
+    """Run the stdio server in the run's sandbox (no network, the workspace its only
+    writable place); ``false`` runs it on the host as gg's user (scrubbed environment)."""
+    url: str | None = Field(default=None, min_length=1)
+    """A streamable-HTTP endpoint (``http://`` or ``https://``)."""
+    headers: dict[str, str] = {}
+    """HTTP headers; ``${NAME}`` in a value is replaced by gg's environment variable NAME."""
+    timeout_s: float = Field(default=60, gt=0, le=_DAY_S)
+    """Seconds one tool call may take; past it the call is a tool error."""
+    start_timeout_s: float = Field(default=30, gt=0, le=_DAY_S)
+    """Seconds the server has to start and list its tools at run start."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _MCP_NAME.fullmatch(v):
+            raise ValueError(f"{v!r} must be 1-24 lowercase letters and digits, a letter first")
+        return v
+
+    @field_validator("pass_env")
+    @classmethod
+    def _env_names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return v
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(f"MCP server {self.name!r} needs exactly one of command or url")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"MCP server {self.name!r}: url must start with http:// or https://")
+        if self.url is not None and (self.args or self.pass_env):
+            raise ValueError(f"MCP server {self.name!r}: args and pass_env need a command")
+        if self.command is not None and self.headers:
+            raise ValueError(f"MCP server {self.name!r}: headers need a url")
+        return self
+
+
 class ToolsSettings(_Section):
     """``[tools]``: capabilities offered and the toolset arm in use (SPEC T1)."""
 
@@ -206,11 +274,23 @@ class ToolsSettings(_Section):
     arm: str = "all"
     arms: dict[str, ArmSettings] = {}
     output_cap: int = Field(default=64_000, ge=1_000, le=100_000_000)
+    mcp: list[McpServerSettings] = []
+    """``[[tools.mcp]]``: MCP servers started per run (their capabilities join the default
+    arm's, as ``user`` tools do)."""
 
     @field_validator("capabilities")
     @classmethod
     def _caps(cls, v: list[str]) -> list[str]:
         return _no_endings(v, "offers") or []
+
+    @field_validator("mcp")
+    @classmethod
+    def _unique_servers(cls, v: list[McpServerSettings]) -> list[McpServerSettings]:
+        names = [server.name for server in v]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"two MCP servers are named {name!r}")
+        return v
 
 
 class SandboxSettings(_Section):

@@ -42,6 +42,7 @@ from gg.guard import (
     nested_repos,
 )
 from gg.hooks import CommandHook, Gate, HookPlace
+from gg.mcp.hub import McpServers
 from gg.models.base import Model
 from gg.modes.base import Mode
 from gg.modes.code import CodeMode
@@ -143,6 +144,7 @@ class Run:
         self.subagents_started = 0
         """Subagents started so far in this run, over every depth (SPEC T2)."""
         self._sandbox: Sandbox | None = None
+        self._mcp: McpServers | None = None
         self.sandbox_facts: dict[str, Any] = {}
         approval = trust.check(
             self.workspace, settings, configs=self._config_keys(configs), trust=trust_config
@@ -294,9 +296,38 @@ class Run:
         return self._sandbox
 
     async def aclose(self) -> None:
-        """Release the sandbox's resources, if one was made."""
+        """Stop the run's MCP servers, then release the sandbox's resources, if one was made."""
+        if self._mcp is not None:
+            await self._mcp.aclose()
         if self._sandbox is not None:
             await self._sandbox.aclose()
+
+    async def _start_mcp(self) -> None:
+        """Start the ``[[tools.mcp]]`` servers; their tools join the run's toolset (SPEC T1).
+
+        The run's registry becomes a copy of the agent's with the servers' tools, and the
+        arm is resolved again against it.
+
+        Raises:
+            gg.errors.ConfigError: a server could not start; UserError: the arm names an
+                MCP tool no server lists. The run is ended (exit 2) before it raises.
+        """
+        self._mcp = McpServers(self.settings.tools.mcp)
+        try:
+            registry = self.registry.copy()
+            for cap, mcp_tool in await self._mcp.start(
+                workspace=self.workspace, sandbox=self.sandbox
+            ):
+                registry.register(mcp_tool, capability=cap)
+            try:
+                self.toolset = resolve_toolset(self.settings.tools, registry)
+            except UserError as e:
+                raise UserError(f"[tools]: {e}") from None
+            self.registry = registry
+        except BaseException as e:
+            await self.aclose()
+            self.end("stopped", f"gg could not start: {e}", exit_code=2)
+            raise
 
     def new_session_id(self) -> str:
         """The next session id of this run: ``s1``, ``s2``, ..."""
@@ -534,6 +565,13 @@ class Run:
         self._outcome = (status, diagnosis)
 
     async def __aenter__(self) -> Run:
+        """Start the run's MCP servers (``[[tools.mcp]]``), if any.
+
+        Raises:
+            gg.errors.ConfigError: a server could not start (the run is ended, exit 2).
+        """
+        if self.settings.tools.mcp:
+            await self._start_mcp()
         return self
 
     async def __aexit__(
