@@ -45,6 +45,7 @@ _MAX_TOOLS = 500
 _MAX_PAGES = 50
 _ERROR_CAP = 2_000
 _CLOSE_S = 5.0
+_EXIT_WAIT_S = 1.0
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -228,7 +229,11 @@ class Connection:
         await asyncio.wait(watch, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
         ready.cancel()
         if not self._ready.is_set():
-            reason = self._failure or self._gone(f"it did not list its tools within {limit:g} s")
+            if self._process is not None and self._owner.done():  # its exit status, if it died
+                await asyncio.wait({self._process.exited}, timeout=_EXIT_WAIT_S)
+            timeout = f"it did not list its tools within {limit:g} s"
+            reason = self._gone(self._failure or timeout) if self._exited() else None
+            reason = reason or self._failure or timeout
             await self.aclose()
             raise ConfigError(f"MCP server {name!r} could not start: {reason}", key="tools.mcp")
         return self.tools
@@ -284,15 +289,13 @@ class Connection:
         session = self._session
         if session is None or self._ended.is_set() or self._exited():
             raise ToolError(f"{who} is not running: {self._gone()}")
-        call = asyncio.ensure_future(
-            session.call_tool(name, arguments, read_timeout_seconds=timeout_s)
-        )
+        call = asyncio.ensure_future(session.call_tool(name, arguments))  # gg's clock, below
         ended = asyncio.ensure_future(self._ended.wait())
         watch: set[asyncio.Future[Any]] = {call, ended}
         if self._process is not None:
             watch.add(self._process.exited)
         try:
-            await asyncio.wait(watch, timeout=timeout_s + 1, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(watch, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
         finally:
             ended.cancel()
             if not call.done():
@@ -313,7 +316,7 @@ class Connection:
             result = call.result()
         except Exception as exc:
             if self._process is not None:  # a broken pipe: let the exit status arrive
-                await asyncio.wait({self._process.exited}, timeout=0.5)
+                await asyncio.wait({self._process.exited}, timeout=_EXIT_WAIT_S)
             why = self._gone() if self._exited() else _why(exc)
             raise ToolError(f"{who}: the call to {name!r} failed: {why}") from None
         text = result_text(result)

@@ -1,0 +1,302 @@
+"""MCP servers as registry tools (SPEC T1, issue 13 item 1), against real servers.
+
+The servers are real (``mcp_server.py``, written with the mcp SDK's server API): one
+on stdio, started by gg per run in the run's sandbox (or on the host), and one on
+streamable HTTP on 127.0.0.1 that the test starts. The scripted model drives real
+sessions in tool-calling mode and in code mode (Python and JavaScript).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import gg
+from gg.errors import ConfigError
+from gg.models.base import ToolMessage
+from gg.stream import ToolResult, read_events
+from gg.testing import ScriptedModel, call
+
+SERVER = Path(__file__).with_name("mcp_server.py")
+
+
+def _stdio(name: str = "t", *, marker: str = "", extra: str = "") -> str:
+    args = json.dumps([str(SERVER), "stdio", *([marker] if marker else [])])
+    return (
+        f'[[tools.mcp]]\nname = "{name}"\ncommand = {json.dumps(sys.executable)}\n'
+        f"args = {args}\n{extra}\n"
+    )
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def _told(model: ScriptedModel, turn: int) -> str:
+    return [m for m in model.calls[turn][0] if isinstance(m, ToolMessage)][-1].content
+
+
+def _agent(ws: Path, toml: str, model: ScriptedModel, **kw: object) -> gg.Agent:
+    (ws / "gg.toml").write_text(toml)
+    return gg.Agent(model=model, workspace=ws, **kw)  # type: ignore[arg-type]
+
+
+def _alive(marker: str) -> list[int]:
+    """Pids whose command line holds ``marker`` (the test's server processes)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                out.append(int(entry))
+    return out
+
+
+def test_stdio_tools_in_tool_calling_mode_run_sandboxed(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GG_MCP_TOKEN", "passed-on")
+    monkeypatch.setenv("GG_MCP_SECRET", "kept-back")
+    marker = f"gg-mcp-test-{secrets.token_hex(4)}"
+    outside = tmp_path / "outside.txt"
+    model = ScriptedModel(
+        [
+            call("mcp_t_add", a=2, b=40),
+            call("mcp_t_echo_text", text="hi there"),
+            call("mcp_t_where"),
+            call("mcp_t_write_note", name="note.txt", text="from the server"),
+            call("mcp_t_write_note", name=str(outside), text="escape"),
+            call("mcp_t_add", a="two", b=1),
+            call("finish", summary="done"),
+        ]
+    )
+    agent = _agent(ws, _stdio(marker=marker, extra='pass_env = ["GG_MCP_TOKEN"]'), model)
+    result = agent.run("use the server")
+    assert result.status == "ended", result.diagnosis
+    offered = model.calls[0][1]
+    assert {"mcp_t_add", "mcp_t_echo_text", "mcp_t_hang", "read_file"} <= set(offered)
+    assert _told(model, 1) == "42"
+    assert _told(model, 2) == "echo: hi there"
+    where = _told(model, 3)
+    assert f"cwd={ws}" in where and "secret=<unset>" in where  # only pass_env is passed
+    assert "token=[redacted]" in where and "passed-on" not in where  # and output is redacted
+    assert (ws / "note.txt").read_text() == "from the server"
+    assert not outside.exists()  # the sandbox: the workspace is the one writable place
+    bad = _told(model, 6)
+    assert "bad arguments for tool 'mcp_t_add'" in bad and "'a'" in bad
+    assert not _alive(marker)  # the run's end stopped the server
+
+
+def test_code_mode_calls_mcp_tools_in_python_and_javascript(ws: Path) -> None:
+    programs = {
+        "python": (
+            "print('sum', gg.tools.mcp_t_add(a=20, b=22))\n"
+            "print(gg.tools.mcp_t_echo_text(text='from python'))\n"
+            "gg.session.finish('ok')\n"
+        ),
+        "javascript": (
+            "console.log('sum', await gg.tools.mcpTAdd({a: 20, b: 22}));\n"
+            "console.log(await gg.tools.mcpTEchoText({text: 'from javascript'}));\n"
+            "await gg.session.finish('ok');\n"
+        ),
+    }
+    for language, program in programs.items():
+        model = ScriptedModel([call("submit_program", program=program)])
+        agent = _agent(ws, _stdio(), model, mode="code", language=language)
+        result = agent.run("add")
+        assert result.status == "ended", (language, result.diagnosis)
+        shown = json.dumps([e.model_dump(mode="json") for e in read_events(result.stream)])
+        assert "sum 42" in shown and f"echo: from {language}" in shown, language
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(port)])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_streamable_http_server_tools(
+    ws: Path, http_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GG_MCP_TOKEN", "sekrit-header-value")
+    toml = (
+        f'[[tools.mcp]]\nname = "web"\nurl = "{http_server}"\n'
+        'headers = { "X-Token" = "Bearer ${GG_MCP_TOKEN}" }\n'
+    )
+    model = ScriptedModel(
+        [
+            call("mcp_web_add", a=1, b=2),
+            call("mcp_web_fail", reason="over http"),
+            call("finish", summary="d"),
+        ]
+    )
+    result = _agent(ws, toml, model).run("t")
+    assert result.status == "ended", result.diagnosis
+    assert _told(model, 1) == "3"
+    assert "tool 'fail' returned an error" in _told(model, 2)
+    assert "refused: over http" in _told(model, 2)
+
+
+def test_a_header_variable_that_is_not_set_is_a_config_error(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GG_MCP_NOPE", raising=False)
+    toml = '[[tools.mcp]]\nname = "web"\nurl = "http://127.0.0.1:9/mcp"\n'
+    toml += 'headers = { "Authorization" = "Bearer ${GG_MCP_NOPE}" }\n'
+    with pytest.raises(ConfigError, match="GG_MCP_NOPE"):
+        _agent(ws, toml, ScriptedModel([call("finish", summary="d")])).run("t")
+
+
+def test_crash_hang_and_error_are_tool_errors_the_session_survives(ws: Path) -> None:
+    model = ScriptedModel(
+        [
+            call("mcp_t_fail", reason="no way"),
+            call("mcp_t_hang"),
+            call("mcp_t_add", a=1, b=1),  # the server still serves after a hung call
+            call("mcp_t_crash"),
+            call("mcp_t_add", a=1, b=1),
+            call("finish", summary="survived"),
+        ]
+    )
+    toml = _stdio(extra="timeout_s = 2")
+    started = time.monotonic()
+    result = _agent(ws, toml, model, ceilings={"consecutive_errors": 10}).run("t")
+    assert result.status == "ended", result.diagnosis
+    assert time.monotonic() - started < 60
+    assert "tool 'fail' returned an error" in _told(model, 1)
+    assert "refused: no way" in _told(model, 1)
+    assert "did not answer the call to 'hang' within 2 s" in _told(model, 2)
+    assert _told(model, 3) == "2"
+    crashed = _told(model, 4)
+    assert "exited with status 7" in crashed and "about to crash" in crashed, crashed
+    assert "is not running" in _told(model, 5)
+    results = [e for e in read_events(result.stream) if isinstance(e, ToolResult)]
+    assert [r.ok for r in results][:5] == [False, False, True, False, False]
+
+
+def test_a_toolset_arm_selects_mcp_tools(ws: Path) -> None:
+    toml = _stdio() + (
+        '[tools]\narm = "narrow"\n'
+        '[tools.arms.narrow]\ncapabilities = ["files", "mcp:t"]\n'
+        'withhold = ["mcp_t_crash", "mcp_t_hang", "write_file"]\n'
+    )
+    model = ScriptedModel([call("mcp_t_crash"), call("finish", summary="d")])
+    result = _agent(ws, toml, model).run("t")
+    assert result.status == "ended", result.diagnosis
+    offered = set(model.calls[0][1])
+    assert {"mcp_t_add", "mcp_t_fail", "read_file"} <= offered
+    assert not offered & {"mcp_t_crash", "mcp_t_hang", "write_file", "run_command"}
+    assert "mcp_t_crash" in _told(model, 1) and "add" in _told(model, 1)
+
+
+def test_an_arm_without_the_capability_offers_no_mcp_tool(ws: Path) -> None:
+    toml = _stdio() + '[tools]\narm = "plain"\n[tools.arms.plain]\ncapabilities = ["files"]\n'
+    model = ScriptedModel([call("finish", summary="d")])
+    assert _agent(ws, toml, model).run("t").status == "ended"
+    assert not [n for n in model.calls[0][1] if n.startswith("mcp_")]
+
+
+def test_an_arm_offering_a_tool_no_server_lists_is_a_config_error(ws: Path) -> None:
+    toml = _stdio() + '[tools]\narm = "a"\n[tools.arms.a]\noffer = ["mcp_t_nope"]\n'
+    with pytest.raises(gg.UserError, match="mcp_t_nope"):
+        _agent(ws, toml, ScriptedModel([call("finish", summary="d")])).run("t")
+
+
+def test_a_pre_tool_hook_denies_an_mcp_tool(ws: Path) -> None:
+    toml = _stdio() + (
+        '[[hooks.pre_tool]]\nmatcher = "mcp_t_write_note"\n'
+        'command = "echo the server may not write >&2; exit 2"\n'
+    )
+    model = ScriptedModel(
+        [call("mcp_t_write_note", name="x.txt", text="no"), call("finish", summary="d")]
+    )
+    assert _agent(ws, toml, model).run("t").status == "ended"
+    assert "the server may not write" in _told(model, 1)
+    assert not (ws / "x.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("toml", "why"),
+    [
+        (
+            '[[tools.mcp]]\nname = "t"\ncommand = "/nonexistent/mcp-server"\n',
+            "status 127",
+        ),
+        (
+            f'[[tools.mcp]]\nname = "t"\ncommand = {json.dumps(sys.executable)}\n'
+            'args = ["-c", "import sys; print(\'bad config\', file=sys.stderr); sys.exit(3)"]\n',
+            "exited with status 3; its stderr ends: bad config",
+        ),
+        (
+            f'[[tools.mcp]]\nname = "t"\ncommand = {json.dumps(sys.executable)}\n'
+            'args = ["-c", "import time; time.sleep(60)"]\nstart_timeout_s = 1\n',
+            "did not list its tools within 1 s",
+        ),
+    ],
+)
+def test_a_server_that_cannot_start_is_a_config_error(ws: Path, toml: str, why: str) -> None:
+    with pytest.raises(ConfigError, match="could not start") as caught:
+        _agent(ws, toml, ScriptedModel([call("finish", summary="d")])).run("t")
+    assert why in str(caught.value)
+
+
+def test_the_cli_says_one_line_and_exits_2(ws: Path) -> None:
+    (ws / "gg.toml").write_text('[[tools.mcp]]\nname = "t"\ncommand = "/nonexistent/srv"\n')
+    script = ws.parent / "script.json"
+    finish = {"name": "finish", "arguments": {"summary": "d"}}
+    script.write_text(json.dumps({"replies": [{"tool_calls": [finish]}]}))
+    done = subprocess.run(
+        [sys.executable, "-m", "gg", "run", "t", "--workspace", str(ws),
+         "--model", f"scripted:{script}"],
+        capture_output=True, text=True, timeout=120, cwd=ws.parent,
+        env={**os.environ, "PYTHONPATH": str(Path(gg.__file__).parents[1])},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "MCP server 't' could not start" in lines[0], done.stderr
+
+
+def test_a_huge_result_is_cut_to_the_output_cap(ws: Path) -> None:
+    toml = _stdio() + "[tools]\noutput_cap = 1000\n"
+    model = ScriptedModel([call("mcp_t_shout", n=200_000), call("finish", summary="d")])
+    assert _agent(ws, toml, model).run("t").status == "ended"
+    told = _told(model, 1)
+    assert len(told) <= 1000 and "characters cut" in told
+
+
+def test_names_are_prefixed_and_distinct() -> None:
+    from gg.mcp.names import registry_names
+
+    names = registry_names("s", ["a-b", "a.b", "x" * 80, "finish", "ünï"])
+    assert names[0] == "mcp_s_a_b" and names[1] == "mcp_s_a_b_2"
+    assert all(n.isidentifier() and len(n) <= 64 and n.startswith("mcp_s_") for n in names)
+    assert len(set(names)) == len(names)
