@@ -559,6 +559,13 @@ arm = "all"                          # the toolset arm this run uses
 output_cap = 64000                   # characters of a tool result shown to the model
 # [tools.arms.readonly]
 # withhold = ["write_file", "run_command"]
+# [[tools.mcp]]                      # an MCP server: its tools are mcp_<name>_<tool>
+# name = "docs"
+# command = "docs-mcp-server"        # stdio, in the run's sandbox; or url = "https://..."
+# args = []
+# pass_env = []                      # env vars the server may see (its env is scrubbed)
+# sandboxed = true                   # false: run it on the host (it needs the network)
+# timeout_s = 60                     # per call
 
 [sandbox]
 isolation = "auto"        # auto | bwrap | unshare | rlimit

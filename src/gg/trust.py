@@ -13,7 +13,9 @@ written) until the operator confirms with ``--trust-config``
 ``trusted = true`` or a non-empty ``pass_env``; a ``[model] spec`` that names
 its own server (``openai-compat:MODEL@URL``: the prompts, with workspace
 content, and ``OPENAI_COMPAT_API_KEY`` go there); ``[board] store`` set to a
-path (``sqlite:PATH``).
+path (``sqlite:PATH``); an MCP server (``[[tools.mcp]]``) that runs on the host
+(``sandboxed = false``), gets ``pass_env``, or is reached at a ``url`` (tool
+arguments, with workspace content, and its headers go there).
 
 A trusted hook's scripts count with its setting (a rewritten script runs on
 the host next time), and so does **the gate**: an agent-stop hook the last
@@ -93,6 +95,14 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
                 out.append(f"[[hooks.{kind}]] trusted = true: {hook.command}{scripts}")
             if hook.pass_env:
                 out.append(f"[[hooks.{kind}]] pass_env = {sorted(hook.pass_env)}: {hook.command}")
+    for server in settings.tools.mcp:  # an MCP server on the host, or one gg sends data to
+        where = server.command or server.url
+        if server.command is not None and not server.sandboxed:
+            out.append(f"[[tools.mcp]] sandboxed = false: {server.name} ({where})")
+        if server.pass_env:
+            out.append(f"[[tools.mcp]] pass_env = {sorted(server.pass_env)}: {server.name}")
+        if server.url is not None:
+            out.append(f"[[tools.mcp]] url = {server.url!r}: {server.name}")
     if "@" in settings.model.spec:
         out.append(f"[model] spec = {settings.model.spec!r}")
     spec = settings.model.spec

@@ -300,3 +300,25 @@ def test_names_are_prefixed_and_distinct() -> None:
     assert names[0] == "mcp_s_a_b" and names[1] == "mcp_s_a_b_2"
     assert all(n.isidentifier() and len(n) <= 64 and n.startswith("mcp_s_") for n in names)
     assert len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    ["sandboxed = false", 'pass_env = ["HOME"]'],
+    ids=["on the host", "pass_env"],
+)
+def test_an_agent_weakening_an_mcp_server_is_refused(ws: Path, extra: str) -> None:
+    first = _agent(ws, _stdio(), ScriptedModel([call("finish", summary="d")])).run("t")
+    assert first.status == "ended"
+    (ws / "gg.toml").write_text(_stdio(extra=extra))  # as an agent could
+    with pytest.raises(gg.UserError, match="--trust-config"):
+        gg.Agent(model=ScriptedModel([call("finish", summary="d")]), workspace=ws).run("t")
+
+
+def test_a_host_server_runs_in_the_workspace(ws: Path) -> None:
+    model = ScriptedModel(
+        [call("mcp_t_where"), call("mcp_t_add", a=1, b=2), call("finish", summary="d")]
+    )
+    result = _agent(ws, _stdio(extra="sandboxed = false"), model).run("t")
+    assert result.status == "ended", result.diagnosis
+    assert f"cwd={ws}" in _told(model, 1) and _told(model, 2) == "3"
