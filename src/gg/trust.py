@@ -95,14 +95,7 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
                 out.append(f"[[hooks.{kind}]] trusted = true: {hook.command}{scripts}")
             if hook.pass_env:
                 out.append(f"[[hooks.{kind}]] pass_env = {sorted(hook.pass_env)}: {hook.command}")
-    for server in settings.tools.mcp:  # an MCP server on the host, or one gg sends data to
-        where = server.command or server.url
-        if server.command is not None and not server.sandboxed:
-            out.append(f"[[tools.mcp]] sandboxed = false: {server.name} ({where})")
-        if server.pass_env:
-            out.append(f"[[tools.mcp]] pass_env = {sorted(server.pass_env)}: {server.name}")
-        if server.url is not None:
-            out.append(f"[[tools.mcp]] url = {server.url!r}: {server.name}")
+    out += _mcp_weakening(settings)
     if "@" in settings.model.spec:
         out.append(f"[model] spec = {settings.model.spec!r}")
     spec = settings.model.spec
@@ -112,6 +105,19 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
     if settings.board.store != "sqlite":
         out.append(f"[board] store = {settings.board.store!r}")
     return sorted(out)
+
+
+def _mcp_weakening(settings: Settings) -> list[str]:
+    """MCP servers on the host, given ``pass_env``, or reached at a ``url`` (data goes there)."""
+    out: list[str] = []
+    for server in settings.tools.mcp:
+        if server.command is not None and not server.sandboxed:
+            out.append(f"[[tools.mcp]] sandboxed = false: {server.name} ({server.command})")
+        if server.pass_env:
+            out.append(f"[[tools.mcp]] pass_env = {sorted(server.pass_env)}: {server.name}")
+        if server.url is not None:
+            out.append(f"[[tools.mcp]] url = {server.url!r}: {server.name}")
+    return out
 
 
 def gate(settings: Settings) -> list[str]:
