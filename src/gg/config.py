@@ -208,7 +208,7 @@ class ArmSettings(_Section):
         return _no_endings(v, "withholds") or []
 
 
-_MCP_NAME = re.compile(r"[a-z][a-z0-9]{0,23}")
+_MCP_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -220,8 +220,8 @@ class McpServerSettings(_Section):
     """
 
     name: str
-    """Lowercase letters and digits (at most 24): its tools are ``mcp_<name>_<tool>`` and
-    its capability ``mcp:<name>``."""
+    """Lowercase letters, digits and single ``_`` (at most 24 characters): its tools are
+    ``mcp__<name>__<tool>`` (Claude Code's form) and its capability ``mcp:<name>``."""
     command: str | None = Field(default=None, min_length=1)
     """The stdio server's program (found on ``PATH`` or an absolute path)."""
     args: list[str] = []
@@ -242,8 +242,10 @@ class McpServerSettings(_Section):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not _MCP_NAME.fullmatch(v):
-            raise ValueError(f"{v!r} must be 1-24 lowercase letters and digits, a letter first")
+        if len(v) > 24 or not _MCP_NAME.fullmatch(v):
+            raise ValueError(
+                f"{v!r} must be 1-24 lowercase letters, digits and single '_', a letter first"
+            )
         return v
 
     @field_validator("pass_env")
@@ -559,7 +561,7 @@ arm = "all"                          # the toolset arm this run uses
 output_cap = 64000                   # characters of a tool result shown to the model
 # [tools.arms.readonly]
 # withhold = ["write_file", "run_command"]
-# [[tools.mcp]]                      # an MCP server: its tools are mcp_<name>_<tool>
+# [[tools.mcp]]                      # an MCP server: its tools are mcp__<name>__<tool>
 # name = "docs"
 # command = "docs-mcp-server"        # stdio, in the run's sandbox; or url = "https://..."
 # args = []

@@ -76,12 +76,12 @@ def test_stdio_tools_in_tool_calling_mode_run_sandboxed(
     outside = tmp_path / "outside.txt"
     model = ScriptedModel(
         [
-            call("mcp_t_add", a=2, b=40),
-            call("mcp_t_echo_text", text="hi there"),
-            call("mcp_t_where"),
-            call("mcp_t_write_note", name="note.txt", text="from the server"),
-            call("mcp_t_write_note", name=str(outside), text="escape"),
-            call("mcp_t_add", a="two", b=1),
+            call("mcp__t__add", a=2, b=40),
+            call("mcp__t__echo_text", text="hi there"),
+            call("mcp__t__where"),
+            call("mcp__t__write_note", name="note.txt", text="from the server"),
+            call("mcp__t__write_note", name=str(outside), text="escape"),
+            call("mcp__t__add", a="two", b=1),
             call("finish", summary="done"),
         ]
     )
@@ -89,7 +89,7 @@ def test_stdio_tools_in_tool_calling_mode_run_sandboxed(
     result = agent.run("use the server")
     assert result.status == "ended", result.diagnosis
     offered = model.calls[0][1]
-    assert {"mcp_t_add", "mcp_t_echo_text", "mcp_t_hang", "read_file"} <= set(offered)
+    assert {"mcp__t__add", "mcp__t__echo_text", "mcp__t__hang", "read_file"} <= set(offered)
     assert _told(model, 1) == "42"
     assert _told(model, 2) == "echo: hi there"
     where = _told(model, 3)
@@ -98,15 +98,15 @@ def test_stdio_tools_in_tool_calling_mode_run_sandboxed(
     assert (ws / "note.txt").read_text() == "from the server"
     assert not outside.exists()  # the sandbox: the workspace is the one writable place
     bad = _told(model, 6)
-    assert "bad arguments for tool 'mcp_t_add'" in bad and "'a'" in bad
+    assert "bad arguments for tool 'mcp__t__add'" in bad and "'a'" in bad
     assert not _alive(marker)  # the run's end stopped the server
 
 
 def test_code_mode_calls_mcp_tools_in_python_and_javascript(ws: Path) -> None:
     programs = {
         "python": (
-            "print('sum', gg.tools.mcp_t_add(a=20, b=22))\n"
-            "print(gg.tools.mcp_t_echo_text(text='from python'))\n"
+            "print('sum', gg.tools.mcp__t__add(a=20, b=22))\n"
+            "print(gg.tools.mcp__t__echo_text(text='from python'))\n"
             "gg.session.finish('ok')\n"
         ),
         "javascript": (
@@ -154,8 +154,8 @@ def test_streamable_http_server_tools(
     )
     model = ScriptedModel(
         [
-            call("mcp_web_add", a=1, b=2),
-            call("mcp_web_fail", reason="over http"),
+            call("mcp__web__add", a=1, b=2),
+            call("mcp__web__fail", reason="over http"),
             call("finish", summary="d"),
         ]
     )
@@ -179,11 +179,11 @@ def test_a_header_variable_that_is_not_set_is_a_config_error(
 def test_crash_hang_and_error_are_tool_errors_the_session_survives(ws: Path) -> None:
     model = ScriptedModel(
         [
-            call("mcp_t_fail", reason="no way"),
-            call("mcp_t_hang"),
-            call("mcp_t_add", a=1, b=1),  # the server still serves after a hung call
-            call("mcp_t_crash"),
-            call("mcp_t_add", a=1, b=1),
+            call("mcp__t__fail", reason="no way"),
+            call("mcp__t__hang"),
+            call("mcp__t__add", a=1, b=1),  # the server still serves after a hung call
+            call("mcp__t__crash"),
+            call("mcp__t__add", a=1, b=1),
             call("finish", summary="survived"),
         ]
     )
@@ -207,37 +207,37 @@ def test_a_toolset_arm_selects_mcp_tools(ws: Path) -> None:
     toml = _stdio() + (
         '[tools]\narm = "narrow"\n'
         '[tools.arms.narrow]\ncapabilities = ["files", "mcp:t"]\n'
-        'withhold = ["mcp_t_crash", "mcp_t_hang", "write_file"]\n'
+        'withhold = ["mcp__t__crash", "mcp__t__hang", "write_file"]\n'
     )
-    model = ScriptedModel([call("mcp_t_crash"), call("finish", summary="d")])
+    model = ScriptedModel([call("mcp__t__crash"), call("finish", summary="d")])
     result = _agent(ws, toml, model).run("t")
     assert result.status == "ended", result.diagnosis
     offered = set(model.calls[0][1])
-    assert {"mcp_t_add", "mcp_t_fail", "read_file"} <= offered
-    assert not offered & {"mcp_t_crash", "mcp_t_hang", "write_file", "run_command"}
-    assert "mcp_t_crash" in _told(model, 1) and "add" in _told(model, 1)
+    assert {"mcp__t__add", "mcp__t__fail", "read_file"} <= offered
+    assert not offered & {"mcp__t__crash", "mcp__t__hang", "write_file", "run_command"}
+    assert "mcp__t__crash" in _told(model, 1) and "add" in _told(model, 1)
 
 
 def test_an_arm_without_the_capability_offers_no_mcp_tool(ws: Path) -> None:
     toml = _stdio() + '[tools]\narm = "plain"\n[tools.arms.plain]\ncapabilities = ["files"]\n'
     model = ScriptedModel([call("finish", summary="d")])
     assert _agent(ws, toml, model).run("t").status == "ended"
-    assert not [n for n in model.calls[0][1] if n.startswith("mcp_")]
+    assert not [n for n in model.calls[0][1] if n.startswith("mcp__")]
 
 
 def test_an_arm_offering_a_tool_no_server_lists_is_a_config_error(ws: Path) -> None:
-    toml = _stdio() + '[tools]\narm = "a"\n[tools.arms.a]\noffer = ["mcp_t_nope"]\n'
-    with pytest.raises(gg.UserError, match="mcp_t_nope"):
+    toml = _stdio() + '[tools]\narm = "a"\n[tools.arms.a]\noffer = ["mcp__t__nope"]\n'
+    with pytest.raises(gg.UserError, match="mcp__t__nope"):
         _agent(ws, toml, ScriptedModel([call("finish", summary="d")])).run("t")
 
 
 def test_a_pre_tool_hook_denies_an_mcp_tool(ws: Path) -> None:
     toml = _stdio() + (
-        '[[hooks.pre_tool]]\nmatcher = "mcp_t_write_note"\n'
+        '[[hooks.pre_tool]]\nmatcher = "mcp__t__write.*"\n'  # a Claude Code style matcher'
         'command = "echo the server may not write >&2; exit 2"\n'
     )
     model = ScriptedModel(
-        [call("mcp_t_write_note", name="x.txt", text="no"), call("finish", summary="d")]
+        [call("mcp__t__write_note", name="x.txt", text="no"), call("finish", summary="d")]
     )
     assert _agent(ws, toml, model).run("t").status == "ended"
     assert "the server may not write" in _told(model, 1)
@@ -287,7 +287,7 @@ def test_the_cli_says_one_line_and_exits_2(ws: Path) -> None:
 
 def test_a_huge_result_is_cut_to_the_output_cap(ws: Path) -> None:
     toml = _stdio() + "[tools]\noutput_cap = 1000\n"
-    model = ScriptedModel([call("mcp_t_shout", n=200_000), call("finish", summary="d")])
+    model = ScriptedModel([call("mcp__t__shout", n=200_000), call("finish", summary="d")])
     assert _agent(ws, toml, model).run("t").status == "ended"
     told = _told(model, 1)
     assert len(told) <= 1000 and "characters cut" in told
@@ -297,8 +297,9 @@ def test_names_are_prefixed_and_distinct() -> None:
     from gg.mcp.names import registry_names
 
     names = registry_names("s", ["a-b", "a.b", "x" * 80, "finish", "ünï"])
-    assert names[0] == "mcp_s_a_b" and names[1] == "mcp_s_a_b_2"
-    assert all(n.isidentifier() and len(n) <= 64 and n.startswith("mcp_s_") for n in names)
+    assert names[0] == "mcp__s__a_b" and names[1] == "mcp__s__a_b_2"
+    assert names[3] == "mcp__s__finish"  # never the ending call itself
+    assert all(n.isidentifier() and len(n) <= 64 and n.startswith("mcp__s__") for n in names)
     assert len(set(names)) == len(names)
 
 
@@ -317,8 +318,35 @@ def test_an_agent_weakening_an_mcp_server_is_refused(ws: Path, extra: str) -> No
 
 def test_a_host_server_runs_in_the_workspace(ws: Path) -> None:
     model = ScriptedModel(
-        [call("mcp_t_where"), call("mcp_t_add", a=1, b=2), call("finish", summary="d")]
+        [call("mcp__t__where"), call("mcp__t__add", a=1, b=2), call("finish", summary="d")]
     )
     result = _agent(ws, _stdio(extra="sandboxed = false"), model).run("t")
     assert result.status == "ended", result.diagnosis
     assert f"cwd={ws}" in _told(model, 1) and _told(model, 2) == "3"
+
+
+def test_a_killed_gg_leaves_no_server_behind(ws: Path) -> None:
+    marker = f"gg-mcp-test-{secrets.token_hex(4)}"
+    (ws / "gg.toml").write_text(_stdio(marker=marker, extra="timeout_s = 600"))
+    script = ws.parent / "script.json"
+    hang = {"name": "mcp__t__hang", "arguments": {}}
+    script.write_text(json.dumps({"replies": [{"tool_calls": [hang]}]}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gg", "run", "t", "--workspace", str(ws),
+         "--model", f"scripted:{script}"],
+        env={**os.environ, "PYTHONPATH": str(Path(gg.__file__).parents[1])},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not _alive(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _alive(marker), "the server never started"
+        time.sleep(1)  # the hung call is under way
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 20
+    while _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(marker)

@@ -2,9 +2,11 @@
 
 A server configured as ``[[tools.mcp]] name = "docs"`` offers its tools under the
 capability ``mcp:docs``; its tool ``search-pages`` is the registry tool
-``mcp_docs_search_pages`` (``mcpDocsSearchPages`` in a JavaScript program's SDK, which
-:mod:`gg.sandbox.sdk` spells). Every built-in and ending call lacks the ``mcp_`` prefix,
-so no server can shadow one; server names are unique, so no two servers collide.
+``mcp__docs__search_pages`` (``mcpDocsSearchPages`` in a JavaScript program's SDK, which
+:mod:`gg.sandbox.sdk` spells). That is Claude Code's ``mcp__<server>__<tool>`` form, so a
+hook matcher written for Claude Code (``mcp__docs__.*``) matches the same tools. Every
+built-in and ending call lacks the ``mcp__`` prefix, so no server can shadow one;
+server names are unique and hold no ``__``, so no two servers collide.
 
 This module imports nothing of gg, so the registry and the arms may use it.
 """
@@ -26,8 +28,8 @@ def capability(server: str) -> str:
 
 
 def prefix(server: str) -> str:
-    """The prefix of every registry tool of server ``server``: ``mcp_<server>_``."""
-    return f"mcp_{server}_"
+    """The prefix of every registry tool of server ``server``: ``mcp__<server>__``."""
+    return f"mcp__{server}__"
 
 
 def _one(server: str, remote: str) -> str:
@@ -42,7 +44,7 @@ def _one(server: str, remote: str) -> str:
 def registry_names(server: str, remote: list[str]) -> list[str]:
     """The registry tool names of server ``server``'s tools ``remote``, index for index.
 
-    Each name is ``mcp_<server>_`` and the tool's own name with every run of characters
+    Each name is ``mcp__<server>__`` and the tool's own name with every run of characters
     other than ASCII letters, digits and ``_`` made one ``_``, at most 64 characters (a
     longer one ends in a digest of the original). Two tools whose names come out alike
     get ``_2``, ``_3``... in listing order.

@@ -62,7 +62,7 @@ def check_schema(server: str, tool: str, schema: object) -> dict[str, Any]:
 
 @dataclass(frozen=True, kw_only=True)
 class McpTool(Tool):
-    """A tool of an MCP server, registered as ``mcp_<server>_<tool>`` (SPEC T1).
+    """A tool of an MCP server, registered as ``mcp__<server>__<tool>`` (SPEC T1).
 
     Made by :mod:`gg.mcp.hub` from the server's listing; :attr:`parameters` is the
     server's input schema.
