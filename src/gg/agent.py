@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from gg.ceilings import Diagnosis
-from gg.config import Settings, load_settings, settings_from_dict
+from gg.config import Settings, load_settings, settings_from_dict, with_claude_hooks
 from gg.disk import is_disk_full
 from gg.endings import Ending, Language, Role
 from gg.errors import ConfigError, ToolError, UserError
@@ -226,6 +226,7 @@ class Agent:
         self.workspace = ws.resolve()
         self.configs: tuple[Path, ...] = (Path(config).expanduser(),) if config else ()
         base = settings or load_settings(Path(config) if config else None, workspace=self.workspace)
+        base = with_claude_hooks(base, self.workspace)  # idempotent: settings given as objects
         spec = model if isinstance(model, str) else getattr(model, "name", None)
         self.settings = _merge(
             base,

@@ -13,6 +13,7 @@ error that says so.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import stat
@@ -33,6 +34,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
+from gg.claude_settings import claude_hooks
 from gg.endings import Role, is_ending_name
 from gg.errors import ConfigError
 
@@ -50,11 +52,13 @@ __all__ = [
     "SandboxSettings",
     "SessionSettings",
     "Settings",
+    "StopHookSettings",
     "StreamSettings",
     "ToolHookSettings",
     "ToolsSettings",
     "default_toml",
     "load_settings",
+    "with_claude_hooks",
 ]
 
 CONFIG_NAME = "gg.toml"
@@ -144,6 +148,14 @@ class HookSettings(_Section):
     workspace read-only (issue 9 item 5)."""
 
 
+class StopHookSettings(HookSettings):
+    """One ``[[hooks.agent_stop]]`` entry (SPEC H1, §10): a hook's fields and its sessions."""
+
+    sessions: Literal["all", "root", "subagents"] = "all"
+    """Which sessions it checks: every one, root sessions only (Claude Code's ``Stop``),
+    or subagents only (``SubagentStop``, sessions a ``spawn`` tool started, SPEC T2)."""
+
+
 class ToolHookSettings(HookSettings):
     """One ``[[hooks.pre_tool]]`` or ``[[hooks.post_tool]]`` entry (SPEC H1).
 
@@ -174,10 +186,16 @@ class HooksSettings(_Section):
     (SPEC H1).
     """
 
-    agent_stop: list[HookSettings] = []
+    agent_stop: list[StopHookSettings] = []
     session_start: list[HookSettings] = []
     pre_tool: list[ToolHookSettings] = []
     post_tool: list[ToolHookSettings] = []
+    claude_settings: list[str] = []
+    """Claude Code ``settings.json`` files (relative to the workspace) whose ``hooks``
+    section is loaded into the lists above (:mod:`gg.claude_settings`)."""
+    claude_on_error: Literal["block", "pass"] = "pass"
+    """``on_error`` of the hooks loaded from ``claude_settings``: ``"pass"`` as Claude Code
+    does (exit 1 lets things through), ``"block"`` as gg's own hooks do."""
 
 
 def _no_endings(names: list[str] | None, what: str) -> list[str] | None:
@@ -461,7 +479,43 @@ def load_settings(path: Path | None = None, *, workspace: Path | None = None) ->
             return Settings()
         path = candidate
     data = _parse_toml(_read_config(path, follow=follow), path)
-    return settings_from_dict(data, source=str(path))
+    return with_claude_hooks(settings_from_dict(data, source=str(path)), workspace or path.parent)
+
+
+def with_claude_hooks(settings: Settings, workspace: Path) -> Settings:
+    """``settings`` with the hooks of its ``[hooks] claude_settings`` files added (SPEC H1).
+
+    Each file is read as the workspace's ``gg.toml`` is (no symbolic link, a regular file
+    of at most 1 MiB) and converted by :func:`gg.claude_settings.claude_hooks`. Idempotent:
+    an entry already in ``settings`` is not added again.
+
+    Args:
+        settings: validated settings.
+        workspace: the base of relative paths.
+
+    Returns:
+        The settings with the loaded hooks after their own, or ``settings`` itself.
+
+    Raises:
+        ConfigError: a file is missing, unreadable, not JSON, or malformed.
+    """
+    hooks = settings.hooks
+    if not hooks.claude_settings:
+        return settings
+    merged = hooks.model_dump()
+    for name in hooks.claude_settings:
+        path = Path(name) if os.path.isabs(name) else workspace / name
+        try:
+            data = json.loads(_read_config(path, follow=False))
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path}: not valid JSON: {e}", key="hooks.claude_settings") from None
+        found = claude_hooks(data, source=str(path), on_error=hooks.claude_on_error)
+        for kind, entries in found.items():
+            kept = [
+                HooksSettings.model_validate({kind: [e]}).model_dump()[kind][0] for e in entries
+            ]
+            merged[kind] += [e for e in kept if e not in merged[kind]]
+    return settings.model_copy(update={"hooks": HooksSettings.model_validate(merged)})
 
 
 def _parse_toml(text: str, path: Path) -> dict[str, Any]:

@@ -242,12 +242,13 @@ class Run:
         )
 
     def _config_keys(self, configs: Sequence[Path]) -> list[str]:
-        """Name ``gg.toml`` and the ``--config`` files as the snapshot keys them.
+        """Name ``gg.toml``, the ``--config`` files and the Claude settings files as keyed.
 
         Relative to the workspace when inside it (agent-writable), absolute otherwise.
         """
         keys = {"gg.toml"}
-        for path in configs:
+        claude = [self.workspace / p for p in self.settings.hooks.claude_settings]  # abs stays
+        for path in [*configs, *claude]:
             real = Path(path).resolve()
             keys.add(
                 real.relative_to(self.workspace).as_posix()
