@@ -256,6 +256,9 @@ class McpServerSettings(_Section):
     """Seconds one tool call may take; past it the call is a tool error."""
     start_timeout_s: float = Field(default=30, gt=0, le=_DAY_S)
     """Seconds the server has to start and list its tools at run start."""
+    access: Literal["read", "write"] = "write"
+    """What its tools may do to the workspace (:attr:`gg.tools.Tool.access`): ``"read"``
+    is the operator's word that they never change it, and offers them to reviewers."""
 
     @field_validator("name")
     @classmethod

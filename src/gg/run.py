@@ -43,6 +43,7 @@ from gg.guard import (
 )
 from gg.hooks import CommandHook, Gate, HookPlace
 from gg.mcp.hub import McpServers
+from gg.mcp.names import capability
 from gg.models.base import Model
 from gg.modes.base import Mode
 from gg.modes.code import CodeMode
@@ -313,7 +314,11 @@ class Run:
             gg.errors.ConfigError: a server could not start; UserError: the arm names an
                 MCP tool no server lists. The run is ended (exit 2) before it raises.
         """
-        self._mcp = McpServers(self.settings.tools.mcp)
+        drawn = arm_from_settings(self.settings.tools).capabilities  # None: every capability
+        wanted = [
+            s for s in self.settings.tools.mcp if drawn is None or capability(s.name) in drawn
+        ]
+        self._mcp = McpServers(wanted)  # a server the arm draws nothing from is not started
         try:
             registry = self.registry.copy()
             for cap, mcp_tool in await self._mcp.start(

@@ -220,9 +220,29 @@ def test_a_toolset_arm_selects_mcp_tools(ws: Path) -> None:
 
 def test_an_arm_without_the_capability_offers_no_mcp_tool(ws: Path) -> None:
     toml = _stdio() + '[tools]\narm = "plain"\n[tools.arms.plain]\ncapabilities = ["files"]\n'
+    toml += '[[tools.mcp]]\nname = "broken"\ncommand = "/nonexistent/server"\n'
     model = ScriptedModel([call("finish", summary="d")])
-    assert _agent(ws, toml, model).run("t").status == "ended"
+    assert _agent(ws, toml, model).run("t").status == "ended"  # broken: never started
     assert not [n for n in model.calls[0][1] if n.startswith("mcp__")]
+
+
+@pytest.mark.parametrize("access", ["read", "write"])
+def test_reviewers_get_mcp_tools_the_operator_marks_read(ws: Path, access: str) -> None:
+    model = ScriptedModel([call("approve", comments="fine")])
+    toml = _stdio(extra=f'access = "{access}"')
+    assert _agent(ws, toml, model, role="review").run("review").status == "ended"
+    assert ("mcp__t__add" in model.calls[0][1]) is (access == "read")
+
+
+def test_junk_on_a_servers_stdout_is_dropped(ws: Path) -> None:
+    line = f"echo this is not json-rpc; exec {sys.executable} {SERVER} stdio"
+    toml = (
+        '[[tools.mcp]]\nname = "t"\ncommand = "/bin/sh"\n'
+        f"args = {json.dumps(['-c', line])}\nsandboxed = false\n"
+    )
+    model = ScriptedModel([call("mcp__t__add", a=2, b=2), call("finish", summary="d")])
+    assert _agent(ws, toml, model).run("t").status == "ended"
+    assert _told(model, 1) == "4"
 
 
 def test_an_arm_offering_a_tool_no_server_lists_is_a_config_error(ws: Path) -> None:

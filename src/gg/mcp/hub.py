@@ -125,6 +125,7 @@ def _tools(server: McpServerSettings, conn: Connection) -> list[tuple[str, McpTo
                     server=server.name,
                     remote=spec.name,
                     timeout_s=server.timeout_s,
+                    access=server.access,
                     caller=conn,
                 ),
             )
