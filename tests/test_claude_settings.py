@@ -212,3 +212,14 @@ def test_loading_twice_adds_nothing(ws: Path) -> None:
     settings = load_settings(workspace=ws)
     agent = gg.Agent(model=ScriptedModel([]), workspace=ws, settings=settings)
     assert agent.settings.hooks == settings.hooks
+
+
+def test_narrowing_a_stop_hook_to_subagents_is_refused(tmp_path: Path) -> None:
+    ws = tmp_path / "w"
+    ws.mkdir()
+    (ws / "gg.toml").write_text('[[hooks.agent_stop]]\ncommand = "true"\n')
+    first = gg.Agent(model=ScriptedModel([call("finish", summary="d")]), workspace=ws).run("t")
+    assert first.status == "ended"
+    (ws / "gg.toml").write_text('[[hooks.agent_stop]]\ncommand = "true"\nsessions = "subagents"\n')
+    with pytest.raises(gg.UserError, match="--trust-config"):
+        gg.Agent(model=ScriptedModel([call("finish", summary="d")]), workspace=ws).run("t")

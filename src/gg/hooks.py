@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
 
 from gg import bounded
-from gg.config import HookSettings
+from gg.config import HookSettings, StopHookSettings
 from gg.endings import Ending, EndingRecord, Role
 from gg.errors import GGError, UserError
 from gg.guard import Snapshot, host_command
@@ -282,7 +282,9 @@ class _HookBase:
     """The roles whose sessions it checks (strings are accepted and converted)."""
     on_error: Literal["block", "pass"] = _HOOK_DEFAULTS["on_error"]
     """What a failure of the hook itself decides (SPEC H1: block by default)."""
-    sessions: Literal["all", "root", "subagents"] = "all"
+    sessions: Literal["all", "root", "subagents"] = StopHookSettings.model_fields[
+        "sessions"
+    ].default
     """Which sessions an agent-stop hook checks: all, root sessions only (Claude Code's
     ``Stop``), or subagents only (``SubagentStop``; :class:`gg.config.StopHookSettings`)."""
 

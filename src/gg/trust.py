@@ -121,14 +121,14 @@ def _mcp_weakening(settings: Settings) -> list[str]:
 
 
 def gate(settings: Settings) -> list[str]:
-    """The run's agent-stop hooks as lines (command, roles, ``on_error``).
+    """The run's agent-stop hooks as lines (command, roles, ``on_error``, ``sessions``).
 
     A line the last approved config had and this one lacks is a weakened gate (removed,
-    made to pass on failure, or bound to fewer roles).
+    made to pass on failure, or bound to fewer roles or sessions).
     """
-    lines = [
+    lines = [  # sessions only when narrowed, so the lines of earlier records stay the same
         f"[[hooks.agent_stop]] {h.command} (roles {sorted(r.value for r in h.roles)}, "
-        f"on_error {h.on_error})"
+        f"on_error {h.on_error}{'' if h.sessions == 'all' else ', sessions ' + h.sessions})"
         for h in settings.hooks.agent_stop
     ]
     lines += [  # a pre-tool policy removed or loosened is a weakened gate too (SPEC H1)
