@@ -281,6 +281,10 @@ def test_a_pre_tool_hook_denies_an_mcp_tool(ws: Path) -> None:
             'args = ["-c", "import time; time.sleep(60)"]\nstart_timeout_s = 1\n',
             "did not list its tools within 1 s",
         ),
+        (
+            '[[tools.mcp]]\nname = "t"\nurl = "http://127.0.0.1:9/mcp"\nstart_timeout_s = 5\n',
+            "MCP server 't' could not start",
+        ),
     ],
 )
 def test_a_server_that_cannot_start_is_a_config_error(ws: Path, toml: str, why: str) -> None:
