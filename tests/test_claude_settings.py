@@ -223,3 +223,28 @@ def test_narrowing_a_stop_hook_to_subagents_is_refused(tmp_path: Path) -> None:
     (ws / "gg.toml").write_text('[[hooks.agent_stop]]\ncommand = "true"\nsessions = "subagents"\n')
     with pytest.raises(gg.UserError, match="--trust-config"):
         gg.Agent(model=ScriptedModel([call("finish", summary="d")]), workspace=ws).run("t")
+
+
+def test_a_callable_hook_can_check_subagents_only(tmp_path: Path) -> None:
+    ws = tmp_path / "w"
+    ws.mkdir()
+    (ws / "gg.toml").write_text('[tools]\ncapabilities = ["files", "agents"]\n')
+    seen: list[tuple[str, bool]] = []
+
+    def check(event: gg.StopEvent) -> str | None:
+        seen.append((event.session_id, event.subagent))
+        return None if event.blocked_before else "subagents explain themselves"
+
+    hook = gg.CallableHook(fn=check, sessions="subagents")
+    model = ScriptedModel(
+        [
+            call("spawn", task="sub"),
+            call("finish", summary="sub 1"),
+            call("finish", summary="sub 2"),
+            call("finish", summary="root"),
+        ]
+    )
+    result = gg.Agent(model=model, workspace=ws, hooks=[hook]).run("t")
+    assert result.status == "ended" and result.ending == gg.Finish(summary="root")
+    assert seen == [("s2", True), ("s2", True)]  # never the root session
+    assert "subagents explain themselves" in _said(model, 2)
