@@ -7,7 +7,8 @@ stream, the budget and the gate, and each keeps its own ceiling counts.
 Seams: the loop gets the run as a :class:`~gg.session.SessionEnv` and each
 session as one :class:`~gg.session.SessionSpec`; tools, skills and memories get
 it as :class:`~gg.tools.registry.RunServices` (which :class:`Run` implements).
-The toolset arm is resolved once per run (:attr:`Run.toolset`). ``async with
+The toolset arm is resolved once per run (:attr:`Run.toolset`; again as ``async with
+run:`` starts the ``[[tools.mcp]]`` servers and their tools join it). ``async with
 run:`` ends the run on the way out, whatever happened (:meth:`Run.__aexit__`).
 """
 
