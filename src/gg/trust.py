@@ -14,8 +14,9 @@ written) until the operator confirms with ``--trust-config``
 its own server (``openai-compat:MODEL@URL``: the prompts, with workspace
 content, and ``OPENAI_COMPAT_API_KEY`` go there); ``[board] store`` set to a
 path (``sqlite:PATH``); an MCP server (``[[tools.mcp]]``) that runs on the host
-(``sandboxed = false``), gets ``pass_env``, or is reached at a ``url`` (tool
-arguments, with workspace content, and its headers go there).
+(``sandboxed = false``), gets ``pass_env``, has host files bound into the sandbox
+(:func:`gg.mcp.binds.server_binds`), or is reached at a ``url`` (tool arguments,
+with workspace content, and its headers go there).
 
 A trusted hook's scripts count with its setting (a rewritten script runs on
 the host next time), and so does **the gate**: an agent-stop hook the last
@@ -55,6 +56,7 @@ from pathlib import Path
 from gg.config import Settings
 from gg.errors import ConfigError
 from gg.guard import Snapshot
+from gg.mcp.binds import server_binds
 from gg.state import state_path, workspace_state
 
 __all__ = ["Approval", "check", "gate", "weakening"]
@@ -108,13 +110,15 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
 
 
 def _mcp_weakening(settings: Settings) -> list[str]:
-    """MCP servers on the host, given ``pass_env``, or reached at a ``url`` (data goes there)."""
+    """MCP servers on the host, given ``pass_env``, binding host files, or at a ``url``."""
     out: list[str] = []
     for server in settings.tools.mcp:
         if server.command is not None and not server.sandboxed:
             out.append(f"[[tools.mcp]] sandboxed = false: {server.name} ({server.command})")
         if server.pass_env:
             out.append(f"[[tools.mcp]] pass_env = {sorted(server.pass_env)}: {server.name}")
+        if binds := server_binds(server):  # host files made visible in the sandbox
+            out.append(f"[[tools.mcp]] binds {binds}: {server.name}")
         if server.url is not None:
             out.append(f"[[tools.mcp]] url = {server.url!r}: {server.name}")
     return out

@@ -374,3 +374,14 @@ def test_a_killed_gg_leaves_no_server_behind(ws: Path) -> None:
     while _alive(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(marker)
+
+
+def test_an_agent_binding_a_host_file_into_a_server_is_refused(ws: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("not for agents")
+    first = _agent(ws, _stdio(), ScriptedModel([call("finish", summary="d")])).run("t")
+    assert first.status == "ended"
+    (ws / "gg.toml").write_text(_stdio(marker=str(secret)))  # a host file in the args
+    with pytest.raises(gg.UserError, match="--trust-config") as caught:
+        gg.Agent(model=ScriptedModel([call("finish", summary="d")]), workspace=ws).run("t")
+    assert str(secret) in str(caught.value)

@@ -8,7 +8,7 @@ A :class:`Connection` owns one server: it starts it (a stdio process from
 of its own, so a run's cancellation never lands inside the SDK's cancel scopes.
 
 stdio messages are read line by line with a bound (:data:`gg.mcp.process.LINE_LIMIT`);
-a line that is not JSON-RPC is reported to the SDK and dropped. Nothing a call does
+a line that is not JSON-RPC is dropped. Nothing a call does
 can hang gg: each call races the per-call timeout and the server's end (the process
 exited, the session broke), and whichever comes first is a :class:`~gg.errors.ToolError`
 naming the server and why.
@@ -116,9 +116,8 @@ async def _read_lines(proc: asyncio.subprocess.Process, send: MemoryObjectSendSt
                 continue
             try:
                 message = mt.jsonrpc_message_adapter.validate_json(line, by_name=False)
-            except ValueError as exc:
-                await send.send(exc)
-                continue
+            except ValueError:
+                continue  # not JSON-RPC (a server's stray print): dropped, nothing logged
             await send.send(SessionMessage(message))
 
 

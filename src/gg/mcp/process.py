@@ -8,8 +8,9 @@ since it lives as long as the run, and an environment built from scratch: ``PATH
 (gg's interpreter prefixes first, bound read-only, so a server written in Python
 finds gg's packages), the sandbox's own variables and the ``pass_env`` names. The
 command's directory and the files its arguments name outside ``/usr`` are bound
-read-only at their own path. On the host (``sandboxed = false``) it runs as gg's
-user with :func:`gg.shell.scrubbed_env` plus ``pass_env``, in the workspace.
+read-only at their own path (:mod:`gg.mcp.binds`). On the host (``sandboxed =
+false``) it runs as gg's user with :func:`gg.shell.scrubbed_env` plus ``pass_env``, in
+the workspace.
 
 Either way the process is in a process group of its own, handed to
 :func:`gg.reaper.watch` (killed even if gg is), its stderr drained into a bounded
@@ -23,9 +24,7 @@ import asyncio
 import contextlib
 import os
 import shlex
-import shutil
 import signal
-import sys
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -33,8 +32,8 @@ from pathlib import Path
 from gg import reaper
 from gg.config import McpServerSettings
 from gg.guard import host_command
+from gg.mcp.binds import interpreter_prefixes, sandbox_path, server_binds
 from gg.sandbox import Sandbox
-from gg.sandbox.host import SYSTEM_PATH
 from gg.sandbox.runs import Options, prepared
 from gg.shell import scrubbed_env
 from gg.text import cut
@@ -117,29 +116,6 @@ class ServerProcess:
         await asyncio.to_thread(self._cleanup.close)
 
 
-def _prefixes() -> list[str]:
-    """The interpreter prefixes of gg outside ``/usr`` (the venv and its base)."""
-    found: list[str] = []
-    for raw in (sys.prefix, sys.base_prefix):
-        path = os.path.realpath(raw)
-        if path != "/" and not path.startswith("/usr") and path not in found:
-            found.append(path)
-    return found
-
-
-def _binds(server: McpServerSettings) -> list[str]:
-    """The read-only binds of a sandboxed server: prefixes, its command's dir, named files."""
-    assert server.command is not None
-    binds = _prefixes()
-    exe = shutil.which(server.command, path=":".join([*(f"{p}/bin" for p in binds), SYSTEM_PATH]))
-    if exe is not None and not exe.startswith("/usr/"):
-        binds.append(os.path.dirname(os.path.realpath(exe)))
-    for arg in server.args:
-        if arg.startswith("/") and not arg.startswith("/usr/") and os.path.isfile(arg):
-            binds.append(os.path.realpath(arg))
-    return list(dict.fromkeys(binds))
-
-
 def _line(server: McpServerSettings) -> str:
     assert server.command is not None
     return "exec " + shlex.join([server.command, *server.args])
@@ -147,11 +123,11 @@ def _line(server: McpServerSettings) -> str:
 
 async def _sandboxed(server: McpServerSettings, sandbox: Sandbox, workspace: Path) -> ServerProcess:
     """Start ``server`` as a shell-mode process of ``sandbox`` (see the module docstring)."""
-    prefixes = _prefixes()
-    env = {"PATH": ":".join([*(f"{p}/bin" for p in prefixes), SYSTEM_PATH])}
+    env = {"PATH": sandbox_path()}
     env |= {k: os.environ[k] for k in server.pass_env if k in os.environ}
+    binds = [*interpreter_prefixes(), *server_binds(server)]
     options = Options(
-        env=tuple(env.items()), binds=tuple(_binds(server)), protect=sandbox.protected(workspace)
+        env=tuple(env.items()), binds=tuple(binds), protect=sandbox.protected(workspace)
     )
     stack = contextlib.ExitStack()
     try:
