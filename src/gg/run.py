@@ -313,7 +313,8 @@ class Run:
 
         Raises:
             gg.errors.ConfigError: a server could not start; UserError: the arm names an
-                MCP tool no server lists. The run is ended (exit 2) before it raises.
+                MCP tool no server lists. The run is ended (exit 2) before it raises; any
+                other exception ends it as :meth:`__aexit__` does.
         """
         drawn = arm_from_settings(self.settings.tools).capabilities  # None: every capability
         wanted = [
@@ -331,9 +332,12 @@ class Run:
             except UserError as e:
                 raise UserError(f"[tools]: {e}") from None
             self.registry = registry
-        except BaseException as e:
+        except UserError as e:
             await self.aclose()
             self.end("stopped", f"gg could not start: {e}", exit_code=2)
+            raise
+        except BaseException as e:  # interrupted, or gg failed: as a run's block ending so
+            await self.__aexit__(type(e), e, e.__traceback__)
             raise
 
     def new_session_id(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -385,3 +386,33 @@ def test_an_agent_binding_a_host_file_into_a_server_is_refused(ws: Path, tmp_pat
     with pytest.raises(gg.UserError, match="--trust-config") as caught:
         gg.Agent(model=ScriptedModel([call("finish", summary="d")]), workspace=ws).run("t")
     assert str(secret) in str(caught.value)
+
+
+def test_ctrl_c_while_a_server_starts_stops_it_and_exits_130(ws: Path) -> None:
+    marker = f"gg-mcp-test-{secrets.token_hex(4)}"
+    (ws / "gg.toml").write_text(
+        f'[[tools.mcp]]\nname = "t"\ncommand = {json.dumps(sys.executable)}\n'
+        f'args = ["-c", "import time; time.sleep(120)", "{marker}"]\nstart_timeout_s = 120\n'
+    )
+    script = ws.parent / "script.json"
+    script.write_text(json.dumps({"replies": [{"tool_calls": [{"name": "finish"}]}]}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gg", "run", "t", "--workspace", str(ws),
+         "--model", f"scripted:{script}"],
+        env={**os.environ, "PYTHONPATH": str(Path(gg.__file__).parents[1])},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not _alive(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _alive(marker), "the server never started"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    deadline = time.monotonic() + 20
+    while _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(marker)
