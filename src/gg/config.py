@@ -611,6 +611,10 @@ max_cost = 0              # run budget in price-table units; 0 = none
 # on_error = "block"      # or "pass": what a crashing or timed-out hook does
 # pass_env = []           # env vars the hook may see (its environment is scrubbed)
 # trusted = false         # true: run on the host as gg's user, not in the sandbox
+# sessions = "all"        # or "root" (Claude Code's Stop), "subagents" (SubagentStop)
+# [hooks]
+# claude_settings = [".claude/settings.json"]   # load a Claude Code settings.json's hooks
+# claude_on_error = "pass"                      # as Claude Code: exit 1 lets things through
 
 [tools]
 capabilities = ["files", "shell"]   # files: read/write/list/search; shell: run_command
