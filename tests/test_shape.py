@@ -39,6 +39,10 @@ EXTRA_LOADERS: dict[tuple[str, str, str], str] = {
         "the embedded model needs the 'local' extra (llama-cpp-python and the bundled"
         " weights); it is imported only when the spec is `local`"
     ),
+    ("gg.mcp.hub", "_import_client", "gg.mcp.client"): (
+        "MCP servers need the 'mcp' extra (the official mcp SDK); the client module is"
+        " imported only when [[tools.mcp]] names a server"
+    ),
     ("gg.models.factory", "_import_provider", "gg.models.{}"): (
         "the HTTP providers need the 'providers' extra (the openai or anthropic SDK);"
         " a provider module is imported only when its scheme is chosen"

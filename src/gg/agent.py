@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from gg.ceilings import Diagnosis
-from gg.config import Settings, load_settings, settings_from_dict
+from gg.config import Settings, load_settings, settings_from_dict, with_claude_hooks
 from gg.disk import is_disk_full
 from gg.endings import Ending, Language, Role
 from gg.errors import ConfigError, ToolError, UserError
 from gg.hooks import CallableHook, CommandHook, Gate
+from gg.mcp import names as mcp_names
 from gg.memory import MEMORY_TOOLS
 from gg.models.base import Model
 from gg.models.factory import model_from_spec, spec_has_price
@@ -225,6 +226,7 @@ class Agent:
         self.workspace = ws.resolve()
         self.configs: tuple[Path, ...] = (Path(config).expanduser(),) if config else ()
         base = settings or load_settings(Path(config) if config else None, workspace=self.workspace)
+        base = with_claude_hooks(base, self.workspace)  # idempotent: settings given as objects
         spec = model if isinstance(model, str) else getattr(model, "name", None)
         self.settings = _merge(
             base,
@@ -275,6 +277,10 @@ class Agent:
                 registry.register(extra_tool, capability=cap)
         for t in tools:
             registry.register(t if isinstance(t, Tool) else tool(t), capability="user")
+        for server in self.settings.tools.mcp:  # their tools come when a run starts (gg.mcp)
+            registry.declare(
+                mcp_names.capability(server.name), prefix=mcp_names.prefix(server.name)
+            )
         return registry
 
     def _make_model(

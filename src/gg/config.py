@@ -13,6 +13,7 @@ error that says so.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import stat
@@ -22,9 +23,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Gt, Le, Lt
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
+from gg.claude_settings import claude_hooks
 from gg.endings import Role, is_ending_name
 from gg.errors import ConfigError
 
@@ -35,17 +45,20 @@ __all__ = [
     "CeilingSettings",
     "HookSettings",
     "HooksSettings",
+    "McpServerSettings",
     "MemorySettings",
     "ModelSettings",
     "Price",
     "SandboxSettings",
     "SessionSettings",
     "Settings",
+    "StopHookSettings",
     "StreamSettings",
     "ToolHookSettings",
     "ToolsSettings",
     "default_toml",
     "load_settings",
+    "with_claude_hooks",
 ]
 
 CONFIG_NAME = "gg.toml"
@@ -150,6 +163,14 @@ class HookSettings(_Section):
     workspace read-only (issue 9 item 5)."""
 
 
+class StopHookSettings(HookSettings):
+    """One ``[[hooks.agent_stop]]`` entry (SPEC H1, §10): a hook's fields and its sessions."""
+
+    sessions: Literal["all", "root", "subagents"] = "all"
+    """Which sessions it checks: every one, root sessions only (Claude Code's ``Stop``),
+    or subagents only (``SubagentStop``, sessions a ``spawn`` tool started, SPEC T2)."""
+
+
 class ToolHookSettings(HookSettings):
     """One ``[[hooks.pre_tool]]`` or ``[[hooks.post_tool]]`` entry (SPEC H1).
 
@@ -180,10 +201,16 @@ class HooksSettings(_Section):
     (SPEC H1).
     """
 
-    agent_stop: list[HookSettings] = []
+    agent_stop: list[StopHookSettings] = []
     session_start: list[HookSettings] = []
     pre_tool: list[ToolHookSettings] = []
     post_tool: list[ToolHookSettings] = []
+    claude_settings: list[str] = []
+    """Claude Code ``settings.json`` files (relative to the workspace) whose ``hooks``
+    section is loaded into the lists above (:mod:`gg.claude_settings`)."""
+    claude_on_error: Literal["block", "pass"] = "pass"
+    """``on_error`` of the hooks loaded from ``claude_settings``: ``"pass"`` as Claude Code
+    does (exit 1 lets things through), ``"block"`` as gg's own hooks do."""
 
 
 def _no_endings(names: list[str] | None, what: str) -> list[str] | None:
@@ -214,6 +241,70 @@ class ArmSettings(_Section):
         return _no_endings(v, "withholds") or []
 
 
+_MCP_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class McpServerSettings(_Section):
+    """One ``[[tools.mcp]]`` entry: an MCP server whose tools become registry tools (SPEC T1).
+
+    Either ``command`` (a stdio server gg starts per run, in the run's sandbox unless
+    ``sandboxed = false``) or ``url`` (a streamable-HTTP server), never both.
+    """
+
+    name: str
+    """Lowercase letters, digits and single ``_`` (at most 24 characters): its tools are
+    ``mcp__<name>__<tool>`` (Claude Code's form) and its capability ``mcp:<name>``."""
+    command: str | None = Field(default=None, min_length=1)
+    """The stdio server's program (found on ``PATH`` or an absolute path)."""
+    args: list[str] = []
+    pass_env: list[str] = []
+    """Variables of gg's environment the stdio server gets (its environment is scrubbed)."""
+    sandboxed: bool = True
+    """Run the stdio server in the run's sandbox (no network, the workspace its only
+    writable place); ``false`` runs it on the host as gg's user (scrubbed environment)."""
+    url: str | None = Field(default=None, min_length=1)
+    """A streamable-HTTP endpoint (``http://`` or ``https://``)."""
+    headers: dict[str, str] = {}
+    """HTTP headers; ``${NAME}`` in a value is replaced by gg's environment variable NAME."""
+    timeout_s: float = Field(default=60, gt=0, le=_DAY_S)
+    """Seconds one tool call may take; past it the call is a tool error."""
+    start_timeout_s: float = Field(default=30, gt=0, le=_DAY_S)
+    """Seconds the server has to start and list its tools at run start."""
+    access: Literal["read", "write"] = "write"
+    """What its tools may do to the workspace (:attr:`gg.tools.Tool.access`): ``"read"``
+    is the operator's word that they never change it, and offers them to reviewers."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if len(v) > 24 or not _MCP_NAME.fullmatch(v):
+            raise ValueError(
+                f"{v!r} must be 1-24 lowercase letters, digits and single '_', a letter first"
+            )
+        return v
+
+    @field_validator("pass_env")
+    @classmethod
+    def _env_names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return v
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(f"MCP server {self.name!r} needs exactly one of command or url")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"MCP server {self.name!r}: url must start with http:// or https://")
+        if self.url is not None and (self.args or self.pass_env):
+            raise ValueError(f"MCP server {self.name!r}: args and pass_env need a command")
+        if self.command is not None and self.headers:
+            raise ValueError(f"MCP server {self.name!r}: headers need a url")
+        return self
+
+
 class ToolsSettings(_Section):
     """``[tools]``: capabilities offered and the toolset arm in use (SPEC T1)."""
 
@@ -221,11 +312,23 @@ class ToolsSettings(_Section):
     arm: str = "all"
     arms: dict[str, ArmSettings] = {}
     output_cap: int = Field(default=64_000, ge=1_000, le=100_000_000)
+    mcp: list[McpServerSettings] = []
+    """``[[tools.mcp]]``: MCP servers started per run (their capabilities join the default
+    arm's, as ``user`` tools do)."""
 
     @field_validator("capabilities")
     @classmethod
     def _caps(cls, v: list[str]) -> list[str]:
         return _no_endings(v, "offers") or []
+
+    @field_validator("mcp")
+    @classmethod
+    def _unique_servers(cls, v: list[McpServerSettings]) -> list[McpServerSettings]:
+        names = [server.name for server in v]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"two MCP servers are named {name!r}")
+        return v
 
 
 class SandboxSettings(_Section):
@@ -394,7 +497,43 @@ def load_settings(path: Path | None = None, *, workspace: Path | None = None) ->
             return Settings()
         path = candidate
     data = _parse_toml(_read_config(path, follow=follow), path)
-    return settings_from_dict(data, source=str(path))
+    return with_claude_hooks(settings_from_dict(data, source=str(path)), workspace or path.parent)
+
+
+def with_claude_hooks(settings: Settings, workspace: Path) -> Settings:
+    """``settings`` with the hooks of its ``[hooks] claude_settings`` files added (SPEC H1).
+
+    Each file is read as the workspace's ``gg.toml`` is (no symbolic link, a regular file
+    of at most 1 MiB) and converted by :func:`gg.claude_settings.claude_hooks`. Idempotent:
+    an entry already in ``settings`` is not added again.
+
+    Args:
+        settings: validated settings.
+        workspace: the base of relative paths.
+
+    Returns:
+        The settings with the loaded hooks after their own, or ``settings`` itself.
+
+    Raises:
+        ConfigError: a file is missing, unreadable, not JSON, or malformed.
+    """
+    hooks = settings.hooks
+    if not hooks.claude_settings:
+        return settings
+    merged = hooks.model_dump()
+    for name in hooks.claude_settings:
+        path = Path(name) if os.path.isabs(name) else workspace / name
+        try:
+            data = json.loads(_read_config(path, follow=False))
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path}: not valid JSON: {e}", key="hooks.claude_settings") from None
+        found = claude_hooks(data, source=str(path), on_error=hooks.claude_on_error)
+        for kind, entries in found.items():
+            kept = [
+                HooksSettings.model_validate({kind: [e]}).model_dump()[kind][0] for e in entries
+            ]
+            merged[kind] += [e for e in kept if e not in merged[kind]]
+    return settings.model_copy(update={"hooks": HooksSettings.model_validate(merged)})
 
 
 def _parse_toml(text: str, path: Path) -> dict[str, Any]:
@@ -492,6 +631,10 @@ max_cost = 0              # run budget in price-table units; 0 = none
 # on_error = "block"      # or "pass": what a crashing or timed-out hook does
 # pass_env = []           # env vars the hook may see (its environment is scrubbed)
 # trusted = false         # true: run on the host as gg's user, not in the sandbox
+# sessions = "all"        # or "root" (Claude Code's Stop), "subagents" (SubagentStop)
+# [hooks]
+# claude_settings = [".claude/settings.json"]   # load a Claude Code settings.json's hooks
+# claude_on_error = "pass"                      # as Claude Code: exit 1 lets things through
 
 [tools]
 capabilities = ["files", "shell"]   # files: read/write/list/search; shell: run_command
@@ -499,6 +642,13 @@ arm = "all"                          # the toolset arm this run uses
 output_cap = 64000                   # characters of a tool result shown to the model
 # [tools.arms.readonly]
 # withhold = ["write_file", "run_command"]
+# [[tools.mcp]]                      # an MCP server: its tools are mcp__<name>__<tool>
+# name = "docs"
+# command = "docs-mcp-server"        # stdio, in the run's sandbox; or url = "https://..."
+# args = []
+# pass_env = []                      # env vars the server may see (its env is scrubbed)
+# sandboxed = true                   # false: run it on the host (it needs the network)
+# timeout_s = 60                     # per call
 
 [sandbox]
 isolation = "auto"        # auto | bwrap | unshare | rlimit

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
 
 from gg import bounded
-from gg.config import HookSettings
+from gg.config import HookSettings, StopHookSettings
 from gg.endings import Ending, EndingRecord, Role
 from gg.errors import GGError, UserError
 from gg.guard import Snapshot, host_command
@@ -150,6 +150,8 @@ class StopEvent:
     outside the workspace; ``None`` when the gate runs outside a run."""
     last_assistant_message: str = ""
     """The text of the model's last reply that had text (Claude Code's field)."""
+    subagent: bool = False
+    """The session is a subagent (SPEC T2): Claude Code's event is then ``SubagentStop``."""
 
     @classmethod
     def for_ending(
@@ -162,6 +164,7 @@ class StopEvent:
         blocked_before: int = 0,
         transcript_path: Path | None = None,
         last_assistant_message: str = "",
+        subagent: bool = False,
     ) -> StopEvent:
         """Build the event for a typed ending: the one way gg builds it.
 
@@ -175,6 +178,7 @@ class StopEvent:
             blocked_before=blocked_before,
             transcript_path=transcript_path,
             last_assistant_message=last_assistant_message,
+            subagent=subagent,
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -186,7 +190,8 @@ class StopEvent:
         Returns:
             SPEC §10's ``{"event", "role", "ending", "session_id", "workspace",
             "blocked_before"}`` (the role as its value, the workspace as a string), and
-            ``"hook_event_name": "Stop"``, ``"cwd"`` (the workspace), ``"stop_hook_active"``
+            ``"hook_event_name": "Stop"`` (``"SubagentStop"`` for a subagent), ``"cwd"``
+            (the workspace), ``"stop_hook_active"``
             (``blocked_before > 0``), ``"transcript_path"`` (a string, ``None`` outside a
             run) and ``"last_assistant_message"``.
         """
@@ -197,7 +202,7 @@ class StopEvent:
             "session_id": self.session_id,
             "workspace": str(self.workspace),
             "blocked_before": self.blocked_before,
-            "hook_event_name": "Stop",
+            "hook_event_name": "SubagentStop" if self.subagent else "Stop",
             "cwd": str(self.workspace),
             "stop_hook_active": self.blocked_before > 0,
             "transcript_path": None if self.transcript_path is None else str(self.transcript_path),
@@ -277,6 +282,11 @@ class _HookBase:
     """The roles whose sessions it checks (strings are accepted and converted)."""
     on_error: Literal["block", "pass"] = _HOOK_DEFAULTS["on_error"]
     """What a failure of the hook itself decides (SPEC H1: block by default)."""
+    sessions: Literal["all", "root", "subagents"] = StopHookSettings.model_fields[
+        "sessions"
+    ].default
+    """Which sessions an agent-stop hook checks: all, root sessions only (Claude Code's
+    ``Stop``), or subagents only (``SubagentStop``; :class:`gg.config.StopHookSettings`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "roles", _roles(self.roles))
@@ -284,13 +294,18 @@ class _HookBase:
             raise UserError(f"hook timeout_s must be more than 0, got {self.timeout_s!r}")
         if self.on_error not in ("block", "pass"):
             raise UserError(f"hook on_error must be 'block' or 'pass', got {self.on_error!r}")
+        if self.sessions not in ("all", "root", "subagents"):
+            raise UserError(
+                f"hook sessions must be 'all', 'root' or 'subagents', got {self.sessions!r}"
+            )
 
     def _display(self) -> str:
         raise NotImplementedError
 
-    def applies_to(self, role: Role) -> bool:
-        """Whether this hook checks sessions of ``role``."""
-        return role in self.roles
+    def applies_to(self, role: Role, *, subagent: bool = False) -> bool:
+        """Whether this hook checks sessions of ``role`` (a subagent's when ``subagent``)."""
+        wanted = {"all": True, "root": not subagent, "subagents": subagent}[self.sessions]
+        return role in self.roles and wanted
 
     def _outcome(
         self, decision: Literal["pass", "block"], reason: str = "", **extra: Any
@@ -865,9 +880,9 @@ class Gate:
                 )
         self.hooks: tuple[Hook, ...] = tuple(hooks)
 
-    def hooks_for(self, role: Role) -> tuple[Hook, ...]:
-        """The hooks bound to ``role``, in order."""
-        return tuple(h for h in self.hooks if h.applies_to(role))
+    def hooks_for(self, role: Role, *, subagent: bool = False) -> tuple[Hook, ...]:
+        """The hooks bound to ``role`` (and to subagents when ``subagent``), in order."""
+        return tuple(h for h in self.hooks if h.applies_to(role, subagent=subagent))
 
     def event(
         self,
@@ -879,13 +894,15 @@ class Gate:
         blocked_before: int,
         messages: Sequence[Message],
         place: HookPlace | None,
+        subagent: bool = False,
     ) -> StopEvent:
         """The agent-stop event a session's ending is checked on, with Claude Code's fields.
 
         The transcript is written (``place``'s directory) only when a command hook of
         ``role`` will read it; when it cannot be written, ``transcript_path`` is ``None``.
         """
-        commands = any(isinstance(h, CommandHook) for h in self.hooks_for(role))
+        bound = self.hooks_for(role, subagent=subagent)
+        commands = any(isinstance(h, CommandHook) for h in bound)
         path = None
         if place is not None and commands:
             with contextlib.suppress(OSError):  # no transcript: a hook reading it fails closed
@@ -898,6 +915,7 @@ class Gate:
             blocked_before=blocked_before,
             transcript_path=path,
             last_assistant_message=last_text(messages),
+            subagent=subagent,
         )
 
     async def check(self, event: StopEvent, *, place: HookPlace | None = None) -> GateResult:
@@ -912,7 +930,7 @@ class Gate:
             A :class:`GateResult`; a role with no hooks passes with no outcomes.
         """
         outcomes: list[HookOutcome] = []
-        for hook in self.hooks_for(event.role):
+        for hook in self.hooks_for(event.role, subagent=event.subagent):
             if isinstance(hook, CommandHook):
                 outcome = await hook.run(event, place=place)
             else:

@@ -7,7 +7,8 @@ stream, the budget and the gate, and each keeps its own ceiling counts.
 Seams: the loop gets the run as a :class:`~gg.session.SessionEnv` and each
 session as one :class:`~gg.session.SessionSpec`; tools, skills and memories get
 it as :class:`~gg.tools.registry.RunServices` (which :class:`Run` implements).
-The toolset arm is resolved once per run (:attr:`Run.toolset`). ``async with
+The toolset arm is resolved once per run (:attr:`Run.toolset`; again as ``async with
+run:`` starts the ``[[tools.mcp]]`` servers and their tools join it). ``async with
 run:`` ends the run on the way out, whatever happened (:meth:`Run.__aexit__`).
 """
 
@@ -42,6 +43,8 @@ from gg.guard import (
     nested_repos,
 )
 from gg.hooks import CommandHook, Gate, HookPlace
+from gg.mcp.hub import McpServers
+from gg.mcp.names import capability
 from gg.models.base import Model
 from gg.modes.base import Mode
 from gg.modes.code import CodeMode
@@ -143,6 +146,7 @@ class Run:
         self.subagents_started = 0
         """Subagents started so far in this run, over every depth (SPEC T2)."""
         self._sandbox: Sandbox | None = None
+        self._mcp: McpServers | None = None
         self.sandbox_facts: dict[str, Any] = {}
         approval = trust.check(
             self.workspace, settings, configs=self._config_keys(configs), trust=trust_config
@@ -240,12 +244,13 @@ class Run:
         )
 
     def _config_keys(self, configs: Sequence[Path]) -> list[str]:
-        """Name ``gg.toml`` and the ``--config`` files as the snapshot keys them.
+        """Name ``gg.toml``, the ``--config`` files and the Claude settings files as keyed.
 
         Relative to the workspace when inside it (agent-writable), absolute otherwise.
         """
         keys = {"gg.toml"}
-        for path in configs:
+        claude = [self.workspace / p for p in self.settings.hooks.claude_settings]  # abs stays
+        for path in [*configs, *claude]:
             real = Path(path).resolve()
             keys.add(
                 real.relative_to(self.workspace).as_posix()
@@ -294,9 +299,46 @@ class Run:
         return self._sandbox
 
     async def aclose(self) -> None:
-        """Release the sandbox's resources, if one was made."""
+        """Stop the run's MCP servers, then release the sandbox's resources, if one was made."""
+        if self._mcp is not None:
+            await self._mcp.aclose()
         if self._sandbox is not None:
             await self._sandbox.aclose()
+
+    async def _start_mcp(self) -> None:
+        """Start the ``[[tools.mcp]]`` servers; their tools join the run's toolset (SPEC T1).
+
+        The run's registry becomes a copy of the agent's with the servers' tools, and the
+        arm is resolved again against it.
+
+        Raises:
+            gg.errors.ConfigError: a server could not start; UserError: the arm names an
+                MCP tool no server lists. The run is ended (exit 2) before it raises; any
+                other exception ends it as :meth:`__aexit__` does.
+        """
+        drawn = arm_from_settings(self.settings.tools).capabilities  # None: every capability
+        wanted = [
+            s for s in self.settings.tools.mcp if drawn is None or capability(s.name) in drawn
+        ]
+        self._mcp = McpServers(wanted)  # a server the arm draws nothing from is not started
+        try:
+            registry = self.registry.copy()
+            for cap, mcp_tool in await self._mcp.start(
+                workspace=self.workspace, sandbox=self.sandbox
+            ):
+                registry.register(mcp_tool, capability=cap)
+            try:
+                self.toolset = resolve_toolset(self.settings.tools, registry)
+            except UserError as e:
+                raise UserError(f"[tools]: {e}") from None
+            self.registry = registry
+        except UserError as e:
+            await self.aclose()
+            self.end("stopped", f"gg could not start: {e}", exit_code=2)
+            raise
+        except BaseException as e:  # interrupted, or gg failed: as a run's block ending so
+            await self.__aexit__(type(e), e, e.__traceback__)
+            raise
 
     def new_session_id(self) -> str:
         """The next session id of this run: ``s1``, ``s2``, ..."""
@@ -534,6 +576,13 @@ class Run:
         self._outcome = (status, diagnosis)
 
     async def __aenter__(self) -> Run:
+        """Start the run's MCP servers (``[[tools.mcp]]``), if any.
+
+        Raises:
+            gg.errors.ConfigError: a server could not start (the run is ended, exit 2).
+        """
+        if self.settings.tools.mcp:
+            await self._start_mcp()
         return self
 
     async def __aexit__(

@@ -284,6 +284,7 @@ class _Loop:
         event = self.env.gate.event(
             ending, role=self.role, session_id=self.session_id, workspace=self.workspace,
             blocked_before=self.blocked_total, messages=self.messages, place=self.env.hook_place,
+            subagent=self.spec.depth > 0,
         )  # fmt: skip
         result = await self.env.gate.check(event, place=self.env.hook_place)
         block = result.blocking

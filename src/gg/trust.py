@@ -13,7 +13,10 @@ written) until the operator confirms with ``--trust-config``
 ``trusted = true`` or a non-empty ``pass_env``; a ``[model] spec`` that names
 its own server (``openai-compat:MODEL@URL``: the prompts, with workspace
 content, and ``OPENAI_COMPAT_API_KEY`` go there); ``[board] store`` set to a
-path (``sqlite:PATH``).
+path (``sqlite:PATH``); an MCP server (``[[tools.mcp]]``) that runs on the host
+(``sandboxed = false``), gets ``pass_env``, has host files bound into the sandbox
+(:func:`gg.mcp.binds.server_binds`), or is reached at a ``url`` (tool arguments,
+with workspace content, and its headers go there).
 
 A trusted hook's scripts count with its setting (a rewritten script runs on
 the host next time), and so does **the gate**: an agent-stop hook the last
@@ -53,6 +56,7 @@ from pathlib import Path
 from gg.config import Settings
 from gg.errors import ConfigError
 from gg.guard import Snapshot
+from gg.mcp.binds import server_binds
 from gg.state import state_path, workspace_state
 
 __all__ = ["Approval", "check", "gate", "weakening"]
@@ -93,6 +97,7 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
                 out.append(f"[[hooks.{kind}]] trusted = true: {hook.command}{scripts}")
             if hook.pass_env:
                 out.append(f"[[hooks.{kind}]] pass_env = {sorted(hook.pass_env)}: {hook.command}")
+    out += _mcp_weakening(settings)
     if "@" in settings.model.spec:
         out.append(f"[model] spec = {settings.model.spec!r}")
     spec = settings.model.spec
@@ -104,15 +109,30 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
     return sorted(out)
 
 
+def _mcp_weakening(settings: Settings) -> list[str]:
+    """MCP servers on the host, given ``pass_env``, binding host files, or at a ``url``."""
+    out: list[str] = []
+    for server in settings.tools.mcp:
+        if server.command is not None and not server.sandboxed:
+            out.append(f"[[tools.mcp]] sandboxed = false: {server.name} ({server.command})")
+        if server.pass_env:
+            out.append(f"[[tools.mcp]] pass_env = {sorted(server.pass_env)}: {server.name}")
+        if binds := server_binds(server):  # host files made visible in the sandbox
+            out.append(f"[[tools.mcp]] binds {binds}: {server.name}")
+        if server.url is not None:
+            out.append(f"[[tools.mcp]] url = {server.url!r}: {server.name}")
+    return out
+
+
 def gate(settings: Settings) -> list[str]:
-    """The run's agent-stop hooks as lines (command, roles, ``on_error``).
+    """The run's agent-stop hooks as lines (command, roles, ``on_error``, ``sessions``).
 
     A line the last approved config had and this one lacks is a weakened gate (removed,
-    made to pass on failure, or bound to fewer roles).
+    made to pass on failure, or bound to fewer roles or sessions).
     """
-    lines = [
+    lines = [  # sessions only when narrowed, so the lines of earlier records stay the same
         f"[[hooks.agent_stop]] {h.command} (roles {sorted(r.value for r in h.roles)}, "
-        f"on_error {h.on_error})"
+        f"on_error {h.on_error}{'' if h.sessions == 'all' else ', sessions ' + h.sessions})"
         for h in settings.hooks.agent_stop
     ]
     lines += [  # a pre-tool policy removed or loosened is a weakened gate too (SPEC H1)

@@ -215,6 +215,10 @@ class Sandbox:
         keyed = (str(workspace / k) for k in self._protect_keys)
         return tuple(dict.fromkeys([*self._protect, *keyed]))
 
+    def protected(self, workspace: Path) -> tuple[str, ...]:
+        """The files bound read-only for a process in ``workspace`` (a long-lived MCP server's)."""
+        return self._protected(Path(workspace))
+
     def _key(self, workspace: Path) -> Key:
         return Key(self.isolation, workspace, self.limits, self._protected(workspace))
 

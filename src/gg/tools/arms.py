@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from gg.config import ToolsSettings
 from gg.endings import Role, is_ending_name
 from gg.errors import UserError
+from gg.mcp.names import capability as mcp_capability
 from gg.tools.registry import Registry, Tool
 
 __all__ = ["Toolset", "ToolsetArm", "arm_from_settings", "resolve_toolset"]
@@ -100,7 +101,7 @@ class ToolsetArm:
         else:
             wanted = list(dict.fromkeys(self.offer))
             for name in wanted:
-                if name not in pool:
+                if name not in pool and not registry.expects(name):
                     raise UserError(
                         f"toolset arm {self.name!r} offers {name!r}, but its capability "
                         f"{registry.capability_of(name)!r} is not among the arm's capabilities"
@@ -120,7 +121,7 @@ class ToolsetArm:
     def _check_known(self, registry: Registry, name: str) -> None:
         if is_ending_name(name):
             raise UserError(f"toolset arm {self.name!r} names {name!r}: {_ENDING_REFUSAL}")
-        if name not in registry:
+        if name not in registry and not registry.expects(name):
             raise UserError(
                 f"toolset arm {self.name!r} names unknown tool {name!r}; "
                 f"known tools: {', '.join(map(repr, registry.names)) or 'none'}"
@@ -129,6 +130,9 @@ class ToolsetArm:
 
 def arm_from_settings(tools: ToolsSettings) -> ToolsetArm:
     """The toolset arm named by ``[tools] arm`` (``"all"``: every configured capability).
+
+    A configured MCP server's capability (``mcp:<name>``, ``[[tools.mcp]]``) joins the
+    default capabilities: an arm without its own ``capabilities`` offers its tools.
 
     Args:
         tools: the ``[tools]`` settings.
@@ -139,12 +143,14 @@ def arm_from_settings(tools: ToolsSettings) -> ToolsetArm:
     Raises:
         UserError: no arm of that name in ``[tools.arms]``.
     """
+    servers = [mcp_capability(server.name) for server in tools.mcp]  # configured: offered
+    default = tuple(dict.fromkeys([*tools.capabilities, *servers]))
     if tools.arm == "all" and "all" not in tools.arms:
-        return ToolsetArm(name="all", capabilities=tuple(tools.capabilities))
+        return ToolsetArm(name="all", capabilities=default)
     if tools.arm not in tools.arms:
         raise UserError(f"tools.arm: no toolset arm named {tools.arm!r} in [tools.arms]")
     spec = tools.arms[tools.arm]
-    caps = spec.capabilities if spec.capabilities is not None else tools.capabilities
+    caps = spec.capabilities if spec.capabilities is not None else default
     return ToolsetArm(
         name=tools.arm,
         capabilities=tuple(caps),

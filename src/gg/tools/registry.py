@@ -523,6 +523,36 @@ class Registry:
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
         self._capability: dict[str, str] = {}
+        self._pending: dict[str, str] = {}
+        """capability -> the name prefix of its tools, for capabilities whose tools come
+        when the run starts (MCP servers, :mod:`gg.mcp`)."""
+
+    def declare(self, capability: str, *, prefix: str) -> None:
+        """Make ``capability`` known before its tools exist (an MCP server's, SPEC T1).
+
+        Until tools of it are registered, an arm may name the capability, and tools whose
+        name starts with ``prefix``, without an unknown-name error; the run resolves the
+        arm again once the tools are there (:meth:`expects`).
+
+        Raises:
+            UserError: the capability name is empty or already offers tools.
+        """
+        if not capability or capability in self._capability.values():
+            raise UserError(f"capability {capability!r} cannot be declared: empty or in use")
+        self._pending[capability] = prefix
+
+    def expects(self, name: str) -> bool:
+        """Whether ``name`` is a tool a declared capability may register later."""
+        return name not in self._tools and any(
+            name.startswith(prefix) for prefix in self._pending.values()
+        )
+
+    def copy(self) -> Registry:
+        """A registry with the same tools, capabilities and declarations (a run's own)."""
+        other = Registry()
+        other._tools, other._capability = dict(self._tools), dict(self._capability)
+        other._pending = dict(self._pending)
+        return other
 
     def register(self, tool: Tool, *, capability: str = "user") -> None:
         """Add ``tool`` under ``capability``.
@@ -546,6 +576,7 @@ class Registry:
             )
         self._tools[tool.name] = tool
         self._capability[tool.name] = capability
+        self._pending.pop(capability, None)
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, or ``None``."""
@@ -563,7 +594,7 @@ class Registry:
     @property
     def capabilities(self) -> dict[str, tuple[str, ...]]:
         """Each capability's tool names, capabilities and tools in registration order."""
-        out: dict[str, list[str]] = {}
+        out: dict[str, list[str]] = {cap: [] for cap in self._pending}
         for name, cap in self._capability.items():
             out.setdefault(cap, []).append(name)
         return {cap: tuple(names) for cap, names in out.items()}
