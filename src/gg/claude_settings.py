@@ -18,9 +18,9 @@ command as is (run with ``$CLAUDE_PROJECT_DIR`` set to the workspace, in the run
 sandbox like any gg hook), ``timeout`` seconds (Claude Code's default 60 when absent),
 and ``on_error`` from ``[hooks] claude_on_error`` (default ``"pass"``: a hook that
 exits 1 or crashes lets things through, as in Claude Code). A matcher's Claude Code
-tool names are gg's: ``Bash`` is ``run_command``, ``Read`` ``read_file``, ``Write``,
-``Edit`` and ``MultiEdit`` ``write_file``, ``Glob`` and ``LS`` ``list_dir``, ``Grep``
-``search_text``; ``mcp__<server>__<tool>`` names match gg's MCP tools as they are.
+tool names are gg's: ``Bash`` is ``run_command``, ``Read`` ``read_file``, ``Write``
+``write_file``, ``Edit`` and ``MultiEdit`` ``edit_file``, ``Glob`` and ``LS``
+``list_dir``, ``Grep`` ``search_text``; ``mcp__<server>__<tool>`` names match gg's MCP tools as they are.
 Other events (``Notification``, ``UserPromptSubmit``, ``PreCompact``...) have no gg
 counterpart and are skipped; a hook of another ``type`` (``prompt``) is an error.
 
@@ -41,8 +41,8 @@ CLAUDE_TOOLS: dict[str, str] = {
     "Bash": "run_command",
     "Read": "read_file",
     "Write": "write_file",
-    "Edit": "write_file",
-    "MultiEdit": "write_file",
+    "Edit": "edit_file",
+    "MultiEdit": "edit_file",
     "Glob": "list_dir",
     "LS": "list_dir",
     "Grep": "search_text",
