@@ -114,7 +114,7 @@ def test_the_settings_hooks_become_gg_hooks(ws: Path) -> None:
         ("subagents", "pass", 30.0),
     ]
     assert [h.matcher for h in hooks.pre_tool] == ["run_command"]
-    assert [h.matcher for h in hooks.post_tool] == ["write_file"]
+    assert [h.matcher for h in hooks.post_tool] == ["edit_file|write_file"]
     assert len(hooks.session_start) == 1
 
 
