@@ -35,6 +35,7 @@ group: every ending call from one is refused as unavailable.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -46,6 +47,7 @@ from gg.ceilings import ErrorKind
 from gg.endings import (
     Declarations,
     Language,
+    OutputType,
     Refusal,
     Role,
     check_ending,
@@ -109,6 +111,8 @@ class ProgramTurn:
     refused: list[Refusal] = field(default_factory=list)
     progress: Progress | None = None
     """The session's progress, told what each tool call did (``None``: an on-use script)."""
+    output: OutputType | None = None
+    """The type ``finish`` carries as ``output`` (issue 14 item 4), if any."""
 
     def form(self, name: str) -> str:
         """The one-line program calling ``name`` (a tool or an ending), for feedback."""
@@ -123,7 +127,11 @@ class ProgramTurn:
 
     def _ending(self, request: CallRequest) -> CallAnswer:
         result = check_ending(
-            request.name, request.arguments, role=self.role, language=self.language
+            request.name,
+            request.arguments,
+            role=self.role,
+            language=self.language,
+            output=self.output,
         )
         if isinstance(result, Refusal):
             self.refused.append(result)
@@ -256,6 +264,8 @@ class CodeMode:
         repeat_limit: times one identical program may run with nothing else run between
             before it is a ``repeated_call`` error turn (``[ceilings] repeated_calls``;
             0 = no limit).
+        output: the type ``finish`` carries as ``output`` (issue 14 item 4): the prompt
+            shows its schema; the membrane checks it (:func:`gg.endings.check_ending`).
     """
 
     name = "code"
@@ -270,8 +280,10 @@ class CodeMode:
         sandbox: Sandbox,
         arm: str = "all",
         repeat_limit: int = 0,
+        output: OutputType | None = None,
     ) -> None:
         self.role = role
+        self.output = output
         self.language: Language = language
         self.arm = arm
         self._tools = {t.name: t for t in tools}
@@ -306,6 +318,23 @@ class CodeMode:
             f"An example program:\n{self._example()}\n"
             "The SDK (each line is a call you can write as it stands, with your own values):\n"
             + sdk_signatures(self._specs, language=self.language)
+            + self._output_part()
+        )
+
+    def _output_part(self) -> str:
+        """How ``finish`` carries the typed output, with its schema (issue 14 item 4)."""
+        if self.output is None or self.role is not Role.STANDARD:
+            return ""
+        out = self.output
+        schema = {**out.schema, **({"$defs": out.defs} if out.defs else {})}
+        call = (
+            'gg.session.finish(summary="<what you did>", output=<the result>)'
+            if self.language == "python"
+            else 'await gg.session.finish({summary: "<what you did>", output: <the result>})'
+        )
+        return (
+            f"\nYour finish must also carry the result as output: {call}, where the output "
+            f"fits this JSON Schema: {json.dumps(schema, ensure_ascii=False)}"
         )
 
     def _example(self) -> str:
@@ -403,6 +432,7 @@ class CodeMode:
             tools=self._tools,
             context=replace(self._context, turn=ctx.turn),  # on-use events carry the turn
             progress=self.progress,
+            output=self.output,
         )
         shown = {"program": excerpt(program, 2000)}
         ctx.emit(ToolCalled(**ctx.ids, name="submit_program", arguments=shown))

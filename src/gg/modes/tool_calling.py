@@ -31,6 +31,7 @@ from gg.callform import change_arguments, json_call, placeholder_in
 from gg.ceilings import ErrorKind
 from gg.endings import (
     Declarations,
+    OutputType,
     Refusal,
     Role,
     canonical_call,
@@ -87,6 +88,8 @@ class ToolCallingMode:
         arm: the arm's name, for the stream.
         repeat_limit: times one identical call may run with nothing changed before it is
             a ``repeated_call`` error turn (``[ceilings] repeated_calls``; 0 = no limit).
+        output: the type ``finish`` carries as ``output`` (issue 14 item 4): part of the
+            offered ``finish`` schema and checked by :func:`gg.endings.check_ending`.
     """
 
     name = "tool-calling"
@@ -100,14 +103,16 @@ class ToolCallingMode:
         context: ToolContext,
         arm: str = "all",
         repeat_limit: int = 0,
+        output: OutputType | None = None,
     ) -> None:
         self.role = role
+        self.output = output
         self.progress = Progress(limit=repeat_limit, review=context.read_only)
         self.arm = arm
         self._tools = {t.name: t for t in tools}
         self._context = context
         self._specs = [t.spec() for t in tools] + [
-            ToolSpec(**spec) for spec in ending_tool_specs(role)
+            ToolSpec(**spec) for spec in ending_tool_specs(role, output=output)
         ]
         self._offered = ", ".join(s.name for s in self._specs)
         self._endings = " or ".join(json_call(c, None) for c in ending_group(role))
@@ -245,7 +250,7 @@ class ToolCallingMode:
             if name in ending_group(self.role):
                 return _bad_args(call, None)
             args = {}
-        result = check_ending(name, args, role=self.role)
+        result = check_ending(name, args, role=self.role, output=self.output)
         if isinstance(result, Refusal):
             ctx.emit(
                 EndingRefused(
