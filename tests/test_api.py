@@ -53,7 +53,7 @@ def test_stream_yields_every_event_as_written_then_the_result(workspace: Path) -
     model = ScriptedModel([call("read_file", path="README.md"), call("finish", summary="Read.")])
     items = asyncio.run(collect(gg.Agent(model=model, workspace=workspace), "read it"))
     *events, result = items
-    assert isinstance(result, gg.RunResult)
+    assert isinstance(result, gg.RunResult) and result.type == "result"
     assert result.status == "ended" and result.ending == gg.Finish(summary="Read.")
     assert isinstance(events[0], RunStarted) and isinstance(events[-1], RunEnded)
     on_disk = events_of(result)
@@ -248,7 +248,8 @@ def test_a_finish_record_with_output_reads_back() -> None:
     typed = OutputType(Verdict)
     ending = gg.Finish(summary="s", output=Verdict(score=1, tags=[]))
     assert ending_from_record(ending.record(), output=typed) == ending
-    assert ending_from_record(ending.record()).output == {"score": 1, "tags": []}
+    untyped = ending_from_record(ending.record())
+    assert isinstance(untyped, gg.Finish) and untyped.output == {"score": 1, "tags": []}
     with pytest.raises(ValueError, match="score"):
         ending_from_record({"call": "finish", "summary": "s", "output": {}}, output=typed)
     check = gg.check_ending("finish", {"summary": "s", "output": {}}, role=gg.Role.STANDARD)

@@ -21,10 +21,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 import gg
-from gg.agent import otel_wanted
 from gg.config import settings_from_dict
 from gg.models.base import Message, ToolSpec, Usage
 from gg.otel import OtelListener, model_parts, tracer_provider_from_env
+from gg.telemetry import otel_wanted
 from gg.testing import FunctionModel, call, text
 
 SRC = Path(__file__).resolve().parents[1] / "src"

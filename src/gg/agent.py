@@ -25,11 +25,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Literal, TypeAlias, TypedDict, TypeVar, overload
+from typing import Any, ClassVar, Literal, TypeAlias, TypedDict, TypeVar, overload
 
 from gg.ceilings import Diagnosis
 from gg.config import Settings, load_settings, settings_from_dict
@@ -47,6 +46,7 @@ from gg.session import SessionResult
 from gg.signals import Interrupt, cancel_on_signals
 from gg.skills import SKILL_TOOLS, skills_section
 from gg.stream import Event
+from gg.telemetry import otel_listeners
 from gg.tools.agents import AGENT_TOOLS
 from gg.tools.arms import Toolset, resolve_toolset
 from gg.tools.builtins import default_registry
@@ -72,6 +72,8 @@ class RunResult:
         session: the root session's result.
     """
 
+    type: ClassVar[Literal["result"]] = "result"
+    """Tells the result from the events :meth:`Agent.stream` yields before it."""
     run_id: str
     status: Literal["ended", "stopped"]
     ending: Ending | None
@@ -114,47 +116,6 @@ class RunResult:
 
 StreamItem: TypeAlias = Event | RunResult
 """What :meth:`Agent.stream` yields: the run's events as they are written, then its result."""
-
-_OTEL_ON_VARS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-
-
-def otel_wanted(environ: Mapping[str, str]) -> bool:
-    """Whether the standard ``OTEL_*`` environment asks for traces (issue 14 item 3).
-
-    True when ``OTEL_TRACES_EXPORTER`` names an exporter other than ``none``, or an OTLP
-    endpoint is set, unless ``OTEL_SDK_DISABLED`` is ``true``. Read without importing
-    OpenTelemetry, so a run with none of these set pays nothing.
-    """
-    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return False
-    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
-    if exporter:
-        return exporter != "none"
-    return any(environ.get(name, "").strip() for name in _OTEL_ON_VARS)
-
-
-def _import_otel() -> ModuleType:
-    """Load :mod:`gg.otel`, which needs the ``otel`` extra (an optional-extra loader).
-
-    Raises:
-        UserError: OpenTelemetry is not installed.
-    """
-    try:
-        from gg import otel
-    except ImportError as e:
-        raise UserError(
-            f"OpenTelemetry is on (Agent(otel=True) or OTEL_* variables) but cannot be loaded "
-            f"({e}): install the 'otel' extra, pip install 'gg-agent[otel]'"
-        ) from None
-    return otel
-
-
-def _otel_listeners(enabled: bool | None) -> list[Callable[[Event], None]]:
-    """The OpenTelemetry listener when on (``enabled``, else the environment), else none."""
-    if enabled is False or (enabled is None and not otel_wanted(os.environ)):
-        return []
-    listener: Callable[[Event], None] = _import_otel().listener_from_env()
-    return [listener]
 
 
 def _output_type(kind: object | None) -> OutputType | None:
@@ -245,6 +206,7 @@ class AgentOptions(TypedDict, total=False):
     constrained: bool | None
     on_delta: Callable[[str], None] | None
     trust_config: bool
+    otel: bool | None
 
 
 class Agent:
@@ -277,7 +239,7 @@ class Agent:
             Subagents and reviewers are not affected.
         otel: trace runs as OpenTelemetry GenAI spans (:mod:`gg.otel`, the ``otel``
             extra); ``None`` (the default): on only when the ``OTEL_*`` environment asks
-            for traces (:func:`otel_wanted`). For your own tracer provider, pass
+            for traces (:func:`gg.telemetry.otel_wanted`). For your own tracer provider, pass
             ``gg.otel.OtelListener(tracer_provider=...)`` in ``listeners`` instead.
 
     Raises:
@@ -341,22 +303,12 @@ class Agent:
         self.registry: Registry = self._registry(tools)
         self._check_budget()
         _need_runtime(self.settings)
-        if record is not None:
-            record = _writable(Path(record))
-        self.model: Model = (
-            model
-            if model is not None and not isinstance(model, str)
-            else self._make_model(progress, on_delta)
-        )
-        if record is not None:
-            self.model = RecordingModel(
-                self.model, record, dir_fd=_record_dir(self.workspace, record)
-            )
+        self.model: Model = self._model(model, record, progress, on_delta)
         self.hooks: list[CommandHook | CallableHook] = [
             self._toml_hook(h) for h in self.settings.hooks.agent_stop
         ]
         self.hooks += [_hook(h) for h in hooks]
-        self.listeners = [*listeners, *_otel_listeners(otel)]
+        self.listeners = [*listeners, *otel_listeners(otel)]
         self.toolset: Toolset = self._check_arm()
         """The toolset arm resolved once (SPEC §1); every run of this agent offers it."""
         skills_section(self.toolset, self.workspace)  # a malformed skill: UserError now
@@ -378,6 +330,24 @@ class Agent:
         for t in tools:
             registry.register(t if isinstance(t, Tool) else tool(t), capability="user")
         return registry
+
+    def _model(
+        self,
+        model: str | Model | None,
+        record: str | Path | None,
+        progress: Callable[[str], None] | None,
+        on_delta: Callable[[str], None] | None,
+    ) -> Model:
+        """The model given or made from the spec, recording to ``record`` when set."""
+        target = None if record is None else _writable(Path(record))
+        made = (
+            model
+            if model is not None and not isinstance(model, str)
+            else self._make_model(progress, on_delta)
+        )
+        if target is None:
+            return made
+        return RecordingModel(made, target, dir_fd=_record_dir(self.workspace, target))
 
     def _make_model(
         self, progress: Callable[[str], None] | None, on_delta: Callable[[str], None] | None
@@ -523,7 +493,7 @@ class Agent:
             lambda run: run.session(task, output=self.output), signals=signals
         )
 
-    def stream(self, task: str) -> AsyncIterator[StreamItem]:
+    def stream(self, task: str) -> AsyncGenerator[StreamItem, None]:
         """Run ``task`` and yield its typed events as they happen, then its :class:`RunResult`.
 
         Every event the run's stream records (SPEC O1: ``gg.stream`` types such as
@@ -538,7 +508,7 @@ class Agent:
             task: the task text.
 
         Returns:
-            An async iterator of :data:`StreamItem`.
+            An async generator of :data:`StreamItem` (``aclose()`` stops the run).
 
         Raises:
             UserError: an empty task (at once), or a bad setting found when the run
@@ -557,7 +527,7 @@ class Agent:
             raise UserError("the task is empty")
         return self._stream(task)
 
-    async def _stream(self, task: str) -> AsyncIterator[StreamItem]:
+    async def _stream(self, task: str) -> AsyncGenerator[StreamItem, None]:
         """The generator behind :meth:`stream`: a run in its own task, its events relayed."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
         runner = asyncio.ensure_future(

@@ -17,7 +17,7 @@ span they happened in or on the session's span. A session stopped by a ceiling e
 with status ERROR and ``error.type`` naming the ceiling.
 
 This module needs the ``otel`` extra (opentelemetry-api and -sdk) and is imported only
-when OpenTelemetry is on (:mod:`gg.agent` loads it): off by default, and free when off
+when OpenTelemetry is on (:mod:`gg.telemetry` loads it): off by default, and free when off
 (no import, no listener). It is on when the standard environment asks for traces:
 ``OTEL_TRACES_EXPORTER`` names an exporter other than ``none``, or
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set, and
