@@ -96,7 +96,7 @@ It is what ``session_ended.ending``, the agent-stop hook's stdin ``ending``, ``-
 :func:`ending_from_record` reads it back."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Finish:
     """A Standard session's ending: what it did (SPEC S4: non-empty after trimming)."""
 
@@ -114,6 +114,11 @@ class Finish:
         if self.output is None:
             return {"summary": self.summary}
         return {"summary": self.summary, "output": to_jsonable_python(self.output, fallback=str)}
+
+    def __repr__(self) -> str:
+        """``Finish(summary='...')``, with ``output=...`` only when there is one."""
+        output = "" if self.output is None else f", output={self.output!r}"
+        return f"Finish(summary={self.summary!r}{output})"
 
     def record(self) -> EndingRecord:
         """The ending as one record, ``{"call": "finish", "summary": ...}`` (SPEC §10)."""

@@ -337,7 +337,30 @@ def _now() -> int:
     return time.time_ns()
 
 
-def _exporters(names: str) -> list[SpanExporter]:
+_OTLP_BY_PROTOCOL = {"grpc": "otlp_proto_grpc", "http/protobuf": "otlp_proto_http"}
+
+
+def _entry_name(name: str, env: Mapping[str, str]) -> str:
+    """``otlp`` as the exporter the OTLP protocol setting picks (grpc unless it says http).
+
+    Raises:
+        UserError: ``OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL`` names no OTLP protocol.
+    """
+    if name != "otlp":
+        return name
+    protocol = (
+        env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or ""
+    ).strip() or "grpc"
+    if protocol not in _OTLP_BY_PROTOCOL:
+        raise UserError(
+            f"OTEL_EXPORTER_OTLP_PROTOCOL is {protocol!r}: use 'grpc' or 'http/protobuf'"
+        )
+    return _OTLP_BY_PROTOCOL[protocol]
+
+
+def _exporters(names: str, env: Mapping[str, str]) -> list[SpanExporter]:
     """The exporters ``OTEL_TRACES_EXPORTER`` names, by the SDK's entry points.
 
     Raises:
@@ -345,7 +368,7 @@ def _exporters(names: str) -> list[SpanExporter]:
     """
     found = {ep.name: ep for ep in entry_points(group="opentelemetry_traces_exporter")}
     out: list[SpanExporter] = []
-    for name in (n.strip() for n in names.split(",")):
+    for name in (_entry_name(n.strip(), env) for n in names.split(",")):
         if not name or name == "none":
             continue
         if name not in found:
@@ -363,7 +386,8 @@ def tracer_provider_from_env(environ: Mapping[str, str] | None = None) -> Tracer
 
     The SDK itself reads the resource (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``),
     the sampler and the batch settings; the exporters are those ``OTEL_TRACES_EXPORTER``
-    names (default ``otlp``), each reading its own ``OTEL_EXPORTER_*`` settings.
+    names (default ``otlp``: gRPC, or HTTP when ``OTEL_EXPORTER_OTLP_PROTOCOL`` is
+    ``http/protobuf``), each reading its own ``OTEL_EXPORTER_*`` settings.
 
     Args:
         environ: the environment to read ``OTEL_TRACES_EXPORTER`` from (default: the process's).
@@ -373,7 +397,7 @@ def tracer_provider_from_env(environ: Mapping[str, str] | None = None) -> Tracer
     """
     env = os.environ if environ is None else environ
     provider = TracerProvider()
-    for exporter in _exporters(env.get("OTEL_TRACES_EXPORTER", "otlp")):
+    for exporter in _exporters(env.get("OTEL_TRACES_EXPORTER") or "otlp", env):
         provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
 
