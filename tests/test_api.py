@@ -213,6 +213,35 @@ def test_output_type_in_code_mode_prompt_and_membrane(workspace: Path) -> None:
     assert len(refused) == 1 and "score" in refused[0].message
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        'await gg.session.finish({summary: "Scored.", output: {score: 3, tags: ["a"]}});',
+        'await gg.session.finish("Scored.", {score: 3, tags: ["a"]});',
+    ],
+)
+def test_output_type_in_javascript_programs(workspace: Path, source: str) -> None:
+    model = ScriptedModel([program(source)])
+    agent = gg.Agent(
+        model=model, workspace=workspace, mode="code", language="javascript", output_type=Verdict
+    )
+    result = agent.run("score it")
+    assert result.status == "ended", result.diagnosis
+    assert result.output == Verdict(score=3, tags=["a"])
+    assert "await gg.session.finish({summary:" in model.calls[0][0][0].content
+
+
+def test_a_python_program_may_pass_the_output_second() -> None:
+    typed = OutputType(Verdict)
+    got = gg.check_ending(
+        "finish",
+        {"summary": "s", "argument_2": {"score": 1, "tags": []}},
+        role=gg.Role.STANDARD,
+        output=typed,
+    )
+    assert got == gg.Finish(summary="s", output=Verdict(score=1, tags=[]))
+
+
 def test_output_type_binds_the_root_session_only(workspace: Path) -> None:
     offered: dict[str, dict[str, Any]] = {}
 

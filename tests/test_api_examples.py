@@ -46,9 +46,7 @@ def test_the_doc_has_an_example_of_each_part() -> None:
 
 def printed_claims(source: str) -> list[str]:
     """What ``print(...)  # text`` lines say they print (the text after ``#``)."""
-    return [
-        m.group(1).strip() for m in re.finditer(r"^\s*print\(.*\)\s+#\s*(.+)$", source, re.M)
-    ]
+    return [m.group(1).strip() for m in re.finditer(r"^\s*print\(.*\)\s+#\s*(.+)$", source, re.M)]
 
 
 @pytest.mark.parametrize(("where", "source"), EXAMPLES, ids=[w for w, _ in EXAMPLES])

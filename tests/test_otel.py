@@ -109,6 +109,10 @@ def test_the_span_tree_of_a_run_with_a_subagent_a_blocked_gate_and_a_ceiling(
     assert root.attributes["gen_ai.agent.name"] == "gg"
     assert root.attributes["gen_ai.provider.name"] == "openai"
     assert root.attributes["gen_ai.request.model"] == "gpt-test"
+    assert (
+        root.attributes["gen_ai.usage.input_tokens"] == 100 + 101 + 102 + 103
+    )  # turn n sent 100 + n - 1
+    assert root.attributes["gen_ai.usage.output_tokens"] == 4 * 7
     first = root_chats[0].attributes
     assert first is not None and first["gen_ai.operation.name"] == "chat"
     assert first["gen_ai.provider.name"] == "openai"

@@ -413,7 +413,16 @@ def check_ending(
 def _typed_finish(
     args: Mapping[str, Any], output: OutputType, language: Language
 ) -> Ending | Refusal:
-    """``finish`` with an ``output`` of type ``output``: the summary's shape, then the output's."""
+    """``finish`` with an ``output`` of type ``output``: the summary's shape, then the output's.
+
+    A program's ``finish("...", {...})`` sends its second argument as ``argument_2`` (the
+    SDK names positional arguments past the summary so): that is the output.
+    """
+    if "output" not in args and "argument_2" in args:
+        args = {
+            **{k: v for k, v in args.items() if k != "argument_2"},
+            "output": args["argument_2"],
+        }
     rest = {k: v for k, v in args.items() if k != "output"}
     result = _check_shape("finish", rest, language, lenient=True)
     if not isinstance(result, Finish):

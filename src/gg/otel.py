@@ -97,6 +97,8 @@ class _Session:
     provider: str
     model: str
     tools: list[tuple[str, Span]] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
 
     def innermost(self) -> Span:
         """The tool span in progress (a program's call nests in ``submit_program``), or its own."""
@@ -200,6 +202,8 @@ class OtelListener:
         """``chat``: the turn's model call, from its start (``seconds`` before) to the reply."""
         end = _now()
         usage = event.usage
+        session.input_tokens += usage.input_tokens
+        session.output_tokens += usage.output_tokens
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": session.provider,
@@ -270,6 +274,8 @@ class OtelListener:
         span = session.span
         span.add_event("gg.session_ended", _event_attributes(event), at)
         span.set_attribute("gg.turns", event.turns)
+        span.set_attribute("gen_ai.usage.input_tokens", session.input_tokens)  # its turns'
+        span.set_attribute("gen_ai.usage.output_tokens", session.output_tokens)
         if event.ending is not None:
             span.set_attribute("gg.status", "ended")
             span.set_attribute("gg.ending.call", str(event.ending.get("call", "")))
