@@ -224,33 +224,48 @@ def test_model_specs_give_provider_and_model() -> None:
 def test_an_exporter_that_is_not_installed_is_a_clear_error() -> None:
     with pytest.raises(gg.UserError, match="opentelemetry-exporter-otlp"):
         tracer_provider_from_env({"OTEL_TRACES_EXPORTER": "otlp"})
+    with pytest.raises(gg.UserError, match="'otlp_proto_http'"):
+        tracer_provider_from_env({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"})
+    with pytest.raises(gg.UserError, match="grpc"):
+        tracer_provider_from_env({"OTEL_EXPORTER_OTLP_PROTOCOL": "carrier-pigeon"})
 
 
 SCRIPT = """
 import json, sys
 import gg
 from gg.testing import ScriptedModel, call
-agent = gg.Agent(model=ScriptedModel([call("finish", summary="Done.")]), workspace=sys.argv[1])
+otel = json.loads(sys.argv[2])
+if sys.argv[3] == "global":
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
+    trace.set_tracer_provider(provider)
+agent = gg.Agent(model=ScriptedModel([call("finish", summary="Done.")]), workspace=sys.argv[1],
+                 otel=otel)
 result = agent.run("t")
-print(json.dumps({"status": result.status, "listeners": len(agent.listeners),
+print("REPORT", json.dumps({"status": result.status, "listeners": len(agent.listeners),
                   "loaded": sorted(m for m in sys.modules
                                    if m == "gg.otel" or m.startswith("opentelemetry"))}))
 """
 
 
-def _fresh(workspace: Path, **env: str) -> tuple[dict[str, Any], str]:
+def _fresh(
+    workspace: Path, otel: bool | None = None, provider: str = "env", **env: str
+) -> tuple[dict[str, Any], str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     clean |= {"PYTHONPATH": str(SRC), **env}
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(workspace)],
+        [sys.executable, "-c", SCRIPT, str(workspace), json.dumps(otel), provider],
         env=clean,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    first, _, rest = done.stdout.partition("\n")
-    return json.loads(first), rest
+    [report] = [line for line in done.stdout.splitlines() if line.startswith("REPORT ")]
+    return json.loads(report.removeprefix("REPORT ")), done.stdout
 
 
 def test_off_by_default_and_free_when_off(workspace: Path) -> None:
@@ -266,3 +281,30 @@ def test_the_standard_environment_turns_it_on(workspace: Path) -> None:
     assert '"name": "invoke_agent gg"' in exported  # the console exporter, flushed at exit
     assert '"name": "chat ' in exported and '"gen_ai.conversation.id"' in exported
     assert '"service.name": "gg-test"' in exported  # the SDK read OTEL_SERVICE_NAME
+
+
+def test_gg_run_is_traced_by_the_standard_environment(workspace: Path, tmp_path: Path) -> None:
+    replies = tmp_path / "replies.json"
+    finish = {"name": "finish", "arguments": {"summary": "Done."}}
+    replies.write_text(json.dumps({"replies": [{"tool_calls": [finish]}]}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env |= {"PYTHONPATH": str(SRC), "OTEL_TRACES_EXPORTER": "console"}
+    done = subprocess.run(
+        [sys.executable, "-m", "gg", "run", "say done", "--model", f"scripted:{replies}",
+         "--workspace", str(workspace), "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert '"name": "invoke_agent gg"' in done.stdout
+    assert '"gen_ai.tool.name": "finish"' in done.stdout
+
+
+def test_otel_true_uses_the_applications_own_provider(workspace: Path) -> None:
+    report, exported = _fresh(workspace, otel=True, provider="global")
+    assert report["listeners"] == 1
+    assert '"name": "invoke_agent gg"' in exported
+
+
+def test_otel_false_wins_over_the_environment(workspace: Path) -> None:
+    report, _ = _fresh(workspace, otel=False, OTEL_TRACES_EXPORTER="console")
+    assert report["listeners"] == 0 and "gg.otel" not in report["loaded"]

@@ -380,8 +380,9 @@ def _exporters(names: str, env: Mapping[str, str]) -> list[SpanExporter]:
         if name not in found:
             extra = " (pip install opentelemetry-exporter-otlp)" if name.startswith("otlp") else ""
             raise UserError(
-                f"OTEL_TRACES_EXPORTER names {name!r}, which no installed package provides"
-                f"{extra}; installed: {', '.join(sorted(found)) or 'none'}"
+                f"OpenTelemetry traces go to the exporter {name!r} (OTEL_TRACES_EXPORTER, "
+                f"default otlp), which no installed package provides{extra}; installed: "
+                f"{', '.join(sorted(found)) or 'none'}"
             )
         out.append(found[name].load()())
     return out
