@@ -207,7 +207,7 @@ class OutputType:
             "type": "object",
             "properties": {
                 **base["parameters"]["properties"],
-                "output": {**self.schema, "description": "The result, fitting this schema."},
+                "output": {"description": "The result, fitting this schema.", **self.schema},
             },
             "required": ["summary", "output"],
             "additionalProperties": False,
