@@ -143,8 +143,11 @@ def test_output_type_schema_is_offered_refused_by_shape_then_validated(workspace
         ]
     )
 
+    model_messages: list[list[Message]] = []
+
     def model(messages: list[Message], tools: list[ToolSpec]) -> gg.Reply:
         offered.append(tools)
+        model_messages.append(list(messages))
         return next(replies)
 
     agent = gg.Agent(model=FunctionModel(model), workspace=workspace, output_type=Report)
@@ -161,6 +164,8 @@ def test_output_type_schema_is_offered_refused_by_shape_then_validated(workspace
     refused = [e for e in events_of(result) if e.type == "ending_refused"]
     assert [r.reason for r in refused] == ["shape", "shape"]
     assert "output is missing" in refused[0].message
+    feedback = [m.content for m in model_messages[-1] if m.role == "tool"]
+    assert any('"output": "<the result' in f for f in feedback)  # the example has an output
     assert "verdict.score" in refused[1].message and "verdict.tags" in refused[1].message
     errors = [e.kind for e in events_of(result) if e.type == "error_turn"]
     assert errors == ["ending_refused", "ending_refused"]
@@ -211,6 +216,8 @@ def test_output_type_in_code_mode_prompt_and_membrane(workspace: Path) -> None:
     assert json.dumps(Verdict.model_json_schema()["properties"]["score"]) in system
     refused = [e for e in events_of(result) if e.type == "ending_refused"]
     assert len(refused) == 1 and "score" in refused[0].message
+    feedback = model.calls[1][0][-1].content
+    assert 'Write it as: gg.session.finish(summary="<what you did>", output=' in feedback
 
 
 @pytest.mark.parametrize(
@@ -271,6 +278,8 @@ def test_an_output_type_without_a_schema_is_a_user_error(workspace: Path) -> Non
 
     with pytest.raises(gg.UserError, match="output_type"):
         gg.Agent(model=ScriptedModel([]), workspace=workspace, output_type=Opaque)
+    with pytest.raises(gg.UserError, match="standard role"):
+        gg.Agent(model=ScriptedModel([]), workspace=workspace, output_type=Point, role="review")
 
 
 def test_a_finish_record_with_output_reads_back() -> None:

@@ -118,14 +118,20 @@ StreamItem: TypeAlias = Event | RunResult
 """What :meth:`Agent.stream` yields: the run's events as they are written, then its result."""
 
 
-def _output_type(kind: object | None) -> OutputType | None:
+def _output_type(kind: object | None, role: Role) -> OutputType | None:
     """The :class:`gg.endings.OutputType` of ``Agent(output_type=...)``.
 
     Raises:
-        UserError: pydantic cannot validate the type or make its JSON Schema.
+        UserError: pydantic cannot validate the type or make its JSON Schema; the agent's
+            role is Review (it ends with a verdict, not ``finish``: SPEC S2).
     """
     if kind is None:
         return None
+    if role is Role.REVIEW:
+        raise UserError(
+            "output_type needs the standard role: its output rides on finish, and a "
+            "reviewer ends with approve or request_changes (SPEC S2)"
+        )
     try:
         return OutputType(kind)
     except TypeError as e:
@@ -298,7 +304,7 @@ class Agent:
         )
         self._spec_given = model is not None
         self.trust_config = trust_config
-        self.output: OutputType | None = _output_type(output_type)
+        self.output: OutputType | None = _output_type(output_type, self.settings.session.role)
         """The root session's ``finish`` output type (``output_type``), if any."""
         self.registry: Registry = self._registry(tools)
         self._check_budget()

@@ -142,6 +142,8 @@ class ProgramTurn:
             )
             calls = [result.call] if result.reason == "shape" else ending_group(self.role)
             form = " or ".join(self.form(c) for c in calls)
+            if self.output is not None and result.reason == "shape":
+                form = typed_finish_form(self.language)
             text = f"{result.message} Write it as: {form}" if form else result.message
             return CallAnswer(ok=False, error=text, error_type="ending_refused")
         self.declarations.declare(result)
@@ -182,6 +184,13 @@ class ProgramTurn:
             ToolResult(**self.ids, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300))
         )
         return answer
+
+
+def typed_finish_form(language: Language) -> str:
+    """The program line of a ``finish`` that carries an ``output`` (issue 14 item 4)."""
+    if language == "python":
+        return 'gg.session.finish(summary="<what you did>", output=<the result>)'
+    return 'await gg.session.finish({summary: "<what you did>", output: <the result>})'
 
 
 def _shown(value: Any) -> str:
@@ -293,6 +302,8 @@ class CodeMode:
         sandbox.warm_up(context.workspace, language=language)  # while the model thinks (issue 11)
         self.progress = Progress(limit=repeat_limit, review=context.read_only)
         forms = [sdk_call(self._specs, c, language=language) for c in ending_group(role)]
+        if output is not None and role is Role.STANDARD:  # finish carries the output
+            forms = [typed_finish_form(language)]
         self._endings = " or ".join(f for f in forms if f)
         self._writer = next((t for t in tools if t.access == "write"), None)
 
@@ -327,11 +338,7 @@ class CodeMode:
             return ""
         out = self.output
         schema = {**out.schema, **({"$defs": out.defs} if out.defs else {})}
-        call = (
-            'gg.session.finish(summary="<what you did>", output=<the result>)'
-            if self.language == "python"
-            else 'await gg.session.finish({summary: "<what you did>", output: <the result>})'
-        )
+        call = typed_finish_form(self.language)
         return (
             f"\nYour finish must also carry the result as output: {call}, where the output "
             f"fits this JSON Schema: {json.dumps(schema, ensure_ascii=False)}"

@@ -27,7 +27,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from gg.callform import change_arguments, json_call, placeholder_in
+from gg.callform import ENDING_EXAMPLES, change_arguments, json_call, placeholder_in
 from gg.ceilings import ErrorKind
 from gg.endings import (
     Declarations,
@@ -56,7 +56,10 @@ from gg.stream import (
 )
 from gg.tools.registry import ArgumentsError, Tool, ToolContext
 
-__all__ = ["ToolCallingMode", "no_tool_call_feedback"]
+__all__ = ["OUTPUT_EXAMPLE", "ToolCallingMode", "no_tool_call_feedback"]
+
+OUTPUT_EXAMPLE = "<the result: a JSON value fitting the schema of finish's output>"
+"""What a typed ``finish``'s example call shows as its ``output`` (issue 14 item 4)."""
 
 
 def no_tool_call_feedback(role: Role) -> str:
@@ -115,7 +118,10 @@ class ToolCallingMode:
             ToolSpec(**spec) for spec in ending_tool_specs(role, output=output)
         ]
         self._offered = ", ".join(s.name for s in self._specs)
-        self._endings = " or ".join(json_call(c, None) for c in ending_group(role))
+        self._examples = {c: ENDING_EXAMPLES[c] for c in ending_group(role)}
+        if output is not None and "finish" in self._examples:  # issue 14 item 4
+            self._examples["finish"] = {**self._examples["finish"], "output": OUTPUT_EXAMPLE}
+        self._endings = " or ".join(json_call(c, None, a) for c, a in self._examples.items())
         self._writer = next((t for t in tools if t.access == "write"), None)
 
     def offered_tools(self) -> list[ToolSpec]:
@@ -257,7 +263,11 @@ class ToolCallingMode:
                     **ctx.ids, call=result.call, reason=result.reason, message=result.message
                 )
             )
-            form = self._endings if result.reason == "unavailable" else json_call(name, None)
+            form = (
+                self._endings
+                if result.reason == "unavailable"
+                else json_call(name, None, self._examples.get(name))
+            )
             text = f"{result.message} Send exactly: {form}"
             return _CallOutcome(text, ok=False, kind="ending_refused")
         decl.declare(result)
