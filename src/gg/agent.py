@@ -12,6 +12,12 @@ Everything ``gg run`` does goes through :class:`Agent`: the CLI parses its
 flags into the same keyword arguments. Bad settings raise
 :class:`gg.errors.UserError` (or its subclass ``ConfigError``) from the
 constructor, before anything is written.
+
+Beyond ``run``/``arun`` (issue 14 item 4): :meth:`Agent.stream` yields the run's typed
+events as they happen, then its :class:`RunResult`; ``Agent(output_type=Model)`` makes
+``finish`` carry a validated ``output`` (``result.output``); :meth:`Agent.tool`
+registers a function as a registry tool. ``Agent(otel=True)``, or the standard
+``OTEL_*`` environment, traces runs as OpenTelemetry spans (:mod:`gg.otel`).
 """
 
 from __future__ import annotations
@@ -19,15 +25,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, ClassVar, Literal, TypeAlias, TypedDict, TypeVar, overload
 
 from gg.ceilings import Diagnosis
 from gg.config import Settings, load_settings, settings_from_dict, with_claude_hooks
 from gg.disk import is_disk_full
-from gg.endings import Ending, Language, Role
+from gg.endings import Ending, Finish, Language, OutputType, Role
 from gg.errors import ConfigError, ToolError, UserError
 from gg.hooks import CallableHook, CommandHook, Gate
 from gg.mcp import names as mcp_names
@@ -40,15 +46,18 @@ from gg.sandbox.host import host_facts
 from gg.session import SessionResult
 from gg.signals import Interrupt, cancel_on_signals
 from gg.skills import SKILL_TOOLS, skills_section
+from gg.stream import Event
+from gg.telemetry import otel_listeners
 from gg.tools.agents import AGENT_TOOLS
 from gg.tools.arms import Toolset, resolve_toolset
 from gg.tools.builtins import default_registry
-from gg.tools.registry import Registry, Tool, tool
+from gg.tools.registry import Registry, Tool, ToolAccess, tool
 from gg.tools.safefs import open_beneath
 
-__all__ = ["Agent", "AgentOptions", "RunResult"]
+__all__ = ["Agent", "AgentOptions", "RunResult", "StreamItem"]
 
 Hook = CommandHook | CallableHook | Callable[..., Any]
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +73,8 @@ class RunResult:
         session: the root session's result.
     """
 
+    type: ClassVar[Literal["result"]] = "result"
+    """Tells the result from the events :meth:`Agent.stream` yields before it."""
     run_id: str
     status: Literal["ended", "stopped"]
     ending: Ending | None
@@ -72,6 +83,15 @@ class RunResult:
     session: SessionResult
     signal: int | None = None
     """The stop signal that interrupted the run (:mod:`gg.signals`), else ``None``."""
+
+    @property
+    def output(self) -> Any:
+        """The validated ``output`` of the root session's ``finish`` (``Agent(output_type=...)``).
+
+        An instance of the agent's ``output_type``; ``None`` when the run stopped or the
+        agent has no output type (issue 14 item 4).
+        """
+        return self.ending.output if isinstance(self.ending, Finish) else None
 
     @property
     def exit_code(self) -> int:
@@ -93,6 +113,30 @@ class RunResult:
             "diagnosis": self.diagnosis,
             "stream": str(self.stream),
         }
+
+
+StreamItem: TypeAlias = Event | RunResult
+"""What :meth:`Agent.stream` yields: the run's events as they are written, then its result."""
+
+
+def _output_type(kind: object | None, role: Role) -> OutputType | None:
+    """The :class:`gg.endings.OutputType` of ``Agent(output_type=...)``.
+
+    Raises:
+        UserError: pydantic cannot validate the type or make its JSON Schema; the agent's
+            role is Review (it ends with a verdict, not ``finish``: SPEC S2).
+    """
+    if kind is None:
+        return None
+    if role is Role.REVIEW:
+        raise UserError(
+            "output_type needs the standard role: its output rides on finish, and a "
+            "reviewer ends with approve or request_changes (SPEC S2)"
+        )
+    try:
+        return OutputType(kind)
+    except TypeError as e:
+        raise UserError(str(e)) from None
 
 
 def _merge(settings: Settings, overrides: dict[str, dict[str, Any]]) -> Settings:
@@ -169,6 +213,7 @@ class AgentOptions(TypedDict, total=False):
     constrained: bool | None
     on_delta: Callable[[str], None] | None
     trust_config: bool
+    otel: bool | None
 
 
 class Agent:
@@ -194,10 +239,31 @@ class Agent:
         on_delta: called with reply text as a streaming provider sends it (progress).
         trust_config: accept a ``gg.toml`` that changed since the workspace's last run and
             newly weakens the boundary (:mod:`gg.trust`; the CLI's ``--trust-config``).
+        output_type: the type the root session's ``finish`` must carry as ``output``
+            beside its summary (a pydantic model, a dataclass, ``list[str]``...): the
+            offered ``finish`` schema includes it, an output that does not validate is
+            refused by shape (SPEC S4), and ``RunResult.output`` is the validated value.
+            Subagents and reviewers are not affected.
+        otel: trace runs as OpenTelemetry GenAI spans (:mod:`gg.otel`, the ``otel``
+            extra); ``None`` (the default): on only when the ``OTEL_*`` environment asks
+            for traces (:func:`gg.telemetry.otel_wanted`). For your own tracer provider, pass
+            ``gg.otel.OtelListener(tracer_provider=...)`` in ``listeners`` instead.
 
     Raises:
-        UserError: a missing workspace, a bad model spec, a bad setting.
+        UserError: a missing workspace, a bad model spec, a bad setting, an output type
+            with no JSON Schema, OpenTelemetry on but not installed.
         ConfigError: a bad ``gg.toml`` key (names it).
+
+    Example::
+
+        agent = gg.Agent(model="scripted:replies.json", workspace="examples/tiny")
+
+        @agent.tool
+        def word_count(text: str) -> int:
+            '''Count the words in a text.'''
+            return len(text.split())
+
+        result = agent.run("How many words are in README.md?")
     """
 
     def __init__(
@@ -219,6 +285,8 @@ class Agent:
         constrained: bool | None = None,
         on_delta: Callable[[str], None] | None = None,
         trust_config: bool = False,
+        output_type: object | None = None,
+        otel: bool | None = None,
     ) -> None:
         ws = Path(workspace).expanduser()
         if not ws.is_dir():
@@ -238,25 +306,17 @@ class Agent:
         )
         self._spec_given = model is not None
         self.trust_config = trust_config
+        self.output: OutputType | None = _output_type(output_type, self.settings.session.role)
+        """The root session's ``finish`` output type (``output_type``), if any."""
         self.registry: Registry = self._registry(tools)
         self._check_budget()
         _need_runtime(self.settings)
-        if record is not None:
-            record = _writable(Path(record))
-        self.model: Model = (
-            model
-            if model is not None and not isinstance(model, str)
-            else self._make_model(progress, on_delta)
-        )
-        if record is not None:
-            self.model = RecordingModel(
-                self.model, record, dir_fd=_record_dir(self.workspace, record)
-            )
+        self.model: Model = self._model(model, record, progress, on_delta)
         self.hooks: list[CommandHook | CallableHook] = [
             self._toml_hook(h) for h in self.settings.hooks.agent_stop
         ]
         self.hooks += [_hook(h) for h in hooks]
-        self.listeners = list(listeners)
+        self.listeners = [*listeners, *otel_listeners(otel)]
         self.toolset: Toolset = self._check_arm()
         """The toolset arm resolved once (SPEC §1); every run of this agent offers it."""
         skills_section(self.toolset, self.workspace)  # a malformed skill: UserError now
@@ -282,6 +342,24 @@ class Agent:
                 mcp_names.capability(server.name), prefix=mcp_names.prefix(server.name)
             )
         return registry
+
+    def _model(
+        self,
+        model: str | Model | None,
+        record: str | Path | None,
+        progress: Callable[[str], None] | None,
+        on_delta: Callable[[str], None] | None,
+    ) -> Model:
+        """The model given or made from the spec, recording to ``record`` when set."""
+        target = None if record is None else _writable(Path(record))
+        made = (
+            model
+            if model is not None and not isinstance(model, str)
+            else self._make_model(progress, on_delta)
+        )
+        if target is None:
+            return made
+        return RecordingModel(made, target, dir_fd=_record_dir(self.workspace, target))
 
     def _make_model(
         self, progress: Callable[[str], None] | None, on_delta: Callable[[str], None] | None
@@ -337,11 +415,67 @@ class Agent:
                 key="ceilings.max_cost",
             )
 
-    def new_run(self, *, run_id: str | None = None) -> Run:
+    @overload
+    def tool(self, fn: _F, /) -> _F: ...
+    @overload
+    def tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        access: ToolAccess = "write",
+    ) -> Callable[[_F], _F]: ...
+
+    def tool(
+        self,
+        fn: _F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        access: ToolAccess = "write",
+    ) -> _F | Callable[[_F], _F]:
+        """Register a function as a registry tool of this agent (SPEC T1; issue 14 item 4).
+
+        Use as ``@agent.tool`` or ``@agent.tool(name=..., access="read")``. The schema
+        comes from the signature and the docstring as for :func:`gg.tool`; the tool is
+        offered under the ``user`` capability in both execution modes (tool-calling: a
+        tool; responses as code: ``gg.tools.<name>(...)``) from the next run on. The
+        function is returned unchanged, so it stays callable from Python.
+
+        Args:
+            fn: a sync or async function taking its arguments by keyword.
+            name: the tool's name (default: the function's).
+            description: what it does (default: the docstring's text before its sections).
+            access: ``"read"``, ``"command"`` or ``"write"`` (:attr:`gg.Tool.access`):
+                only ``"read"`` and ``"command"`` tools are offered to reviewers.
+
+        Returns:
+            ``fn`` (or, without it, a decorator that registers and returns its function).
+
+        Raises:
+            UserError: the name is an ending call or taken, a parameter has no schema, or
+                the ``[tools]`` arm no longer resolves.
+        """
+
+        def register(f: _F) -> _F:
+            made = tool(name=name, description=description, access=access)(f)
+            self.registry.register(made, capability="user")
+            self.toolset = self._check_arm()
+            return f
+
+        return register if fn is None else register(fn)
+
+    def new_run(
+        self, *, run_id: str | None = None, listeners: Sequence[Callable[[Event], None]] = ()
+    ) -> Run:
         """A new :class:`Run` with this agent's model, settings, tools and hooks.
 
         Use it as ``async with agent.new_run() as run:`` (then ``run.conclude(...)``):
         the run ends on the way out however the block left (:meth:`Run.__aexit__`).
+        ``listeners`` get this run's events besides the agent's own listeners.
         """
         return Run(
             workspace=self.workspace,
@@ -350,7 +484,7 @@ class Agent:
             registry=self.registry,
             gate=Gate(self.hooks),
             run_id=run_id,
-            listeners=self.listeners,
+            listeners=[*self.listeners, *listeners],
             toolset=self.toolset,
             configs=self.configs,
             trust_config=self.trust_config,
@@ -373,16 +507,75 @@ class Agent:
         """
         if not task.strip():
             raise UserError("the task is empty")
-        return await self.arun_session(lambda run: run.session(task), signals=signals)
+        return await self.arun_session(
+            lambda run: run.session(task, output=self.output), signals=signals
+        )
+
+    def stream(self, task: str) -> AsyncGenerator[StreamItem, None]:
+        """Run ``task`` and yield its typed events as they happen, then its :class:`RunResult`.
+
+        Every event the run's stream records (SPEC O1: ``gg.stream`` types such as
+        ``TurnEvent``, ``ToolCalled``, ``GateBlocked``...) is yielded in order once it is
+        written, then the result, last. The run starts on the first iteration and
+        goes on while the caller is busy (events wait in an unbounded queue).
+        Closing the iterator early (``aclose()``, or leaving an
+        ``async with contextlib.aclosing(...)`` block) cancels the run cleanly: it
+        ends ``stopped`` as interrupted (``run_ended`` written, sandbox released).
+
+        Args:
+            task: the task text.
+
+        Returns:
+            An async generator of :data:`StreamItem` (``aclose()`` stops the run).
+
+        Raises:
+            UserError: an empty task (at once), or a bad setting found when the run
+                starts (from the iteration).
+
+        Example::
+
+            async with contextlib.aclosing(agent.stream("Fix the test.")) as items:
+                async for item in items:
+                    if isinstance(item, gg.RunResult):
+                        print(item.status)
+                    else:
+                        print(item.type)
+        """
+        if not task.strip():
+            raise UserError("the task is empty")
+        return self._stream(task)
+
+    async def _stream(self, task: str) -> AsyncGenerator[StreamItem, None]:
+        """The generator behind :meth:`stream`: a run in its own task, its events relayed."""
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        runner = asyncio.ensure_future(
+            self.arun_session(
+                lambda run: run.session(task, output=self.output), listeners=[queue.put_nowait]
+            )
+        )
+        runner.add_done_callback(lambda _: queue.put_nowait(None))  # after its last event
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            yield runner.result()  # the run's own exception, if it raised
+        finally:
+            if not runner.done():  # closed early: cancel the run and let it end cleanly
+                runner.cancel()
+                await asyncio.wait([runner])
 
     async def arun_session(
-        self, start: Callable[[Run], Awaitable[SessionResult]], *, signals: bool = False
+        self,
+        start: Callable[[Run], Awaitable[SessionResult]],
+        *,
+        signals: bool = False,
+        listeners: Sequence[Callable[[Event], None]] = (),
     ) -> RunResult:
         """Run the root session ``start(run)`` gives, in a new run.
 
-        ``arun`` and ``gg resume`` share it; signals and a full disk as in :meth:`arun`.
+        ``arun``, ``stream`` and ``gg resume`` share it; signals and a full disk as in
+        :meth:`arun`; ``listeners`` get this run's events (:meth:`new_run`).
         """
-        run = self.new_run()
+        run = self.new_run(listeners=listeners)
         with cancel_on_signals() if signals else contextlib.nullcontext(Interrupt()) as caught:
             try:
                 async with run:

@@ -23,14 +23,25 @@ The rule, in order (SPEC S3, S4):
 
 An on-use script (SPEC S13) is checked with ``role=None``: it has no ending
 group, so every ending call from it is refused as unavailable.
+
+**A typed ending payload** (issue 14 item 4): a session given an
+:class:`OutputType` has a ``finish`` that carries ``output`` beside its
+``summary``. The offered ``finish`` schema includes the output's JSON Schema
+(:func:`ending_tool_specs`), and an output that is missing or does not validate
+is refused by shape like any other S4 refusal, naming the problems; the
+accepted :class:`Finish` holds the validated value (a model instance).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, cast
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
 
 __all__ = [
     "ENDING_CALLS",
@@ -40,6 +51,7 @@ __all__ = [
     "EndingRecord",
     "Finish",
     "Language",
+    "OutputType",
     "Refusal",
     "RequestChanges",
     "Role",
@@ -84,16 +96,29 @@ It is what ``session_ended.ending``, the agent-stop hook's stdin ``ending``, ``-
 :func:`ending_from_record` reads it back."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Finish:
     """A Standard session's ending: what it did (SPEC S4: non-empty after trimming)."""
 
     call: ClassVar[str] = "finish"
     summary: str
+    output: object = None
+    """The typed payload, validated by the session's :class:`OutputType` (issue 14 item 4);
+    ``None`` when the session has none."""
 
     def arguments(self) -> dict[str, Any]:
-        """The ending's arguments as the stream and ``--json`` show them."""
-        return {"summary": self.summary}
+        """The ending's arguments as the stream and ``--json`` show them.
+
+        ``{"summary": ...}``, plus ``"output"`` (as JSON) when the ending carries one.
+        """
+        if self.output is None:
+            return {"summary": self.summary}
+        return {"summary": self.summary, "output": to_jsonable_python(self.output, fallback=str)}
+
+    def __repr__(self) -> str:
+        """``Finish(summary='...')``, with ``output=...`` only when there is one."""
+        output = "" if self.output is None else f", output={self.output!r}"
+        return f"Finish(summary={self.summary!r}{output})"
 
     def record(self) -> EndingRecord:
         """The ending as one record, ``{"call": "finish", "summary": ...}`` (SPEC §10)."""
@@ -148,6 +173,70 @@ class Refusal:
     call: str
     reason: Literal["unavailable", "shape"]
     message: str
+
+
+class OutputType:
+    """The type a ``finish`` must carry as ``output`` (issue 14 item 4; SPEC S4).
+
+    Any type pydantic validates and describes by JSON Schema: a ``BaseModel`` subclass
+    (the usual case), a dataclass, a ``TypedDict``, ``list[int]``...
+
+    Args:
+        kind: the type.
+
+    Raises:
+        TypeError: pydantic cannot validate ``kind`` or make its JSON Schema.
+    """
+
+    def __init__(self, kind: object) -> None:
+        try:
+            self.adapter: TypeAdapter[object] = TypeAdapter(cast(Any, kind))
+            schema = self.adapter.json_schema()
+        except Exception as e:  # PydanticSchemaGenerationError, PydanticUserError...
+            raise TypeError(f"output_type {kind!r} has no JSON Schema: {e}") from None
+        self.kind = kind
+        self.defs: dict[str, Any] = schema.pop("$defs", {})
+        """Definitions the schema refers to (``#/$defs/...``), hoisted to the tool's root."""
+        self.schema: dict[str, Any] = schema
+        """The output's JSON Schema, without its ``$defs``."""
+
+    def finish_spec(self) -> dict[str, Any]:
+        """The ``finish`` tool with an ``output`` of this type beside the summary (SPEC S2)."""
+        base = _TOOL_SPECS["finish"]
+        params: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                **base["parameters"]["properties"],
+                "output": {"description": "The result, fitting this schema.", **self.schema},
+            },
+            "required": ["summary", "output"],
+            "additionalProperties": False,
+        }
+        if self.defs:
+            params["$defs"] = self.defs
+        description = f"{base['description']} Give the result as `output`, fitting its schema."
+        return {"name": "finish", "description": description, "parameters": params}
+
+    def validate(self, value: object) -> object:
+        """The validated output; a JSON string is read as JSON first (small models send one).
+
+        Raises:
+            ValueError: the value does not fit; the message lists the problems by field.
+        """
+        if isinstance(value, str):
+            try:
+                return self.adapter.validate_json(value)
+            except ValidationError:
+                pass  # a str output type: validated as the string itself below
+        try:
+            return self.adapter.validate_python(value)
+        except ValidationError as e:
+            problems = [
+                f"{'.'.join(str(p) for p in err['loc']) or '(the output)'}: {err['msg']}"
+                for err in e.errors(include_url=False)[:10]
+            ]
+            more = f" (and {e.error_count() - 10} more)" if e.error_count() > 10 else ""
+            raise ValueError("; ".join(problems) + more) from None
 
 
 def canonical_call(name: str) -> str:
@@ -291,6 +380,7 @@ def check_ending(
     *,
     role: Role | None,
     language: Language = "python",
+    output: OutputType | None = None,
 ) -> Ending | Refusal:
     """Check one ending call: role first, then shape (SPEC S3, S4).
 
@@ -300,9 +390,12 @@ def check_ending(
             Positional arguments must be mapped to names by the caller's SDK.
         role: the caller's role, or ``None`` for an on-use script (SPEC S13).
         language: how refusal messages spell the calls.
+        output: the type ``finish`` must carry as ``output`` (issue 14 item 4), or
+            ``None``: a missing or invalid output is a ``shape`` refusal.
 
     Returns:
-        The typed ending (with trimmed summary / items) or a :class:`Refusal`.
+        The typed ending (with trimmed summary / items, the validated output) or a
+        :class:`Refusal`.
 
     Raises:
         ValueError: if ``call`` is not an ending call at all (see :func:`is_ending_name`).
@@ -312,17 +405,61 @@ def check_ending(
         raise ValueError(f"{call!r} is not an ending call")
     if name not in ending_group(role):
         return _unavailable(name, role, language)
+    if name == "finish" and output is not None:
+        return _typed_finish(_unwrapped(name, arguments or {}), output, language)
     return _check_shape(name, arguments or {}, language, lenient=True)
 
 
-def ending_from_record(record: Mapping[str, Any]) -> Ending:
+def _typed_finish(
+    args: Mapping[str, Any], output: OutputType, language: Language
+) -> Ending | Refusal:
+    """``finish`` with an ``output`` of type ``output``: the summary's shape, then the output's.
+
+    A program's ``finish("...", {...})`` sends its second argument as ``argument_2`` (the
+    SDK names positional arguments past the summary so): that is the output.
+    """
+    if "output" not in args and "argument_2" in args:
+        args = {
+            **{k: v for k, v in args.items() if k != "argument_2"},
+            "output": args["argument_2"],
+        }
+    rest = {k: v for k, v in args.items() if k != "output"}
+    result = _check_shape("finish", rest, language, lenient=True)
+    if not isinstance(result, Finish):
+        return result
+    if "output" not in args:
+        problem = "the output is missing"
+    else:
+        try:
+            return Finish(summary=result.summary, output=output.validate(args["output"]))
+        except ValueError as e:
+            problem = f"the output does not fit its schema ({e})"
+    fix = (
+        f'send {spell("finish", language)}(summary="<what you did>", output=<the result>) '
+        f"with an output that fits this JSON Schema: {_schema_text(output)}"
+    )
+    return Refusal(
+        call="finish", reason="shape", message=f"finish was refused: {problem}. Instead, {fix}."
+    )
+
+
+def _schema_text(output: OutputType, limit: int = 2000) -> str:
+    """The output's JSON Schema as compact JSON, cut to ``limit`` characters."""
+    schema = {**output.schema, **({"$defs": output.defs} if output.defs else {})}
+    text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def ending_from_record(record: Mapping[str, Any], *, output: OutputType | None = None) -> Ending:
     """Read an :data:`EndingRecord` back into its typed ending (the inverse of ``record()``).
 
     The record is checked like a declaration's arguments (SPEC S4: trimmed summary,
-    trimmed non-blank items, no other keys), whatever role made it.
+    trimmed non-blank items, no other keys), whatever role made it. A ``finish``
+    record's ``output`` is validated by ``output`` when given, else kept as its JSON.
 
     Args:
         record: ``{"call": <a canonical or JavaScript spelling>, **arguments}``.
+        output: the type of a ``finish``'s ``output`` (issue 14 item 4), if known.
 
     Returns:
         The :data:`Ending`; ``ending_from_record(e.record()) == e`` for every ending ``e``.
@@ -335,9 +472,13 @@ def ending_from_record(record: Mapping[str, Any]) -> Ending:
     if not isinstance(call, str) or not is_ending_name(call):
         raise ValueError(f"not an ending record: its call is {call!r}")
     arguments = {k: v for k, v in record.items() if k != "call"}
+    payload = arguments.pop("output", None) if canonical_call(call) == "finish" else None
     result = _check_shape(canonical_call(call), arguments, "python")
     if isinstance(result, Refusal):
         raise ValueError(f"not an ending record: {result.message}")
+    if isinstance(result, Finish) and payload is not None:
+        value = payload if output is None else output.validate(payload)
+        return Finish(summary=result.summary, output=value)
     return result
 
 
@@ -381,14 +522,22 @@ _TOOL_SPECS: dict[str, dict[str, Any]] = {
 }
 
 
-def ending_tool_specs(role: Role) -> list[dict[str, Any]]:
+def ending_tool_specs(role: Role, *, output: OutputType | None = None) -> list[dict[str, Any]]:
     """The synthetic ending tools offered to ``role`` in tool-calling mode (SPEC S2, M1).
+
+    Args:
+        role: the session's role.
+        output: the type ``finish`` carries as ``output`` (issue 14 item 4): its schema is
+            then part of ``finish``'s parameters, and ``output`` is required.
 
     Returns:
         A list of ``{"name", "description", "parameters"}`` dicts (JSON Schema
         parameters), only for the role's own group.
     """
-    return [_TOOL_SPECS[c] for c in ending_group(role)]
+    return [
+        output.finish_spec() if c == "finish" and output is not None else _TOOL_SPECS[c]
+        for c in ending_group(role)
+    ]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

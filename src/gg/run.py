@@ -31,7 +31,7 @@ from gg import trust
 from gg.ceilings import Budget, Ceilings
 from gg.config import Settings
 from gg.disk import disk_full, is_disk_full
-from gg.endings import Language, Role
+from gg.endings import Language, OutputType, Role
 from gg.errors import DiskFull, UserError
 from gg.guard import (
     Snapshot,
@@ -413,9 +413,15 @@ class Run:
                 sandbox=self.sandbox(),
                 arm=arm,
                 repeat_limit=repeats,
+                output=spec.output,
             )
         return ToolCallingMode(
-            role=spec.role, tools=tools, context=context, arm=arm, repeat_limit=repeats
+            role=spec.role,
+            tools=tools,
+            context=context,
+            arm=arm,
+            repeat_limit=repeats,
+            output=spec.output,
         )
 
     def system_prompt(self, spec: SessionSpec, mode: Mode) -> str:
@@ -453,6 +459,7 @@ class Run:
         workspace: Path | None = None,
         resume: SessionResult | None = None,
         depth: int = 0,
+        output: OutputType | None = None,
     ) -> SessionResult:
         """Run one session of this run to its ending or a ceiling.
 
@@ -469,6 +476,8 @@ class Run:
             workspace: the session's own workspace (default: the run's).
             resume: continue this earlier session with ``task`` as the next message.
             depth: 0 for a root session; a subagent's is its parent's + 1 (SPEC T2).
+            output: the type a Standard session's ``finish`` must carry as ``output``
+                (issue 14 item 4; :class:`gg.endings.OutputType`).
         """
         s = self.settings.session
         spec = SessionSpec(
@@ -482,6 +491,7 @@ class Run:
             resume=resume,
             depth=depth,
             instructions=extra_prompt,
+            output=output,
         )
         return await self.start(spec)
 

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from gg.ceilings import Budget, Ceilings, Diagnosis, SessionCeilings
 from gg.checkpoint import Restored, make_checkpoint, restore_counts
-from gg.endings import Ending, Language, Role
+from gg.endings import Ending, Language, OutputType, Role
 from gg.errors import ModelError, ScriptExhausted
 from gg.hooks import Gate, HookPlace
 from gg.models.base import (
@@ -143,6 +143,8 @@ class SessionSpec:
     restored: Restored | None = None
     """The session's state rebuilt from a stream's checkpoints (``gg resume``, issue 12):
     it goes on from there, with no new message."""
+    output: OutputType | None = None
+    """The type the session's ``finish`` must carry as ``output`` (issue 14 item 4)."""
 
 
 def _with_ids(reply: Reply, turn: int) -> Reply:

@@ -35,6 +35,7 @@ group: every ending call from one is refused as unavailable.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -46,6 +47,7 @@ from gg.ceilings import ErrorKind
 from gg.endings import (
     Declarations,
     Language,
+    OutputType,
     Refusal,
     Role,
     check_ending,
@@ -109,6 +111,8 @@ class ProgramTurn:
     refused: list[Refusal] = field(default_factory=list)
     progress: Progress | None = None
     """The session's progress, told what each tool call did (``None``: an on-use script)."""
+    output: OutputType | None = None
+    """The type ``finish`` carries as ``output`` (issue 14 item 4), if any."""
 
     def form(self, name: str) -> str:
         """The one-line program calling ``name`` (a tool or an ending), for feedback."""
@@ -123,7 +127,11 @@ class ProgramTurn:
 
     def _ending(self, request: CallRequest) -> CallAnswer:
         result = check_ending(
-            request.name, request.arguments, role=self.role, language=self.language
+            request.name,
+            request.arguments,
+            role=self.role,
+            language=self.language,
+            output=self.output,
         )
         if isinstance(result, Refusal):
             self.refused.append(result)
@@ -134,6 +142,8 @@ class ProgramTurn:
             )
             calls = [result.call] if result.reason == "shape" else ending_group(self.role)
             form = " or ".join(self.form(c) for c in calls)
+            if self.output is not None and result.reason == "shape":
+                form = typed_finish_form(self.language)
             text = f"{result.message} Write it as: {form}" if form else result.message
             return CallAnswer(ok=False, error=text, error_type="ending_refused")
         self.declarations.declare(result)
@@ -174,6 +184,13 @@ class ProgramTurn:
             ToolResult(**self.ids, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300))
         )
         return answer
+
+
+def typed_finish_form(language: Language) -> str:
+    """The program line of a ``finish`` that carries an ``output`` (issue 14 item 4)."""
+    if language == "python":
+        return 'gg.session.finish(summary="<what you did>", output=<the result>)'
+    return 'await gg.session.finish({summary: "<what you did>", output: <the result>})'
 
 
 def _shown(value: Any) -> str:
@@ -256,6 +273,8 @@ class CodeMode:
         repeat_limit: times one identical program may run with nothing else run between
             before it is a ``repeated_call`` error turn (``[ceilings] repeated_calls``;
             0 = no limit).
+        output: the type ``finish`` carries as ``output`` (issue 14 item 4): the prompt
+            shows its schema; the membrane checks it (:func:`gg.endings.check_ending`).
     """
 
     name = "code"
@@ -270,8 +289,10 @@ class CodeMode:
         sandbox: Sandbox,
         arm: str = "all",
         repeat_limit: int = 0,
+        output: OutputType | None = None,
     ) -> None:
         self.role = role
+        self.output = output
         self.language: Language = language
         self.arm = arm
         self._tools = {t.name: t for t in tools}
@@ -281,6 +302,8 @@ class CodeMode:
         sandbox.warm_up(context.workspace, language=language)  # while the model thinks (issue 11)
         self.progress = Progress(limit=repeat_limit, review=context.read_only)
         forms = [sdk_call(self._specs, c, language=language) for c in ending_group(role)]
+        if output is not None and role is Role.STANDARD:  # finish carries the output
+            forms = [typed_finish_form(language)]
         self._endings = " or ".join(f for f in forms if f)
         self._writer = next((t for t in tools if t.access == "write"), None)
 
@@ -306,6 +329,19 @@ class CodeMode:
             f"An example program:\n{self._example()}\n"
             "The SDK (each line is a call you can write as it stands, with your own values):\n"
             + sdk_signatures(self._specs, language=self.language)
+            + self._output_part()
+        )
+
+    def _output_part(self) -> str:
+        """How ``finish`` carries the typed output, with its schema (issue 14 item 4)."""
+        if self.output is None or self.role is not Role.STANDARD:
+            return ""
+        out = self.output
+        schema = {**out.schema, **({"$defs": out.defs} if out.defs else {})}
+        call = typed_finish_form(self.language)
+        return (
+            f"\nYour finish must also carry the result as output: {call}, where the output "
+            f"fits this JSON Schema: {json.dumps(schema, ensure_ascii=False)}"
         )
 
     def _example(self) -> str:
@@ -403,6 +439,7 @@ class CodeMode:
             tools=self._tools,
             context=replace(self._context, turn=ctx.turn),  # on-use events carry the turn
             progress=self.progress,
+            output=self.output,
         )
         shown = {"program": excerpt(program, 2000)}
         ctx.emit(ToolCalled(**ctx.ids, name="submit_program", arguments=shown))

@@ -27,10 +27,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from gg.callform import change_arguments, json_call, placeholder_in
+from gg.callform import ENDING_EXAMPLES, change_arguments, json_call, placeholder_in
 from gg.ceilings import ErrorKind
 from gg.endings import (
     Declarations,
+    OutputType,
     Refusal,
     Role,
     canonical_call,
@@ -55,7 +56,10 @@ from gg.stream import (
 )
 from gg.tools.registry import ArgumentsError, Tool, ToolContext
 
-__all__ = ["ToolCallingMode", "no_tool_call_feedback"]
+__all__ = ["OUTPUT_EXAMPLE", "ToolCallingMode", "no_tool_call_feedback"]
+
+OUTPUT_EXAMPLE = "<the result: a JSON value fitting the schema of finish's output>"
+"""What a typed ``finish``'s example call shows as its ``output`` (issue 14 item 4)."""
 
 
 def no_tool_call_feedback(role: Role) -> str:
@@ -87,6 +91,8 @@ class ToolCallingMode:
         arm: the arm's name, for the stream.
         repeat_limit: times one identical call may run with nothing changed before it is
             a ``repeated_call`` error turn (``[ceilings] repeated_calls``; 0 = no limit).
+        output: the type ``finish`` carries as ``output`` (issue 14 item 4): part of the
+            offered ``finish`` schema and checked by :func:`gg.endings.check_ending`.
     """
 
     name = "tool-calling"
@@ -100,17 +106,22 @@ class ToolCallingMode:
         context: ToolContext,
         arm: str = "all",
         repeat_limit: int = 0,
+        output: OutputType | None = None,
     ) -> None:
         self.role = role
+        self.output = output
         self.progress = Progress(limit=repeat_limit, review=context.read_only)
         self.arm = arm
         self._tools = {t.name: t for t in tools}
         self._context = context
         self._specs = [t.spec() for t in tools] + [
-            ToolSpec(**spec) for spec in ending_tool_specs(role)
+            ToolSpec(**spec) for spec in ending_tool_specs(role, output=output)
         ]
         self._offered = ", ".join(s.name for s in self._specs)
-        self._endings = " or ".join(json_call(c, None) for c in ending_group(role))
+        self._examples = {c: ENDING_EXAMPLES[c] for c in ending_group(role)}
+        if output is not None and "finish" in self._examples:  # issue 14 item 4
+            self._examples["finish"] = {**self._examples["finish"], "output": OUTPUT_EXAMPLE}
+        self._endings = " or ".join(json_call(c, None, a) for c, a in self._examples.items())
         self._writer = next((t for t in tools if t.access == "write"), None)
 
     def offered_tools(self) -> list[ToolSpec]:
@@ -245,14 +256,18 @@ class ToolCallingMode:
             if name in ending_group(self.role):
                 return _bad_args(call, None)
             args = {}
-        result = check_ending(name, args, role=self.role)
+        result = check_ending(name, args, role=self.role, output=self.output)
         if isinstance(result, Refusal):
             ctx.emit(
                 EndingRefused(
                     **ctx.ids, call=result.call, reason=result.reason, message=result.message
                 )
             )
-            form = self._endings if result.reason == "unavailable" else json_call(name, None)
+            form = (
+                self._endings
+                if result.reason == "unavailable"
+                else json_call(name, None, self._examples.get(name))
+            )
             text = f"{result.message} Send exactly: {form}"
             return _CallOutcome(text, ok=False, kind="ending_refused")
         decl.declare(result)
