@@ -20,7 +20,8 @@ and ``on_error`` from ``[hooks] claude_on_error`` (default ``"pass"``: a hook th
 exits 1 or crashes lets things through, as in Claude Code). A matcher's Claude Code
 tool names are gg's: ``Bash`` is ``run_command``, ``Read`` ``read_file``, ``Write``
 ``write_file``, ``Edit`` and ``MultiEdit`` ``edit_file``, ``Glob`` and ``LS``
-``list_dir``, ``Grep`` ``search_text``; ``mcp__<server>__<tool>`` names match gg's MCP tools as they are.
+``list_dir``, ``Grep`` ``search_text``; ``mcp__<server>__<tool>`` names match gg's MCP
+tools as they are.
 Other events (``Notification``, ``UserPromptSubmit``, ``PreCompact``...) have no gg
 counterpart and are skipped; a hook of another ``type`` (``prompt``) is an error.
 
