@@ -507,10 +507,21 @@ def _confine_outer(config: dict[str, Any], bpf: bytes | None) -> None:
     _drop_and_lock(config, ruleset, bpf)
 
 
+def leave_workspace() -> None:
+    """JavaScript: start Deno in ``/``; its runner enters the workspace once its program came.
+
+    So a warm Deno waiting for its program has no workspace path in ``/proc`` (issue 11).
+    The workspace was entered first all the same: one that cannot be is a boot failure.
+    """
+    os.chdir("/")
+
+
 def confine(config: dict[str, Any], fds: dict[str, int]) -> None:
     """Steps 2-8 of the module docstring; returns in the (possibly forked) program process."""
     try:
         os.chdir(config["workspace"])
+        if config["mode"] == "javascript":
+            leave_workspace()
     except OSError as exc:
         fail(f"cannot enter the workspace: {exc}")
     set_rlimits(config["rlimits"])
