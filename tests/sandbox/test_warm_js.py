@@ -69,9 +69,10 @@ const code = "data:text/javascript,setInterval(() => postMessage(1), 2)";
 const worker = new Worker(code, { type: "module" });
 worker.onmessage = () => Deno.writeTextFileSync("worker-beat", ".", { append: true });
 const tmp = Deno.makeTempFileSync({ prefix: "left-" });
-while (!(() => { try { return Deno.statSync("worker-beat").size > 0; } catch { return false; } })()) {
-  await new Promise((resolve) => setTimeout(resolve, 5));
-}
+const beating = () => {
+  try { return Deno.statSync("worker-beat").size > 0; } catch { return false; }
+};
+while (!beating()) await new Promise((resolve) => setTimeout(resolve, 5));
 console.log(tmp);
 """
 
@@ -83,7 +84,8 @@ try {
 } catch {
   left = false; // the first program's private tmp is gone (or out of reach)
 }
-console.log(typeof globalThis.LEAK, typeof globalThis.SHARED, {}.polluted, typeof globalThis.HELD, left);
+const seen = [globalThis.LEAK, globalThis.SHARED, {}.polluted, globalThis.HELD];
+console.log(...seen.map((v) => typeof v), left);
 """
 
 
@@ -141,7 +143,7 @@ def test_a_program_that_breaks_its_deno_gets_an_error_and_the_next_runs(
         "memory": "const a = [];\nwhile (true) a.push(new Array(1e6).fill(a.length));\n",
         "stack": "function f() { return f() + 1; }\nf();\n",
         "garbage": "Deno.openSync('/dev/fd/3', {write: true}).writeSync("
-        "new TextEncoder().encode('{\"kind\": \"result\"}\\n'));\nawait new Promise(() => {});\n",
+        'new TextEncoder().encode(\'{"kind": "result"}\\n\'));\nawait new Promise(() => {});\n',
     }
     for name, killer in killers.items():
         bad, good = _runs(sandbox, tmp_path, [killer, "console.log(6 * 7);"])
@@ -217,9 +219,8 @@ def test_a_read_only_program_never_gets_a_writable_spare(
 
 
 def test_a_compile_error_on_the_warm_path(default_sandbox: Sandbox, tmp_path: Path) -> None:
-    one, two, three = _runs(
-        default_sandbox, tmp_path, ["console.log(1);", "let ok = 1;\nlet x = ;\n", "export default 2;"]
-    )
+    programs = ["console.log(1);", "let ok = 1;\nlet x = ;\n", "export default 2;"]
+    one, two, three = _runs(default_sandbox, tmp_path, programs)
     assert one.error is None, one
     problem = two.compile_problem
     assert problem is not None and (problem.line, problem.column) == (2, 9), two
@@ -253,3 +254,42 @@ def test_closing_the_sandbox_ends_its_spares(default_sandbox: Sandbox, tmp_path:
         time.sleep(0.01)
     assert spare.begun.child.poll() is not None
     assert spare.job.run_dir is not None and not spare.job.run_dir.exists()
+
+
+def test_a_spare_for_a_replaced_workspace_is_not_used(
+    default_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """A workspace removed and made again at its path is another directory: a fresh Deno."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    async def go() -> tuple[ProgramResult, ProgramResult]:
+        await _run(default_sandbox, workspace, "Deno.writeTextFileSync('old.txt', 'x');")
+        (spare,) = _spares(default_sandbox, workspace)
+        os.rename(workspace, tmp_path / "gone")
+        workspace.mkdir()
+        assert not spare.alive()
+        listing = await _run(default_sandbox, workspace, "console.log([...Deno.readDirSync('.')]);")
+        write = await _run(default_sandbox, workspace, "Deno.writeTextFileSync('new.txt', 'y');")
+        await default_sandbox.aclose()
+        return listing, write
+
+    listing, write = asyncio.run(go())
+    assert (listing.output, listing.error, write.error) == ("[]\n", None, None), listing
+    assert (workspace / "new.txt").read_text() == "y"
+    assert not (tmp_path / "gone" / "new.txt").exists()
+
+
+def test_spares_are_kept_for_a_few_workspaces_only(
+    default_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    async def go() -> list[int]:
+        for n in range(6):
+            (tmp_path / str(n)).mkdir()
+            await _run(default_sandbox, tmp_path / str(n), "console.log(1);")
+        await asyncio.sleep(0)
+        kept = [len(_spares(default_sandbox, tmp_path / str(n))) for n in range(6)]
+        await default_sandbox.aclose()
+        return kept
+
+    assert asyncio.run(go()) == [0, 0, 1, 1, 1, 1]

@@ -66,12 +66,12 @@ from gg.sandbox.checks import (
     python_problem,
     text_problem,
 )
+from gg.sandbox.deno import Key as DenoKey
+from gg.sandbox.deno import Spare, Spares
 from gg.sandbox.host import Isolation, host_facts, state_dir
 from gg.sandbox.isolation import probe
 from gg.sandbox.limits import Limits
 from gg.sandbox.membrane import CompileReport, Handler, Membrane, Result
-from gg.sandbox.deno import Key as DenoKey
-from gg.sandbox.deno import Spare, Spares
 from gg.sandbox.process import Outcome, supervise, watch
 from gg.sandbox.quiet import Quiet
 from gg.sandbox.runs import Options, prepared, run_blocking

@@ -41,6 +41,8 @@ from gg.sandbox.runs import Options, Prepared, prepared
 __all__ = ["Key", "Spare", "Spares"]
 
 _SPARES = 1
+_KEYS = 4
+"""Spares are kept for this many keys (workspaces), the most recently used."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,7 @@ class Spare:
         self.key, self.job, self.begun = key, job, begun
         self._stack = stack
         self._watched = False
+        self._identity = _identity(key.workspace)
 
     @classmethod
     def start(cls, key: Key) -> Spare:
@@ -82,13 +85,12 @@ class Spare:
         """
         stack = contextlib.ExitStack()
         try:
-            job = stack.enter_context(
-                prepared(
-                    mode="javascript", isolation=key.isolation, limits=key.limits,
-                    workspace=key.workspace, files={},
-                    options=Options(protect=key.protect, read_only=key.read_only),
-                )  # fmt: skip
-            )
+            options = Options(protect=key.protect, read_only=key.read_only)
+            run = prepared(
+                mode="javascript", isolation=key.isolation, limits=key.limits,
+                workspace=key.workspace, files={}, options=options,
+            )  # fmt: skip
+            job = stack.enter_context(run)
             begun = start(job.plan, pipes=job.hand_over())
         except BaseException:
             stack.close()
@@ -96,8 +98,14 @@ class Spare:
         return cls(key, stack, job, begun)
 
     def alive(self) -> bool:
-        """Whether its process still runs (a dead spare is discarded, never used)."""
-        return not self._watched and self.begun.child.poll() is None
+        """Whether it can still take its program (else it is discarded, never used).
+
+        It must run, and its workspace must be the directory it was started for
+        (bubblewrap bound that one: a workspace removed and made again is another).
+        """
+        if self._watched or self.begun.child.poll() is not None:
+            return False
+        return self._identity is not None and _identity(self.key.workspace) == self._identity
 
     def go(self, files: dict[str, str]) -> tuple[int, int, int | None]:
         """Write the program's ``files`` into its run directory and let it load them.
@@ -129,6 +137,14 @@ class Spare:
         self._stack.close()
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class Spares:
     """One ready :class:`Spare` per :class:`Key`, replaced as soon as it is taken.
 
@@ -148,10 +164,14 @@ class Spares:
 
     def _fill(self, key: Key, spares: int) -> None:
         ready = self._live(key)
+        self._ready[key] = self._ready.pop(key)  # the most recently used key goes last
+        for old in list(self._ready)[:-_KEYS]:
+            for spare in self._ready.pop(old):
+                spare.close()
         while not self._closed and len(ready) < spares:
             try:
                 ready.append(Spare.start(key))
-            except Exception:  # noqa: BLE001 - the next take starts one itself, and says why
+            except Exception:  # the next take starts one itself, and says why
                 return
 
     def _live(self, key: Key) -> list[Spare]:
