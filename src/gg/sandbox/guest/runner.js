@@ -179,7 +179,11 @@ try {
   if (isMemory(e)) limit = "memory";
 }
 if (pending.size > 0) await new Promise((resolve) => { idle = resolve; });
-await new Promise((resolve) => setTimeout(resolve, 0));
+await new Promise((resolve) => { // one turn of the event loop: a rejection nobody caught shows
+  const channel = new MessageChannel();
+  channel.port1.onmessage = () => { channel.port1.close(); resolve(); };
+  channel.port2.postMessage(null);
+});
 if (error === null && unhandled !== null) {
   error = describe(unhandled);
   if (isMemory(unhandled)) limit = "memory";
