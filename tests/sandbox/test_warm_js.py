@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sandbox_support import Arena, leftover_processes
 
-from gg.sandbox import CallAnswer, CallRequest, ProgramResult, Sandbox
+from gg.sandbox import CallAnswer, CallRequest, Isolation, ProgramResult, Sandbox
 from gg.sandbox.deno import Spare
 
 
@@ -293,3 +293,21 @@ def test_spares_are_kept_for_a_few_workspaces_only(
         return kept
 
     assert asyncio.run(go()) == [0, 0, 1, 1, 1, 1]
+
+
+def test_protected_files_stay_read_only_on_the_warm_path(
+    default_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Bubblewrap's read-only binds (``gg.toml``, issue 9) hold for a spare's program too."""
+    if default_sandbox.isolation is not Isolation.BWRAP:
+        return
+    (tmp_path / "gg.toml").write_text("[session]\n")
+    default_sandbox.protect([Path("gg.toml")], root=tmp_path)
+    attack = (
+        "let out;\ntry { Deno.writeTextFileSync('gg.toml', 'pwned'); out = 'wrote'; }\n"
+        "catch (e) { out = e.name; }\nconsole.log(out);\n"
+    )
+    results = _runs(default_sandbox, tmp_path, [attack, attack, attack])
+    assert [r.error for r in results] == [None] * 3, results
+    assert all(r.output.strip() != "wrote" for r in results), results
+    assert (tmp_path / "gg.toml").read_text() == "[session]\n"

@@ -19,6 +19,7 @@ user in a new user namespace.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -394,10 +395,17 @@ def plan(spec: Spec) -> Plan:
 
 
 def _pipe_of(data: bytes, fds: list[int]) -> int:
+    """A pipe holding ``data`` (its read end, added to ``fds``), written before any reader.
+
+    Raises:
+        OSError: the pipe cannot be made large enough for ``data``.
+    """
     read_fd, write_fd = os.pipe()
     fds.append(read_fd)
     try:
-        os.write(write_fd, data)  # a few KiB: fits in the pipe buffer
+        if len(data) > 65536:  # many protected files: grow the buffer, never block on it
+            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, len(data))
+        os.write(write_fd, data)
     finally:
         os.close(write_fd)
     return read_fd
@@ -408,8 +416,8 @@ def _hide(result: Plan, *, bwrap: bool) -> None:
 
     A warm Deno may wait for its program for minutes, and nothing in ``/proc`` should tie
     it to the workspace: ``boot.py`` reads its config from stdin (``@stdin``), bubblewrap
-    its arguments from a pipe (``--args``), and the process starts in ``/`` (the runner
-    enters the workspace by its descriptor once the program came).
+    its arguments from a pipe (``--args``), and Deno starts in ``/`` (``boot.py``; the
+    runner enters the workspace once the program came).
     """
     argv, fds = result.argv, result.fds
     result.stdin = _pipe_of(argv[-1].encode(), fds)
