@@ -14,6 +14,11 @@ busy machine slows them alike; the table gives medians and gg's ratios.
 Also measured: membrane calls per second from one gg program (the program
 times 2,000 calls itself and prints the rate).
 
+``--think-ms N`` gives every model call N ms of latency and takes it off each
+turn: a warm JavaScript Deno is started while the model thinks, which a
+zero-latency model never does (there, every turn also pays most of the next
+program's process start; ``gg-javascript-cold`` starts each one on demand).
+
 Run it through ``bench/run code`` (the peers' venv), or directly with a Python
 that has gg and smolagents: ``python bench/code_mode.py --rounds 10``.
 """
