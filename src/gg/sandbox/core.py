@@ -362,8 +362,7 @@ class Sandbox:
         program first (:meth:`precheck`). A text gg refuses (over ``Limits.program_bytes``,
         not valid Unicode) is not run, and a program is compiled in the sandbox before
         it runs (Python by the runner, JavaScript as Deno loads its module graph, a
-        missing import included): both give a result with
-        :attr:`ProgramResult.compile_problem`.
+        missing import included): both give :attr:`ProgramResult.compile_problem`.
 
         Args:
             program: the program's source.
