@@ -14,6 +14,11 @@ busy machine slows them alike; the table gives medians and gg's ratios.
 Also measured: membrane calls per second from one gg program (the program
 times 2,000 calls itself and prints the rate).
 
+``--think-ms N`` gives every model call N ms of latency and takes it off each
+turn: a warm JavaScript Deno is started while the model thinks, which a
+zero-latency model never does (there, every turn also pays most of the next
+program's process start; ``gg-javascript-cold`` starts each one on demand).
+
 Run it through ``bench/run code`` (the peers' venv), or directly with a Python
 that has gg and smolagents: ``python bench/code_mode.py --rounds 10``.
 """
@@ -28,7 +33,7 @@ import statistics
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +74,9 @@ PROGRAMS: dict[str, dict[str, str]] = {
     },
 }
 _RATE = re.compile(r"rate (\d+(?:\.\d+)?)")
+THINK_S = [0.0]
+"""How long each model call takes (``--think-ms``; 0: a zero-latency model). It is taken
+off every measured turn: with it, a turn is what the harness adds to a thinking model."""
 
 
 def noop() -> str:
@@ -81,7 +89,8 @@ class GgCode:
 
     Args:
         language: ``"python"`` or ``"javascript"``.
-        warm: fork Python programs from a warm sandbox (``False``: a sandbox each).
+        warm: fork Python programs from a warm sandbox, run JavaScript ones in a Deno
+            started before them (``False``: a sandbox started for each program).
         fsync: the ``[stream] fsync`` setting (``"turn"``, the default, or ``"never"``).
     """
 
@@ -95,7 +104,7 @@ class GgCode:
         settings = settings_from_dict(
             {
                 "tools": {"capabilities": ["bench"]},
-                "ceilings": {"max_turns": 10_000},
+                "ceilings": {"max_turns": 10_000, "repeated_calls": 0},  # the same program
                 "session": {"mode": "code", "language": language},
                 "stream": {"fsync": fsync},
             }
@@ -105,8 +114,13 @@ class GgCode:
                        registry=registry, gate=Gate())  # fmt: skip
         self.run.sandbox().warm = warm
 
-    def _respond(self, messages: list[Message], tools: Any) -> Reply:
+    def _respond(self, messages: list[Message], tools: Any) -> Reply | Awaitable[Reply]:
         self.stamps.append(time.perf_counter())
+        if THINK_S[0]:
+            return _after(THINK_S[0], self._reply(messages))
+        return self._reply(messages)
+
+    def _reply(self, messages: list[Message]) -> Reply:
         if messages and isinstance(messages[-1].content, str):
             self.outputs.append(messages[-1].content)
         done = len(messages) >= 2 + 2 * self._turns
@@ -147,6 +161,7 @@ class SmolCode:
         class Canned(Model):  # type: ignore[misc]
             def generate(self, messages: list[Any], **kwargs: Any) -> Any:
                 stamps.append(time.perf_counter())
+                time.sleep(THINK_S[0])
                 plan["served"] += 1
                 done = plan["served"] > plan["turns"]
                 code = PROGRAMS["smolagents"]["end" if done else str(plan["program"])]
@@ -178,6 +193,17 @@ class SmolCode:
         """Nothing to close."""
 
 
+DEFAULT_SUBJECTS = [
+    *("gg-python", "gg-python-nofsync", "gg-python-cold"),
+    *("gg-javascript", "gg-javascript-cold", "smolagents"),
+]
+
+
+async def _after(seconds: float, reply: Reply) -> Reply:
+    await asyncio.sleep(seconds)
+    return reply
+
+
 def make_subjects(names: list[str]) -> dict[str, Any]:
     """The subjects by name; one whose package is missing is left out (and said so)."""
     makers: dict[str, Callable[[], Any]] = {
@@ -185,6 +211,7 @@ def make_subjects(names: list[str]) -> dict[str, Any]:
         "gg-python-nofsync": lambda: GgCode("python", fsync="never"),
         "gg-python-cold": lambda: GgCode("python", warm=False),
         "gg-javascript": lambda: GgCode("javascript"),
+        "gg-javascript-cold": lambda: GgCode("javascript", warm=False),
         "smolagents": SmolCode,
     }
     subjects = {}
@@ -204,7 +231,7 @@ async def measure(subjects: dict[str, Any], rounds: int, turns: int) -> dict[str
         rotated = order[r % len(order) :] + order[: r % len(order)]
         for name, workload in rotated:
             stamps = await subjects[name].session(workload, turns)
-            gaps = [(b - a) * 1000 for a, b in itertools.pairwise(stamps)]
+            gaps = [(b - a - THINK_S[0]) * 1000 for a, b in itertools.pairwise(stamps)]
             times.setdefault(f"{name}/{workload}", []).extend(gaps[1:])
             times.setdefault(f"{name}/{workload}/first", []).append(gaps[0])
     return times
@@ -246,6 +273,7 @@ def report(times: dict[str, list[float]], rates: dict[str, float], names: list[s
 
 async def main(args: argparse.Namespace) -> None:
     """Measure, print the table, write it to ``--out``."""
+    THINK_S[0] = args.think_ms / 1000
     subjects = make_subjects(args.subjects)
     try:
         await measure(subjects, 1, 2)  # warm-up: imports, first sandboxes
@@ -255,7 +283,9 @@ async def main(args: argparse.Namespace) -> None:
         for subject in subjects.values():
             await subject.close()
     text = report(times, rates, list(subjects))
-    head = f"{args.rounds} interleaved rounds x {args.turns} turns per session; medians.\n\n"
+    head = f"{args.rounds} interleaved rounds x {args.turns} turns per session; medians."
+    think = f" The model thinks {args.think_ms:g} ms per call (taken off each turn)."
+    head += (think if args.think_ms else "") + "\n\n"
     print(head + text)
     if args.out:
         Path(args.out).write_text("# code-mode bench\n\n" + head + text + "\n")
@@ -269,8 +299,9 @@ def parse() -> argparse.Namespace:
     p.add_argument(
         "--subjects",
         nargs="+",
-        default=["gg-python", "gg-python-nofsync", "gg-python-cold", "gg-javascript", "smolagents"],
+        default=DEFAULT_SUBJECTS,
     )
+    p.add_argument("--think-ms", type=float, default=0, help="each model call's latency")
     p.add_argument("--out", default=str(Path(__file__).parent / "results-code.md"))
     return p.parse_args()
 

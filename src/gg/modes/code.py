@@ -5,9 +5,11 @@ is an error turn (``no_program``), even when its text holds a code block:
 reply text is never compiled. A program over ``[sandbox] program_bytes`` or
 not valid Unicode is not run (``compile_error``). The program is compiled
 (``compile_error`` with the compiler's line and column) never in gg's
-process: Python by the run's own guest in the sandbox, JavaScript by Deno in
-a check before the run. Then it runs in the sandbox in the run's language
-arm, importing the SDK bound to the name ``gg``.
+process: Python by the run's own guest in the sandbox, JavaScript by Deno's
+module load in the run's own process. Then it runs in the sandbox in the run's
+language arm, importing the SDK bound to the name ``gg``: Python as a fork of
+the session's warm sandbox, JavaScript in a Deno started for it while the
+model thought (issue 11).
 
 Every SDK call crosses the membrane to :meth:`CodeMode._answer`: registry
 tools run here, in gg, under the arm's selection; ending calls go through
@@ -299,7 +301,7 @@ class CodeMode:
         self._specs = [t.spec() for t in tools]
         self._context = context
         self._sandbox = sandbox
-        sandbox.warm_up(context.workspace, language=language)  # while the model thinks (issue 11)
+        sandbox.warm_up(context.workspace, language=language, read_only=context.read_only)
         self.progress = Progress(limit=repeat_limit, review=context.read_only)
         forms = [sdk_call(self._specs, c, language=language) for c in ending_group(role)]
         if output is not None and role is Role.STANDARD:  # finish carries the output

@@ -66,6 +66,8 @@ from gg.sandbox.checks import (
     python_problem,
     text_problem,
 )
+from gg.sandbox.deno import Key as DenoKey
+from gg.sandbox.deno import Spare, Spares
 from gg.sandbox.host import Isolation, host_facts, state_dir
 from gg.sandbox.isolation import probe
 from gg.sandbox.limits import Limits
@@ -165,8 +167,9 @@ class Sandbox:
         limits: the limits of every program and command.
         isolation: the layer; ``None`` probes (honouring ``GG_SANDBOX``). A given layer
             is checked once by a trial run.
-        warm: run Python programs as forks of a warm sandbox (issue 11); ``False``, or a
-            warm sandbox that cannot start, runs each program in a sandbox of its own.
+        warm: run Python programs as forks of a warm sandbox, and JavaScript programs in
+            a Deno started before they came (issue 11); ``False``, or a warm sandbox that
+            cannot start, runs each program in a sandbox started for it.
 
     Raises:
         gg.errors.SandboxError: the layer does not work here.
@@ -187,6 +190,8 @@ class Sandbox:
         self._protect_keys: tuple[str, ...] = ()
         self._pool = Pool()
         weakref.finalize(self, self._pool.close)  # a sandbox never closed: no zygote stays
+        self._spares = Spares()
+        weakref.finalize(self, self._spares.close)
 
     def protect(self, paths: Sequence[Path], *, root: Path | None = None) -> None:
         """Bind these files read-only over the workspace in every later process.
@@ -222,19 +227,28 @@ class Sandbox:
     def _key(self, workspace: Path) -> Key:
         return Key(self.isolation, workspace, self.limits, self._protected(workspace))
 
-    def warm_up(self, workspace: Path, *, language: Language) -> None:
+    def _deno_key(self, workspace: Path, read_only: bool) -> DenoKey:
+        protect = self._protected(workspace)
+        return DenoKey(self.isolation, workspace, self.limits, protect, read_only)
+
+    def warm_up(self, workspace: Path, *, language: Language, read_only: bool = False) -> None:
         """Start the warm sandbox for ``workspace`` in the background (issue 11).
 
         Call it when a session starts, while the model thinks: the first program
-        then finds a zygote ready. A no-op without a running event loop, for a
-        language without a warm path, or on a closed sandbox. Never raises: a
-        zygote that fails to start is started again by :meth:`run`, which reports.
+        then finds a zygote (Python) or a started Deno (JavaScript, for programs run
+        with this ``read_only``) ready. A no-op without a running event loop or on a
+        closed sandbox. Never raises: a warm start that fails is made again by
+        :meth:`run`, which reports.
         """
-        if self._closed or language != "python" or not self.warm:
+        if self._closed or not self.warm:
             return
         try:
             asyncio.get_running_loop()
-            self._pool.warm(self._key(Path(workspace).resolve()))
+            ws = Path(workspace).resolve()
+            if language == "javascript" and host_facts().deno is not None:
+                self._spares.warm(self._deno_key(ws, read_only))
+            elif language == "python" and not read_only:
+                self._pool.warm(self._key(ws))
         except (RuntimeError, OSError):
             return
 
@@ -352,8 +366,7 @@ class Sandbox:
         program first (:meth:`precheck`). A text gg refuses (over ``Limits.program_bytes``,
         not valid Unicode) is not run, and a program is compiled in the sandbox before
         it runs (Python by the runner, JavaScript as Deno loads its module graph, a
-        missing import included): both give a result with
-        :attr:`ProgramResult.compile_problem`.
+        missing import included): both give :attr:`ProgramResult.compile_problem`.
 
         Args:
             program: the program's source.
@@ -394,6 +407,8 @@ class Sandbox:
                     return warm
                 membrane = Membrane(tools=[t.name for t in tools], handler=handler,
                                     limits=self.limits)  # fmt: skip
+            if language == "javascript":
+                return await self._run_deno(membrane, ws, files, read_only)
             return await self._run_program(membrane, language, ws, files, read_only)
 
     def enforces_read_only(self) -> bool:
@@ -468,6 +483,35 @@ class Sandbox:
         normal = outcome.stopped is None and membrane.result is not None
         zygote.usable = normal and zygote.proc.poll() is None  # and, later, its report: clean
         return outcome, cap
+
+    async def _run_deno(
+        self, membrane: Membrane, ws: Path, files: dict[str, str], read_only: bool
+    ) -> ProgramResult:
+        """Run a JavaScript program in a started Deno of its own (issue 11, :mod:`.deno`).
+
+        Warm: the spare started for this workspace while the model thought (then its
+        replacement is started); else, or when that one died, one started now.
+        """
+        key = self._deno_key(ws, read_only)
+        spare = self._spares.take(key) if self.warm else Spare.start(key)
+        try:
+            try:
+                fds = spare.go(files)
+            except OSError:  # it died between the check and the go: nothing of it ran
+                spare.close()
+                spare = Spare.start(key)
+                fds = spare.go(files)
+            cap = self._write_cap(spare.job.written)
+            outcome = await watch(
+                spare.begun.child, membrane=membrane, fds=fds, started=time.monotonic(),
+                wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes,
+                sweep=spare.job.sweep, writes=cap,
+            )  # fmt: skip
+        finally:
+            spare.close()
+        if not membrane.ready:
+            raise SandboxError(f"the sandbox could not start the program: {outcome.output[-800:]}")
+        return self._program_result(outcome, membrane, "javascript", cap)
 
     async def _run_program(
         self,
@@ -632,6 +676,7 @@ class Sandbox:
         """
         self._closed = True
         self._pool.close()
+        self._spares.close()
 
     async def __aenter__(self) -> Sandbox:
         return self

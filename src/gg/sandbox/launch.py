@@ -19,6 +19,7 @@ user in a new user namespace.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -31,7 +32,7 @@ from gg.sandbox.accounts import SANDBOX_GID
 from gg.sandbox.host import GUEST_DIR, SYSTEM_PATH, HostFacts, Isolation
 from gg.sandbox.limits import Limits
 
-__all__ = ["Mode", "Plan", "plan", "program_config", "scratch_places"]
+__all__ = ["Mode", "Plan", "deno_config", "plan", "program_config", "scratch_places"]
 
 Mode = Literal["python", "javascript", "check", "shell", "probe", "zygote"]
 _MIB = 1 << 20
@@ -57,6 +58,9 @@ class Plan:
     reaper: bool = False
     """The process is ``boot.py``'s reaper (``rlimit`` layer): stop it with SIGTERM, so that
     it kills every descendant, before killing its process group."""
+    stdin: int | None = None
+    """A descriptor the process reads its boot configuration from (``None``: ``/dev/null``);
+    one of ``fds``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,28 +144,36 @@ def _run_path(spec: Spec) -> str:
     return "/gg/run" if spec.isolation is Isolation.BWRAP else str(spec.run_dir)
 
 
-def _deno_argv(spec: Spec, deno: str) -> list[str]:
-    run = _run_path(spec)
-    base = [deno, "run", "--no-prompt", "--no-config", "--no-lock", "--no-remote", "--no-npm"]
-    base.append("--no-code-cache")
+def _deno_base(spec: Spec, deno: str) -> list[str]:
+    base = [deno, "run", "--no-prompt", "--no-lock", "--no-remote", "--no-npm", "--no-code-cache"]
     heap = max(16, spec.limits.memory_mb * 3 // 4)
-    base.append(f"--v8-flags=--max-old-space-size={heap}")
+    return [*base, f"--v8-flags=--max-old-space-size={heap}"]
+
+
+def _deno_argv(spec: Spec, deno: str) -> list[str]:
+    """Deno's command line: no path of the workspace in it (see :func:`deno_config`)."""
+    run = _run_path(spec)
     if spec.mode == "check":
-        return [*base, f"{run}/check.mjs"]
+        return [*_deno_base(spec, deno), "--no-config", f"{run}/check.mjs"]
+    # -q: no "experimental" notice for the permission set in the program's output
+    config = [f"--config={run}/deno.json", "-P=gg", "-q"]
+    return [*_deno_base(spec, deno), *config, f"{run}/runner.js", run]
+
+
+def deno_config(spec: Spec) -> str:
+    """The ``deno.json`` of a JavaScript run: its permissions, and nothing else (JSON text).
+
+    Read: the run's own modules, the answer pipe, the workspace and tmp; write: the request
+    pipe, the workspace and tmp. No network, environment, subprocess, FFI or system
+    information. In a file rather than on the command line, so that a warm process
+    waiting for its program (issue 11) shows no workspace path in ``/proc``.
+    """
+    run = _run_path(spec)
     reads = [f"{run}/{name}.mjs" for name in ("sdk", "program", "entry", "start")]
     reads.append("/dev/fd/4")
-    writes = ["/dev/fd/3"]
     shared = [str(spec.workspace), _tmp(spec)]
-    if not any("," in p for p in shared):
-        reads += shared
-        writes += shared
-    return [
-        *base,
-        f"--allow-read={','.join(reads)}",
-        f"--allow-write={','.join(writes)}",
-        f"{run}/runner.js",
-        run,
-    ]
+    rules = {"read": [*reads, *shared], "write": ["/dev/fd/3", *shared]}
+    return json.dumps({"permissions": {"gg": rules}}, indent=1)
 
 
 def _landlock(spec: Spec) -> dict[str, object] | None:
@@ -371,12 +383,53 @@ def plan(spec: Spec) -> Plan:
         )
         if spec.isolation is Isolation.BWRAP:
             result.argv = _bwrap_args(spec, fds) + argv
+        if spec.mode == "javascript":
+            (spec.run_dir / "deno.json").write_text(deno_config(spec), encoding="utf-8")
+            _hide(result, bwrap=spec.isolation is Isolation.BWRAP)
     except BaseException:
         for fd in fds:
             os.close(fd)
         raise
     result.pass_fds = tuple(passed + fds)
     return result
+
+
+def _pipe_of(data: bytes, fds: list[int]) -> int:
+    """A pipe holding ``data`` (its read end, added to ``fds``), written before any reader.
+
+    Raises:
+        OSError: the pipe cannot be made large enough for ``data``.
+    """
+    read_fd, write_fd = os.pipe()
+    fds.append(read_fd)
+    try:
+        if len(data) > 65536:  # many protected files: grow the buffer, never block on it
+            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, len(data))
+        os.write(write_fd, data)
+    finally:
+        os.close(write_fd)
+    return read_fd
+
+
+def _hide(result: Plan, *, bwrap: bool) -> None:
+    """Take every workspace path off ``result``'s command line (a JavaScript run, issue 11).
+
+    A warm Deno may wait for its program for minutes, and nothing in ``/proc`` should tie
+    it to the workspace: ``boot.py`` reads its config from stdin (``@stdin``), bubblewrap
+    its arguments from a pipe (``--args``), and Deno starts in ``/`` (``boot.py``; the
+    runner enters the workspace once the program came).
+    """
+    argv, fds = result.argv, result.fds
+    result.stdin = _pipe_of(argv[-1].encode(), fds)
+    argv[-1] = "@stdin"
+    if not bwrap:
+        return
+    if "--chdir" in argv:
+        at = argv.index("--chdir")
+        del argv[at : at + 2]
+    cut = argv.index("--")
+    args_fd = _pipe_of(b"".join(a.encode() + b"\0" for a in argv[1:cut]), fds)
+    result.argv = [argv[0], "--args", str(args_fd), *argv[cut:]]
 
 
 def prepare_run_dir(run_dir: Path, *, uid: int | None, isolation: Isolation) -> None:

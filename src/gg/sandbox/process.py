@@ -31,7 +31,7 @@ from gg.sandbox.launch import Plan
 from gg.sandbox.membrane import Membrane
 from gg.sandbox.writes import POLL_S, WriteCap
 
-__all__ = ["Child", "Outcome", "supervise", "watch"]
+__all__ = ["Child", "Outcome", "Started", "start", "supervise", "watch"]
 
 _GRACE_S = 2.0
 _REAPER_GRACE_S = 12.0  # boot.py's reaper gives up after 10 s
@@ -211,7 +211,7 @@ def _spawn(plan: Plan, child_fds: list[int], out_write: int) -> subprocess.Popen
     try:
         proc = subprocess.Popen(
             plan.argv,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if plan.stdin is None else plan.stdin,
             stdout=out_write,
             stderr=out_write,
             env=plan.env,
@@ -246,6 +246,64 @@ async def _finish(task: asyncio.Task[None], timeout: float) -> None:
             await task
 
 
+@dataclass(slots=True)
+class Started:
+    """A sandboxed process gg has started but not yet watched (see :func:`start`)."""
+
+    child: Child
+    """The running process."""
+    fds: tuple[int, int, int | None]
+    """gg's ends ``(output_read, requests_read, answers_write or None)``; :func:`watch`
+    closes them, or :meth:`discard` does."""
+    started: float
+    """``time.monotonic()`` when it was started."""
+
+    def discard(self) -> None:
+        """Kill it (its whole group) and close gg's ends, without watching it (blocking).
+
+        For a process that never got its program (a warm spare given up): nothing of a
+        program ran in it, so no descendant left its process group.
+        """
+        child = self.child
+        if isinstance(child, _PopenChild):
+            _kill(child.proc)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.proc.wait(timeout=_GRACE_S)
+            forget_group(child.proc.pid)
+        for fd in self.fds:
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+
+def start(plan: Plan, *, pipes: tuple[int, int | None, list[int]]) -> Started:
+    """Start ``plan`` with a fresh output pipe; the first half of :func:`supervise`.
+
+    Args:
+        plan: what to start.
+        pipes: gg's ends ``(requests_read_fd, answers_write_fd or None, child_ends)``;
+            the child's ends are closed here once it has started (gg's on failure).
+
+    Returns:
+        The :class:`Started` process, to give to :func:`watch` (now or later: a warm
+        spare waits for its program, issue 11).
+
+    Raises:
+        OSError: it could not be started.
+    """
+    req_fd, ans_fd, child_fds = pipes
+    started = time.monotonic()
+    out_read, out_write = os.pipe()
+    try:
+        proc = _spawn(plan, child_fds, out_write)
+    except BaseException:
+        for fd in (out_read, req_fd, ans_fd):
+            if fd is not None:
+                os.close(fd)
+        raise
+    return Started(_PopenChild(proc, reaper=plan.reaper), (out_read, req_fd, ans_fd), started)
+
+
 async def supervise(
     plan: Plan,
     *,
@@ -258,6 +316,8 @@ async def supervise(
     writes: WriteCap | None = None,
 ) -> Outcome:
     """Run ``plan`` to its end under the wall clock, the output cap and the membrane.
+
+    :func:`start`, then :func:`watch`.
 
     Args:
         plan: what to start.
@@ -274,20 +334,10 @@ async def supervise(
         The :class:`Outcome`. Exceptions raised by the membrane's handler propagate,
         after the process tree has been killed.
     """
-    req_fd, ans_fd, child_fds = pipes
-    started = time.monotonic()
-    out_read, out_write = os.pipe()
-    try:
-        proc = _spawn(plan, child_fds, out_write)
-    except BaseException:
-        for fd in (out_read, req_fd, ans_fd):
-            if fd is not None:
-                os.close(fd)
-        raise
+    begun = start(plan, pipes=pipes)
     return await watch(
-        _PopenChild(proc, reaper=plan.reaper), membrane=membrane, fds=(out_read, req_fd, ans_fd),
-        started=started, wall_s=wall_s, output_bytes=output_bytes, shell=shell, sweep=sweep,
-        writes=writes,
+        begun.child, membrane=membrane, fds=begun.fds, started=begun.started, wall_s=wall_s,
+        output_bytes=output_bytes, shell=shell, sweep=sweep, writes=writes,
     )  # fmt: skip
 
 

@@ -57,6 +57,8 @@ class Prepared:
     """Kills whatever the run left behind (``kill(-1)`` as the slot uid), if needed."""
     owned: set[int] = field(default_factory=set)
     """Descriptors :func:`prepared` still closes on exit; :meth:`hand_over` removes them."""
+    run_dir: Path | None = None
+    """The run directory on the host (removed when :func:`prepared` exits)."""
     written: list[Path] = field(default_factory=list)
     """Where the process's writes land on the host's disk: the workspace, and its private
     tmp under the ``unshare`` and ``rlimit`` layers (the write cap watches them)."""
@@ -171,7 +173,7 @@ def prepared(
             written = [workspace] + ([] if isolation is Isolation.BWRAP else [run_dir / "tmp"])
             yield Prepared(
                 plan=the_plan, req_read=req_read, ans_write=ans_write,
-                child_fds=child, sweep=sweep, owned=owned, written=written,
+                child_fds=child, sweep=sweep, owned=owned, written=written, run_dir=run_dir,
             )  # fmt: skip
         finally:
             for fd in owned:

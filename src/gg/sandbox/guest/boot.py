@@ -29,7 +29,8 @@ In order, it:
 8. ``unshare`` layer only: pid 1 forks the program's process (each dies with
    its parent);
 9. writes ``{"kind": "ready"}`` on fd 3 and runs the Python program
-   (``runner.py``), or execs Deno or ``/bin/sh -c``.
+   (``runner.py``), or execs Deno (in ``/`` when the sandbox uid can enter the
+   workspace by its path: see :func:`leave_workspace`) or ``/bin/sh -c``.
 
 A failure before step 9 prints ``gg-boot: <why>`` on stderr and exits 121;
 gg turns that into :class:`gg.errors.SandboxError`.
@@ -195,6 +196,7 @@ def _fork_and_wait(before_wait: Any) -> None:
     for fd in (3, 4):
         with contextlib.suppress(OSError):
             os.close(fd)
+    os.chdir("/")  # a waiting process holds no workspace as its cwd (issue 11)
     if before_wait is not None:
         before_wait()
     while True:
@@ -235,6 +237,7 @@ def become_reaper() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _REAPER_SIGNALS)
         return
     os.closerange(3, 65536)
+    os.chdir("/")
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     code = _wait_for(child)
     kill_descendants(os.getpid())
@@ -507,6 +510,21 @@ def _confine_outer(config: dict[str, Any], bpf: bytes | None) -> None:
     _drop_and_lock(config, ruleset, bpf)
 
 
+def leave_workspace(workspace: str) -> None:
+    """JavaScript: start Deno in ``/`` when its runner can enter the workspace by path.
+
+    Run confined (as the sandbox uid). The runner enters the workspace once its
+    program came, so a warm Deno waiting for one shows no workspace path in ``/proc``
+    (issue 11). Where a parent of the workspace is not searchable by the sandbox uid
+    (``unshare``, ``rlimit``), Deno stays in the workspace, entered as root.
+    """
+    try:
+        os.chdir(workspace)
+    except OSError:
+        return
+    os.chdir("/")
+
+
 def confine(config: dict[str, Any], fds: dict[str, int]) -> None:
     """Steps 2-8 of the module docstring; returns in the (possibly forked) program process."""
     try:
@@ -576,6 +594,8 @@ def main() -> NoReturn:
     if config["mode"] == "python":  # load it (and its imports) while every path is reachable
         runner = _load(config["runner"], "gg_runner")
     confine(config, fds)
+    if config["mode"] == "javascript":
+        leave_workspace(config["workspace"])
     announce_ready()
     if config["mode"] == "probe":
         os._exit(0)

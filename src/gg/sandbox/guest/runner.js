@@ -4,6 +4,11 @@
 //
 // Usage: deno run ... runner.js RUN_DIR
 //
+// It may start before its program exists (a warm spare, issue 11): it starts in
+// "/", loads, and blocks until gg writes {"kind": "go", "cwd": WORKSPACE} on fd 4;
+// by then the program and the SDK are in RUN_DIR, and it enters the workspace and
+// loads them. One process runs one program, then exits.
+//
 // The membrane: every SDK call is one JSON line on fd 3, answered by one JSON
 // line on fd 4 (matched by id); the program's console output never carries
 // messages. When the program is over, one line says how it ended:
@@ -28,6 +33,26 @@ const pending = new Map();
 let nextId = 0;
 let unhandled = null;
 let idle = null;
+
+// Wait for gg's go (the first line on fd 4); what follows it is the answers' start.
+function awaitGo() {
+  const chunk = new Uint8Array(4096);
+  let text = "";
+  while (!text.includes("\n")) {
+    const n = answers.readSync(chunk);
+    if (n === null) Deno.exit(120); // gg gave this spare up
+    if (n > 0) text += decoder.decode(chunk.subarray(0, n), { stream: true });
+  }
+  const newline = text.indexOf("\n");
+  const go = JSON.parse(text.slice(0, newline));
+  if (go.kind !== "go") Deno.exit(120);
+  try {
+    Deno.chdir(go.cwd);
+  } catch {
+    // a parent the sandbox uid cannot search (unshare, rlimit): only the SDK reaches it
+  }
+  return text.slice(newline + 1);
+}
 
 function send(message) {
   const data = encoder.encode(JSON.stringify(message) + "\n");
@@ -56,8 +81,8 @@ function settle(id, answer) {
   if (pending.size === 0 && idle) idle();
 }
 
-async function readAnswers() {
-  let buffered = "";
+async function readAnswers(first) {
+  let buffered = first;
   const chunk = new Uint8Array(65536);
   for (;;) {
     const n = await answers.read(chunk);
@@ -99,9 +124,12 @@ globalThis.addEventListener("error", (event) => {
   unhandled ??= event.error;
 });
 
+// Deno's first timer costs milliseconds: pay it now, before the program came (issue 11).
+await new Promise((resolve) => setTimeout(resolve, 0));
+const early = awaitGo();
 const { makeGG } = await import(`${runDir}/sdk.mjs`);
 Object.defineProperty(globalThis, "gg", { value: makeGG(invoke), writable: false, enumerable: false });
-readAnswers().catch((e) => { unhandled ??= e; });
+readAnswers(early).catch((e) => { unhandled ??= e; });
 
 // entry.mjs imports start.mjs, then program.mjs: the whole graph is parsed and linked
 // before start.mjs runs, so an import that fails before started() was called is a
@@ -151,7 +179,11 @@ try {
   if (isMemory(e)) limit = "memory";
 }
 if (pending.size > 0) await new Promise((resolve) => { idle = resolve; });
-await new Promise((resolve) => setTimeout(resolve, 0));
+await new Promise((resolve) => { // one turn of the event loop: a rejection nobody caught shows
+  const channel = new MessageChannel();
+  channel.port1.onmessage = () => { channel.port1.close(); resolve(); };
+  channel.port2.postMessage(null);
+});
 if (error === null && unhandled !== null) {
   error = describe(unhandled);
   if (isMemory(unhandled)) limit = "memory";

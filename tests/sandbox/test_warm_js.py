@@ -1,0 +1,313 @@
+"""The warm Deno (issue 11): each JavaScript program gets a confined Deno started before it.
+
+Programs of one sandbox run one after the other on the warm path (the second and
+later ones find a spare started while the previous one ran); the ``sandbox``
+fixture runs a test under each isolation layer this machine supports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from sandbox_support import Arena, leftover_processes
+
+from gg.sandbox import CallAnswer, CallRequest, Isolation, ProgramResult, Sandbox
+from gg.sandbox.deno import Spare
+
+
+async def _answer(request: CallRequest) -> CallAnswer:
+    return CallAnswer(ok=True, value=None)
+
+
+async def _run(
+    sandbox: Sandbox, workspace: Path, program: str, *, read_only: bool = False
+) -> ProgramResult:
+    return await sandbox.run(program, language="javascript", workspace=workspace, tools=[],
+                             handler=_answer, read_only=read_only)  # fmt: skip
+
+
+def _runs(sandbox: Sandbox, workspace: Path, programs: list[str]) -> list[ProgramResult]:
+    async def go() -> list[ProgramResult]:
+        return [await _run(sandbox, workspace, p) for p in programs]
+
+    return asyncio.run(go())
+
+
+def _spares(sandbox: Sandbox, workspace: Path, read_only: bool = False) -> list[Spare]:
+    key = sandbox._deno_key(workspace.resolve(), read_only)
+    return list(sandbox._spares._ready.get(key, []))
+
+
+def _holders(path: Path) -> list[str]:
+    """Processes (of any uid gg may inspect) with ``path`` open."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            links = [os.readlink(f"/proc/{entry.name}/fd/{fd}")
+                     for fd in os.listdir(f"/proc/{entry.name}/fd")]  # fmt: skip
+        except OSError:
+            continue
+        if any(link == str(path) for link in links):
+            found.append(entry.name)
+    return found
+
+
+_FIRST = """
+globalThis.LEAK = 1;
+globalThis.SHARED = new SharedArrayBuffer(8);
+Object.prototype.polluted = 3;
+const held = Deno.openSync("held.txt", { write: true, create: true });
+held.writeSync(new TextEncoder().encode("open"));
+globalThis.HELD = held;
+setInterval(() => Deno.writeTextFileSync("beat", ".", { append: true }), 2);
+const code = "data:text/javascript,setInterval(() => postMessage(1), 2)";
+const worker = new Worker(code, { type: "module" });
+worker.onmessage = () => Deno.writeTextFileSync("worker-beat", ".", { append: true });
+const tmp = Deno.makeTempFileSync({ prefix: "left-" });
+const beating = () => {
+  try { return Deno.statSync("worker-beat").size > 0; } catch { return false; }
+};
+while (!beating()) await new Promise((resolve) => setTimeout(resolve, 5));
+console.log(tmp);
+"""
+
+_SECOND = """
+const dir = TMP.slice(0, TMP.lastIndexOf("/"));
+let left;
+try {
+  left = [...Deno.readDirSync(dir)].some((e) => e.name.startsWith("left-"));
+} catch {
+  left = false; // the first program's private tmp is gone (or out of reach)
+}
+const seen = [globalThis.LEAK, globalThis.SHARED, {}.polluted, globalThis.HELD];
+console.log(...seen.map((v) => typeof v), left);
+"""
+
+
+def test_no_state_leaks_between_javascript_programs(sandbox: Sandbox, arena: Arena) -> None:
+    """A global, a prototype, a timer, a Worker, an open file, a temp file: none survives."""
+    tmp_path = arena.workspace
+
+    async def go() -> tuple[ProgramResult, ProgramResult, list[str], int, int]:
+        one = await _run(sandbox, tmp_path, _FIRST)
+        assert one.error is None, one
+        holders = _holders(tmp_path / "held.txt")  # when run returns, not only later
+        beats = [(tmp_path / name).stat().st_size for name in ("beat", "worker-beat")]
+        await asyncio.sleep(0.3)
+        after = [(tmp_path / name).stat().st_size for name in ("beat", "worker-beat")]
+        assert after == beats, "a timer or a Worker of the first program still runs"
+        second = f"const TMP = {one.output.strip()!r};\n" + _SECOND
+        two = await _run(sandbox, tmp_path, second)
+        return one, two, holders, *beats
+
+    one, two, holders, beat, worker_beat = asyncio.run(go())
+    assert one.error is None, one
+    assert beat > 0 and worker_beat > 0, one
+    assert holders == [], holders
+    assert two.error is None, two
+    assert two.output.strip() == "undefined undefined undefined undefined false", two.output
+
+
+def test_each_program_runs_in_a_fresh_deno(default_sandbox: Sandbox, tmp_path: Path) -> None:
+    """The spare started beforehand runs the program; it is never used for a second one."""
+
+    async def go() -> list[tuple[int, ProgramResult]]:
+        default_sandbox.warm_up(tmp_path, language="javascript")
+        await asyncio.sleep(0)
+        seen = []
+        for _ in range(3):
+            (spare,) = _spares(default_sandbox, tmp_path)
+            assert spare.alive()
+            result = await _run(default_sandbox, tmp_path, "console.log(performance.now() > 0);")
+            assert not spare.alive()  # used once, then gone
+            seen.append((spare.begun.child.proc.pid, result))  # type: ignore[attr-defined]
+        await default_sandbox.aclose()
+        return seen
+
+    seen = asyncio.run(go())
+    assert len({pid for pid, _ in seen}) == 3, seen
+    assert all((r.output, r.error) == ("true\n", None) for _, r in seen), seen
+
+
+def test_a_program_that_breaks_its_deno_gets_an_error_and_the_next_runs(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    killers = {
+        "exit": "console.log('bye');\nDeno.exit(3);\n",
+        "loop": "while (true) {}\n",
+        "memory": "const a = [];\nwhile (true) a.push(new Array(1e6).fill(a.length));\n",
+        "stack": "function f() { return f() + 1; }\nf();\n",
+        "garbage": "Deno.openSync('/dev/fd/3', {write: true}).writeSync("
+        'new TextEncoder().encode(\'{"kind": "result"}\\n\'));\nawait new Promise(() => {});\n',
+    }
+    for name, killer in killers.items():
+        bad, good = _runs(sandbox, tmp_path, [killer, "console.log(6 * 7);"])
+        assert bad.error is not None and bad.compile_problem is None, (name, bad)
+        assert (good.output, good.error) == ("42\n", None), (name, good)
+
+
+def test_a_dead_spare_is_replaced_never_used(default_sandbox: Sandbox, tmp_path: Path) -> None:
+    async def go() -> tuple[ProgramResult, ProgramResult]:
+        first = await _run(default_sandbox, tmp_path, "console.log(1);")
+        (spare,) = _spares(default_sandbox, tmp_path)
+        pid = spare.begun.child.proc.pid  # type: ignore[attr-defined]
+        os.killpg(pid, 9)
+        while spare.alive():
+            await asyncio.sleep(0.01)
+        second = await _run(default_sandbox, tmp_path, "console.log(2);")
+        assert spare not in _spares(default_sandbox, tmp_path)
+        await default_sandbox.aclose()
+        return first, second
+
+    first, second = asyncio.run(go())
+    assert (first.output, second.output, second.error) == ("1\n", "2\n", None), second
+
+
+def test_a_waiting_spare_names_no_workspace(sandbox: Sandbox, arena: Arena) -> None:
+    """Neither a command line nor a working directory in ``/proc`` ties it to the workspace."""
+    workspace = arena.workspace
+
+    async def go() -> list[str]:
+        sandbox.warm_up(workspace, language="javascript")
+        await asyncio.sleep(0)
+        assert _spares(sandbox, workspace), "warm_up started no Deno"
+        await asyncio.sleep(1.0)  # Deno itself is up and waiting by now
+        found = leftover_processes(str(workspace))
+        result = await _run(sandbox, workspace, "console.log(Deno.cwd());")
+        assert result.output.strip() == str(workspace.resolve()), result
+        await sandbox.aclose()
+        return found
+
+    assert asyncio.run(go()) == []
+
+
+def test_a_workspace_under_a_private_directory(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Parents the sandbox uid cannot search: the program still starts in its workspace."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    results = _runs(sandbox, workspace, ["console.log(Deno.cwd());"] * 2)
+    assert [r.output.strip() for r in results] == [str(workspace.resolve())] * 2, results
+
+
+def test_a_read_only_program_never_gets_a_writable_spare(
+    default_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    write = "Deno.writeTextFileSync('made.txt', 'x'); console.log('wrote');"
+
+    async def go() -> list[ProgramResult]:
+        out = [await _run(default_sandbox, tmp_path, write)]
+        (tmp_path / "made.txt").unlink()
+        out.append(await _run(default_sandbox, tmp_path, write, read_only=True))
+        out.append(await _run(default_sandbox, tmp_path, write, read_only=True))
+        exists = (tmp_path / "made.txt").exists()
+        out.append(await _run(default_sandbox, tmp_path, write))
+        await default_sandbox.aclose()
+        assert not exists
+        return out
+
+    if not default_sandbox.enforces_read_only():
+        return
+    plain, ro1, ro2, again = asyncio.run(go())
+    assert plain.error is None and again.error is None, (plain, again)
+    assert ro1.error is not None and ro2.error is not None, (ro1, ro2)
+    assert (tmp_path / "made.txt").read_text() == "x"
+
+
+def test_a_compile_error_on_the_warm_path(default_sandbox: Sandbox, tmp_path: Path) -> None:
+    programs = ["console.log(1);", "let ok = 1;\nlet x = ;\n", "export default 2;"]
+    one, two, three = _runs(default_sandbox, tmp_path, programs)
+    assert one.error is None, one
+    problem = two.compile_problem
+    assert problem is not None and (problem.line, problem.column) == (2, 9), two
+    assert three.returned == "2", three
+
+
+def test_cold_javascript_keeps_no_spare(tmp_path: Path) -> None:
+    async def go() -> tuple[ProgramResult, list[Spare]]:
+        sandbox = Sandbox(warm=False)
+        sandbox.warm_up(tmp_path, language="javascript")
+        result = await _run(sandbox, tmp_path, "export default 6 * 7;")
+        await asyncio.sleep(0.05)
+        kept = _spares(sandbox, tmp_path)
+        await sandbox.aclose()
+        return result, kept
+
+    result, kept = asyncio.run(go())
+    assert result.returned == "42" and kept == [], (result, kept)
+
+
+def test_closing_the_sandbox_ends_its_spares(default_sandbox: Sandbox, tmp_path: Path) -> None:
+    async def go() -> Spare:
+        await _run(default_sandbox, tmp_path, "console.log(1);")
+        (spare,) = _spares(default_sandbox, tmp_path)
+        await default_sandbox.aclose()
+        return spare
+
+    spare = asyncio.run(go())
+    deadline = time.monotonic() + 5
+    while spare.begun.child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert spare.begun.child.poll() is not None
+    assert spare.job.run_dir is not None and not spare.job.run_dir.exists()
+
+
+def test_a_spare_for_a_replaced_workspace_is_not_used(
+    default_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """A workspace removed and made again at its path is another directory: a fresh Deno."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    async def go() -> tuple[ProgramResult, ProgramResult]:
+        await _run(default_sandbox, workspace, "Deno.writeTextFileSync('old.txt', 'x');")
+        (spare,) = _spares(default_sandbox, workspace)
+        os.rename(workspace, tmp_path / "gone")
+        workspace.mkdir()
+        assert not spare.alive()
+        listing = await _run(default_sandbox, workspace, "console.log([...Deno.readDirSync('.')]);")
+        write = await _run(default_sandbox, workspace, "Deno.writeTextFileSync('new.txt', 'y');")
+        await default_sandbox.aclose()
+        return listing, write
+
+    listing, write = asyncio.run(go())
+    assert (listing.output, listing.error, write.error) == ("[]\n", None, None), listing
+    assert (workspace / "new.txt").read_text() == "y"
+    assert not (tmp_path / "gone" / "new.txt").exists()
+
+
+def test_spares_are_kept_for_a_few_workspaces_only(
+    default_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    async def go() -> list[int]:
+        for n in range(6):
+            (tmp_path / str(n)).mkdir()
+            await _run(default_sandbox, tmp_path / str(n), "console.log(1);")
+        await asyncio.sleep(0)
+        kept = [len(_spares(default_sandbox, tmp_path / str(n))) for n in range(6)]
+        await default_sandbox.aclose()
+        return kept
+
+    assert asyncio.run(go()) == [0, 0, 1, 1, 1, 1]
+
+
+def test_protected_files_stay_read_only_on_the_warm_path(
+    default_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Bubblewrap's read-only binds (``gg.toml``, issue 9) hold for a spare's program too."""
+    if default_sandbox.isolation is not Isolation.BWRAP:
+        return
+    (tmp_path / "gg.toml").write_text("[session]\n")
+    default_sandbox.protect([Path("gg.toml")], root=tmp_path)
+    attack = (
+        "let out;\ntry { Deno.writeTextFileSync('gg.toml', 'pwned'); out = 'wrote'; }\n"
+        "catch (e) { out = e.name; }\nconsole.log(out);\n"
+    )
+    results = _runs(default_sandbox, tmp_path, [attack, attack, attack])
+    assert [r.error for r in results] == [None] * 3, results
+    assert all(r.output.strip() != "wrote" for r in results), results
+    assert (tmp_path / "gg.toml").read_text() == "[session]\n"
