@@ -22,16 +22,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gg.agent import Agent, RunResult
-from gg.checkpoint import Restored, message_from_record
+from gg.checkpoint import Interrupted, Restored
 from gg.config import settings_from_dict
 from gg.endings import Role
 from gg.errors import UserError
-from gg.models.base import Message, UserMessage
+from gg.models.base import UserMessage
 from gg.models.scripted import ScriptedModel
 from gg.run import Run
 from gg.seal import Checker, StreamAltered, Verdict
@@ -40,16 +41,21 @@ from gg.state import open_private, run_dir
 from gg.stream import (
     Checkpoint,
     Event,
+    IssueStateChanged,
     RunEnded,
-    RunResumed,
     RunStarted,
     SessionEnded,
     SessionStarted,
-    TurnEvent,
     read_events,
 )
 
-__all__ = ["ResumePoint", "ResumeRefused", "load_resume_point", "resume_run"]
+__all__ = [
+    "ResumePoint",
+    "ResumeRefused",
+    "load_resume_point",
+    "resume_run",
+    "verified_events",
+]
 
 
 class ResumeRefused(UserError):
@@ -74,7 +80,7 @@ class ResumePoint:
         session: the root session's ``session_started`` event.
         restored: the root session's conversation and counts.
         budget: the run's ``tokens``, ``cost`` and ``seconds`` spent.
-        replies: model replies the run had been served up to the checkpoint.
+        source: every session of the stream (subagents are continued too).
     """
 
     run_id: str
@@ -83,20 +89,55 @@ class ResumePoint:
     session: SessionStarted
     restored: Restored
     budget: dict[str, float]
-    replies: int
+    source: Interrupted
+
+    @property
+    def replies(self) -> int:
+        """How many model replies the continuing run does not ask for again."""
+        return len(self.source.kept_replies())
 
 
-def _verified(path: Path, seal_dir: Path | None) -> list[Event]:
+_CHILDREN_GRACE_S = 5.0
+"""How long a killed run's children may still hold its stream's lock (the watchdog kills
+them; forked sandbox processes share the lock until then)."""
+
+
+def _writer_gone(events: list[Event]) -> bool:
+    """Whether the process that wrote ``events`` (``run_started``'s pid) is gone."""
+    first = events[0] if events else None
+    if not isinstance(first, RunStarted) or first.pid <= 0 or first.pid == os.getpid():
+        return False
+    try:
+        os.kill(first.pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def verified_events(path: Path, seal_dir: Path | None = None) -> list[Event]:
     """The stream's events, if its seal holds and its writer is gone.
+
+    A run whose gg process is dead while a child it started still holds the
+    stream's lock (a kill a moment ago) is waited for, a few seconds at most.
 
     Raises:
         ResumeRefused: altered, truncated, unverifiable, or still running.
+        UserError: not a gg stream.
     """
-    check = Checker(path, seal_dir=seal_dir)
-    events: list[Event] = []
-    with contextlib.suppress(StreamAltered):
-        events.extend(read_events(path, check=check))
-    verdict: Verdict = check.finish(check.head_at_start)
+    deadline = time.monotonic() + _CHILDREN_GRACE_S
+    while True:
+        check = Checker(path, seal_dir=seal_dir)
+        events: list[Event] = []
+        with contextlib.suppress(StreamAltered):
+            events.extend(read_events(path, check=check))
+        verdict: Verdict = check.finish(check.head_at_start)
+        if verdict.kind != "running" or not _writer_gone(events):
+            break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     if verdict.kind in ("altered", "truncated"):
         raise ResumeRefused(f"not resumed: {verdict.message()}", exit_code=3)
     if verdict.kind == "unkeyed":
@@ -115,6 +156,11 @@ def _root(events: list[Event]) -> SessionStarted:
 
 def _refuse_ended(events: list[Event], root: str) -> None:
     for e in events:
+        if isinstance(e, IssueStateChanged):
+            raise ResumeRefused(
+                "not resumed: it is a board run; run `gg board run` again, which continues "
+                "its interrupted sessions"
+            )
         if isinstance(e, RunEnded) and e.status == "ended":
             raise ResumeRefused("not resumed: the run already ended by its ending")
         if isinstance(e, SessionEnded) and e.session_id == root:
@@ -134,35 +180,28 @@ def load_resume_point(path: Path, seal_dir: Path | None = None) -> ResumePoint:
 
     Raises:
         ResumeRefused: the stream cannot be trusted, or holds nothing to resume.
-        UserError: not a gg stream.
+        UserError: not a gg stream, or a checkpoint that does not read back.
     """
-    events = _verified(path, seal_dir)
+    events = verified_events(path, seal_dir)
     started = events[0]
     if not isinstance(started, RunStarted):
         raise ResumeRefused(f"not resumed: {path} does not start with run_started")
     root = _root(events)
     sid = root.session_id or "s1"
     _refuse_ended(events, sid)
-    messages: list[Message] = []
-    last: Checkpoint | None = None
-    replies = served = 0
-    for e in events:
-        if isinstance(e, TurnEvent):
-            replies += 1
-        elif isinstance(e, Checkpoint) and e.session_id == sid:
-            messages.extend(message_from_record(m) for m in e.messages)
-            last, served = e, replies
-    if last is None or not messages:
+    source = Interrupted.of(events, run_id=started.run_id, stream=path)
+    earlier = source.sessions.get(sid)
+    if earlier is None:
         raise ResumeRefused("not resumed: the stream has no checkpoint (an older gg wrote it)")
-    restored = Restored(messages=tuple(messages), turn=last.turn or 0, counts=last.counts)
+    last = next(e for e in reversed(events) if isinstance(e, Checkpoint) and e.session_id == sid)
     return ResumePoint(
         run_id=started.run_id,
         stream=path,
         started=started,
         session=root,
-        restored=restored,
+        restored=earlier.restored,
         budget=last.budget,
-        replies=served,
+        source=source,
     )
 
 
@@ -170,19 +209,12 @@ async def _go_on(run: Run, point: ResumePoint) -> SessionResult:
     """Start the root session again from ``point`` in ``run`` (which is new)."""
     restored, s = point.restored, point.session
     sid = s.session_id or "s1"
-    run.emit(
-        RunResumed(
-            run_id=run.run_id,
-            from_run=point.run_id,
-            from_stream=str(point.stream),
-            resumed_session=sid,
-            turns=restored.turn,
-            messages=len(restored.messages),
-        )
-    )
+    run.continuations.bind(sid, point.source, sid)
+    run.emit(run.continuations.event(run.run_id, sid).model_copy(update={"session_id": None}))
     run.budget.tokens += int(point.budget.get("tokens", 0))
     run.budget.cost += float(point.budget.get("cost", 0.0))
     run.budget.started -= float(point.budget.get("seconds", 0.0))
+    run.subagents_started += point.source.subagents()
     run.new_session_id()  # the root's id (s1) stays taken: a subagent gets s2 on
     task = next((m.content for m in restored.messages if isinstance(m, UserMessage)), "")
     spec = SessionSpec(
@@ -258,5 +290,5 @@ def resume_run(
     )
     same_model = model is None or model == settings.model.spec
     if same_model and isinstance(agent.model, ScriptedModel):
-        agent.model.skip(point.replies)
+        agent.model.pass_over(point.source.kept_replies())
     return asyncio.run(agent.arun_session(lambda run: _go_on(run, point), signals=signals))
