@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from gg import trust
 from gg.ceilings import Budget, Ceilings
-from gg.checkpoint import Continuations
+from gg.checkpoint import Continuations, Restored
 from gg.config import Settings
 from gg.disk import disk_full, is_disk_full
 from gg.endings import Language, Role
@@ -414,6 +414,8 @@ class Run:
         workspace: Path | None = None,
         resume: SessionResult | None = None,
         depth: int = 0,
+        session_id: str | None = None,
+        restored: Restored | None = None,
     ) -> SessionResult:
         """Run one session of this run to its ending or a ceiling.
 
@@ -430,19 +432,24 @@ class Run:
             workspace: the session's own workspace (default: the run's).
             resume: continue this earlier session with ``task`` as the next message.
             depth: 0 for a root session; a subagent's is its parent's + 1 (SPEC T2).
+            session_id: its id, taken with :meth:`new_session_id` (default: a new one).
+            restored: go on from an interrupted session's checkpoints (the board, issue 12).
         """
         s = self.settings.session
+        if session_id is None:
+            session_id = resume.session_id if resume is not None else self.new_session_id()
         spec = SessionSpec(
             task=task,
             role=Role(role) if role is not None else s.role,
             mode=mode or s.mode,
             language=language or s.language,
             workspace=workspace.resolve() if workspace is not None else self.workspace,
-            session_id=resume.session_id if resume is not None else self.new_session_id(),
+            session_id=session_id,
             parent=parent,
             resume=resume,
             depth=depth,
             instructions=extra_prompt,
+            restored=restored,
         )
         return await self.start(spec)
 

@@ -1,0 +1,113 @@
+"""A board run killed mid-session continues that session on the next run (issue 12 item 4).
+
+A real ``gg board run`` process (board_resume_driver.py) is SIGKILLed or
+SIGTERMed while a command of the implementer, of its subagent or of the
+reviewer runs. The next run continues the interrupted session from the killed
+run's stream (its conversation and counts from its last checkpoint, its
+subagent too) instead of starting it over, and the end state (the repository,
+the issue's state history, the verdicts) equals an uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from board_support import gg_toml, git, make_repo
+
+from gg.board import Board
+from gg.state import state_path
+from gg.stream import RunResumed, SessionStarted, TurnEvent, read_events
+
+DRIVER = Path(__file__).with_name("board_resume_driver.py")
+TOML = gg_toml(extra='\n[tools]\ncapabilities = ["files", "shell", "agents"]\n')
+
+
+def _drive(repo: Path, slow: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, str(DRIVER), str(repo)],
+        env={**os.environ, "GG_TEST_SLOW": slow},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _streams(repo: Path) -> list[Path]:
+    runs = state_path(repo) / "runs"
+    return sorted(runs.glob("*/stream.jsonl"), key=lambda p: p.stat().st_mtime)
+
+
+def _final(repo: Path) -> dict[str, object]:
+    with Board(repo) as board:
+        detail = board.show(1)
+    return {
+        "tree": git(repo, "rev-parse", "main^{tree}"),
+        "merges": len(git(repo, "rev-list", "--merges", "main").split()),
+        "state": (detail.issue.state, detail.issue.round, detail.issue.summary),
+        "verdicts": [(v.round, v.call, v.items) for v in detail.verdicts],
+        "states": [(h.from_state, h.to_state) for h in detail.history if h.to_state],
+    }
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    repo = make_repo(tmp_path_factory.mktemp("plain") / "repo", toml=TOML)
+    proc = _drive(repo, "")
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    return _final(repo)
+
+
+@pytest.mark.parametrize(
+    ("slow", "sig"),
+    [
+        ("implementer", signal.SIGKILL),
+        ("subagent", signal.SIGKILL),
+        ("reviewer", signal.SIGKILL),
+        ("subagent", signal.SIGTERM),
+    ],
+)
+def test_a_killed_session_is_continued_by_the_next_board_run(
+    tmp_path: Path, uninterrupted: dict[str, object], slow: str, sig: signal.Signals
+) -> None:
+    repo = make_repo(tmp_path / "repo", toml=TOML)
+    proc = _drive(repo, slow)
+    deadline = time.monotonic() + 60
+    while not any(b"sleep 2;" in s.read_bytes() for s in _streams(repo)):
+        assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+        assert time.monotonic() < deadline, "the slow command never started"
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    (killed,) = _streams(repo)
+
+    again = _drive(repo, slow)
+    _, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err.decode()[-3000:]
+    assert _final(repo) == uninterrupted
+    assert git(repo, "status", "--porcelain") == ""
+
+    stream = next(s for s in _streams(repo) if s != killed)
+    events = list(read_events(stream))
+    resumed = [e for e in events if isinstance(e, RunResumed)]
+    assert resumed and all(e.from_run == killed.parent.name for e in resumed)
+    # the implementer is continued when it or its subagent was cut; so is that subagent
+    kinds = {"implementer": 1, "subagent": 2, "reviewer": 1}
+    assert len(resumed) == kinds[slow]
+    started = {e.session_id: e for e in events if isinstance(e, SessionStarted)}
+    for e in resumed:
+        assert e.session_id is not None and started[e.session_id].resumed
+        first = min(
+            t.turn or 0 for t in events if isinstance(t, TurnEvent) and t.session_id == e.session_id
+        )
+        assert first == e.turns + 1  # no turn before the checkpoint was asked for again
+    with Board(repo) as board:
+        detail = board.show(1)
+    rows = [h for h in detail.history if h.event == "session_resumed"]
+    assert [r.detail["from_run"] for r in rows] == [killed.parent.name]
+    assert [s.status for s in detail.sessions].count("abandoned") == 1
