@@ -277,6 +277,27 @@ class Interrupted:
                 out.append(i)
         return out
 
+    def passed_over(self, before: Sequence[int] = ()) -> list[int]:
+        """The script indices a scripted model continuing this run passes over.
+
+        Args:
+            before: those the run this one continued had passed over (its root
+                ``run_resumed`` event's ``passed_over``): this run was served the
+                others, in order.
+
+        Returns:
+            ``before`` and the script index of each of :meth:`kept_replies`, sorted.
+        """
+        skipped, kept = set(before), set(self.kept_replies())
+        out, index, served = set(skipped), 0, 0
+        while served < len(self.served):
+            if index not in skipped:
+                if served in kept:
+                    out.add(index)
+                served += 1
+            index += 1
+        return sorted(out)
+
     def subagents(self, under: str | None = None) -> int:
         """How many subagents it started: all, or those below session ``under``."""
         if under is None:

@@ -43,6 +43,7 @@ from gg.stream import (
     Event,
     IssueStateChanged,
     RunEnded,
+    RunResumed,
     RunStarted,
     SessionEnded,
     SessionStarted,
@@ -81,6 +82,8 @@ class ResumePoint:
         restored: the root session's conversation and counts.
         budget: the run's ``tokens``, ``cost`` and ``seconds`` spent.
         source: every session of the stream (subagents are continued too).
+        passed_over: the script indices a scripted model passes over
+            (:meth:`gg.checkpoint.Interrupted.passed_over`, over a crash loop's runs).
     """
 
     run_id: str
@@ -90,11 +93,12 @@ class ResumePoint:
     restored: Restored
     budget: dict[str, float]
     source: Interrupted
+    passed_over: tuple[int, ...] = ()
 
     @property
     def replies(self) -> int:
-        """How many model replies the continuing run does not ask for again."""
-        return len(self.source.kept_replies())
+        """How many model replies of the script the continuing run does not ask for again."""
+        return len(self.passed_over)
 
 
 _CHILDREN_GRACE_S = 5.0
@@ -194,6 +198,9 @@ def load_resume_point(path: Path, seal_dir: Path | None = None) -> ResumePoint:
     if earlier is None:
         raise ResumeRefused("not resumed: the stream has no checkpoint (an older gg wrote it)")
     last = next(e for e in reversed(events) if isinstance(e, Checkpoint) and e.session_id == sid)
+    before = next(
+        (e.passed_over for e in events if isinstance(e, RunResumed) and e.session_id is None), []
+    )
     return ResumePoint(
         run_id=started.run_id,
         stream=path,
@@ -202,6 +209,7 @@ def load_resume_point(path: Path, seal_dir: Path | None = None) -> ResumePoint:
         restored=earlier.restored,
         budget=last.budget,
         source=source,
+        passed_over=tuple(source.passed_over(before)),
     )
 
 
@@ -210,7 +218,8 @@ async def _go_on(run: Run, point: ResumePoint) -> SessionResult:
     restored, s = point.restored, point.session
     sid = s.session_id or "s1"
     run.continuations.bind(sid, point.source, sid)
-    run.emit(run.continuations.event(run.run_id, sid).model_copy(update={"session_id": None}))
+    event = run.continuations.event(run.run_id, sid)
+    run.emit(event.model_copy(update={"session_id": None, "passed_over": [*point.passed_over]}))
     run.budget.tokens += int(point.budget.get("tokens", 0))
     run.budget.cost += float(point.budget.get("cost", 0.0))
     run.budget.started -= float(point.budget.get("seconds", 0.0))
@@ -290,5 +299,5 @@ def resume_run(
     )
     same_model = model is None or model == settings.model.spec
     if same_model and isinstance(agent.model, ScriptedModel):
-        agent.model.pass_over(point.source.kept_replies())
+        agent.model.pass_over(point.passed_over)
     return asyncio.run(agent.arun_session(lambda run: _go_on(run, point), signals=signals))

@@ -331,6 +331,9 @@ class RunResumed(_Base):
     resumed_session: str
     turns: int
     messages: int
+    passed_over: list[int] = Field(default_factory=list)
+    """The replies of a scripted model's script (indices from 0) the run does not ask for
+    again, those the runs it continues were served included (a crash loop)."""
 
 
 class RetryEvent(_Base):
