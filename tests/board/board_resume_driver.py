@@ -5,12 +5,15 @@ continued session is answered as the uninterrupted one was). The implementer
 writes, spawns a subagent, runs a command and finishes; the subagent writes,
 runs a command and finishes; the reviewer runs a command and approves.
 ``GG_TEST_SLOW=implementer|subagent|reviewer`` makes that session's command
-sleep 2 s, so the test can kill the process while it runs.
+sleep 2 s, so the test can kill the process while it runs;
+``GG_TEST_KILL_ON=TYPE:N`` makes the process SIGKILL itself right after the
+N-th stream event of that type is written.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ from gg.board import Board
 from gg.testing import FunctionModel, call
 
 SLOW = os.environ.get("GG_TEST_SLOW", "")
+KILL_ON = os.environ.get("GG_TEST_KILL_ON", "")
 SUBTASK = "Write DOC.md describing greet"
 
 
@@ -56,8 +60,28 @@ async def answer(messages: list[Any], tools: list[gg.ToolSpec]) -> gg.Reply:
     return call("finish", summary="Merged.")
 
 
+class Killer:
+    """A stream listener that SIGKILLs this process after the N-th event of a type."""
+
+    def __init__(self, spec: str) -> None:
+        kind, _, n = spec.partition(":")
+        self.kind, self.left = kind, int(n or 1)
+
+    def __call__(self, event: Any) -> None:
+        if self.kind and event.type == self.kind:
+            self.left -= 1
+            if self.left == 0:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+
 def main() -> int:
-    board = Board(Path(sys.argv[1]), model=FunctionModel(answer), reviewers=1, max_rounds=2)
+    board = Board(
+        Path(sys.argv[1]),
+        model=FunctionModel(answer),
+        reviewers=1,
+        max_rounds=2,
+        listeners=[Killer(KILL_ON)],
+    )
     if not board.list():
         board.add("Greet politely", body="greet('Ann') must return 'Hello, Ann!'.")
     return board.run(signals=True).exit_code

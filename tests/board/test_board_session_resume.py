@@ -28,10 +28,10 @@ DRIVER = Path(__file__).with_name("board_resume_driver.py")
 TOML = gg_toml(extra='\n[tools]\ncapabilities = ["files", "shell", "agents"]\n')
 
 
-def _drive(repo: Path, slow: str) -> subprocess.Popen[bytes]:
+def _drive(repo: Path, slow: str, kill_on: str = "") -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, str(DRIVER), str(repo)],
-        env={**os.environ, "GG_TEST_SLOW": slow},
+        env={**os.environ, "GG_TEST_SLOW": slow, "GG_TEST_KILL_ON": kill_on},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -111,3 +111,62 @@ def test_a_killed_session_is_continued_by_the_next_board_run(
     rows = [h for h in detail.history if h.event == "session_resumed"]
     assert [r.detail["from_run"] for r in rows] == [killed.parent.name]
     assert [s.status for s in detail.sessions].count("abandoned") == 1
+
+
+@pytest.mark.parametrize(
+    ("kill_on", "continued"),
+    [
+        ("checkpoint:2", 1),  # the implementer's first turn recorded, no subagent yet
+        ("checkpoint:3", 2),  # the subagent started and recorded its start
+        ("session_started:2", 1),  # the subagent started, before its first checkpoint
+        ("session_ended:1", 2),  # the subagent ended (replayed); its parent's turn not done
+        ("session_ended:2", 1),  # the implementer ended on the stream, not in the store
+        ("issue_state:2", 0),  # implemented and committed
+        ("session_ended:3", 1),  # the reviewer ended, its verdict not yet stored
+        ("gate_passed:4", 0),  # the merge agent's finish passed: the merge starts over
+        ("issue_state:4", 0),  # the merge recorded (done), the run not yet ended
+    ],
+)
+def test_a_board_run_killed_at_any_event_ends_as_an_uninterrupted_one(
+    tmp_path: Path, uninterrupted: dict[str, object], kill_on: str, continued: int
+) -> None:
+    repo = make_repo(tmp_path / "repo", toml=TOML)
+    proc = _drive(repo, "", kill_on)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, err.decode()[-3000:]
+    (killed,) = _streams(repo)
+    again = _drive(repo, "")
+    _, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err.decode()[-3000:]
+    assert b"Traceback" not in err
+    assert _final(repo) == uninterrupted
+    assert git(repo, "status", "--porcelain") == ""
+    with Board(repo) as board:
+        sessions = board.show(1).sessions
+    kinds = [s.kind for s in sessions if s.status == "ended"]
+    assert kinds.count("implementer") == 1 and kinds.count("reviewer") == 1
+    events = list(read_events(next(s for s in _streams(repo) if s != killed)))
+    resumed = [e for e in events if isinstance(e, RunResumed)]
+    assert len(resumed) == continued
+    for e in resumed:  # no turn a checkpoint recorded was asked for again
+        turns = [t.turn or 0 for t in events if isinstance(t, TurnEvent)]
+        mine = [
+            t.turn or 0 for t in events if isinstance(t, TurnEvent) and t.session_id == e.session_id
+        ]
+        assert turns and all(t > e.turns for t in mine)
+
+
+def test_gg_resume_refuses_a_board_run(tmp_path: Path) -> None:
+    """A board run is continued by ``gg board run``, never by ``gg resume`` (which would
+    work in an issue's worktree outside the board's store)."""
+    repo = make_repo(tmp_path / "repo", toml=TOML)
+    proc = _drive(repo, "", "checkpoint:2")
+    proc.communicate(timeout=120)
+    (killed,) = _streams(repo)
+    p = subprocess.run(
+        [sys.executable, "-m", "gg", "resume", killed.parent.name, "-w", str(repo)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 2 and "gg board run" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+    assert len(_streams(repo)) == 1
