@@ -170,3 +170,23 @@ def test_gg_resume_refuses_a_board_run(tmp_path: Path) -> None:
     assert p.returncode == 2 and "gg board run" in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
     assert len(_streams(repo)) == 1
+
+
+def test_an_implementer_whose_worktree_is_gone_starts_afresh(
+    tmp_path: Path, uninterrupted: dict[str, object]
+) -> None:
+    """Its files went with the worktree: continuing its conversation would build on files
+    that are not there, so the session starts again (the end state is the same)."""
+    repo = make_repo(tmp_path / "repo", toml=TOML)
+    proc = _drive(repo, "", "checkpoint:2")
+    proc.communicate(timeout=120)
+    (killed,) = _streams(repo)
+    worktree = repo / ".gg" / "worktrees" / "issue-1"
+    assert (worktree / "greet.py").read_text() != (repo / "greet.py").read_text()
+    git(repo, "worktree", "remove", "--force", str(worktree))
+    again = _drive(repo, "")
+    _, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err.decode()[-3000:]
+    assert _final(repo) == uninterrupted
+    events = list(read_events(next(s for s in _streams(repo) if s != killed)))
+    assert not [e for e in events if isinstance(e, RunResumed)]

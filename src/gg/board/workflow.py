@@ -37,6 +37,7 @@ marking it stuck (:class:`Pause`).
 from __future__ import annotations
 
 import asyncio
+import stat
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -152,6 +153,15 @@ def verdict_of(ending: gg.Ending | None, *, round: int, reviewer: int) -> Verdic
             round=round, reviewer=reviewer, call="request_changes", items=tuple(ending.items)
         )
     return None
+
+
+def _inode(path: Path) -> int | None:
+    """The inode of directory ``path`` (no link followed), ``None`` when there is none."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return st.st_ino if stat.S_ISDIR(st.st_mode) else None
 
 
 def _commit_message(issue: Issue, summary: str) -> str:
@@ -442,10 +452,12 @@ class IssueFlow:
     async def implement(self, issue: Issue) -> Issue:
         """``implementing``: the implementer finishes under the gate; gg commits (B2)."""
         git = self.ctx.git
+        before = _inode(self.worktree)
         await git.branch_worktree(self.worktree, self.branch, self.base)
+        kept = before is not None and _inode(self.worktree) == before  # not made again
         summary = self._finished_this_round(issue)
         if summary is None:
-            continued = self.interrupted("implementer", issue.round)
+            continued = self.interrupted("implementer", issue.round) if kept else None
             if continued is None:  # a half-done session restarts cleanly
                 await git.reset_clean(self.worktree)
             result = await self._implementer(issue, continued)
