@@ -464,8 +464,9 @@ class Run:
         mode = self.make_mode(spec)
         replayed = spec.restored is not None and spec.restored.over is not None
         if self.start_hooks and not replayed:  # they add to the system prompt (SPEC H1)
+            again = spec.resume is not None or spec.restored is not None
             event = StartEvent(role=spec.role, session_id=spec.session_id, workspace=spec.workspace,
-                               task=spec.task, resumed=spec.resume is not None)  # fmt: skip
+                               task=spec.task, resumed=again)  # fmt: skip
             added = await session_context(self.start_hooks, event, place=self.hook_place())
             if added:
                 spec = replace(spec, instructions=f"{spec.instructions}\n\n{added}".strip())
