@@ -190,3 +190,29 @@ def test_an_implementer_whose_worktree_is_gone_starts_afresh(
     assert _final(repo) == uninterrupted
     events = list(read_events(next(s for s in _streams(repo) if s != killed)))
     assert not [e for e in events if isinstance(e, RunResumed)]
+
+
+@pytest.mark.parametrize(
+    "kills", [("checkpoint:2", "checkpoint:3"), ("checkpoint:3", "checkpoint:2")]
+)
+def test_a_board_killed_again_while_it_continues_a_session(
+    tmp_path: Path, uninterrupted: dict[str, object], kills: tuple[str, str]
+) -> None:
+    """A crash loop: the run that continues a session is killed too; the third run
+    continues it from the second run's stream and ends as an uninterrupted run."""
+    repo = make_repo(tmp_path / "repo", toml=TOML)
+    for kill_on in kills:
+        proc = _drive(repo, "", kill_on)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == -signal.SIGKILL, err.decode()[-3000:]
+    first, second = _streams(repo)
+    last = _drive(repo, "")
+    _, err = last.communicate(timeout=120)
+    assert last.returncode == 0, err.decode()[-3000:]
+    assert _final(repo) == uninterrupted
+    third = next(s for s in _streams(repo) if s not in (first, second))
+    resumed = [e for e in read_events(third) if isinstance(e, RunResumed)]
+    assert resumed and {e.from_run for e in resumed} == {second.parent.name}
+    with Board(repo) as board:
+        rows = [h for h in board.show(1).history if h.event == "session_resumed"]
+    assert [r.detail["from_run"] for r in rows][:1] == [first.parent.name]
