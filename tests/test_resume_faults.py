@@ -109,3 +109,41 @@ def test_a_resumed_run_killed_again_is_resumed_again(workspace: Path, tmp_path: 
     result = json.loads(p.stdout)
     assert result["status"] == "ended" and result["ending"]["summary"] == "four lines"
     assert (workspace / "log.txt").read_text() == "a\nb\nc\nd\n"
+
+
+def test_a_resume_killed_before_it_began_leaves_the_run_resumable(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """``gg resume`` killed in its session-start hook (before its first checkpoint): the
+    run is not lost to a claim nobody can finish; a resume while one runs is refused."""
+    (workspace / "gg.toml").write_text(
+        '[[hooks.session_start]]\ncommand = "if [ -e slow-start ]; then sleep 30; fi"\n'
+    )
+    replies = [_cmd("echo a > a.txt"), _cmd("sleep 3; echo b > b.txt"), _finish("both")]
+    script = write_script(tmp_path / "r.json", replies)
+    runs = state_path(workspace) / "runs"
+    first = subprocess.Popen(
+        [*GG, "run", "t", "-w", str(workspace), "--model", f"scripted:{script}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    stream = _wait_for(runs, b"sleep 3;", first)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=30)
+    run_id = stream.parent.name
+    (workspace / "slow-start").write_text("")
+    resume = [*GG, "resume", run_id, "-w", str(workspace), "--json"]
+    early = subprocess.Popen(resume, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _wait_for(runs, b'"type":"run_resumed"', early)
+    time.sleep(0.5)  # in the session-start hook's sleep
+    meanwhile = subprocess.run(resume, capture_output=True, text=True, timeout=60)
+    assert meanwhile.returncode == 2 and "being resumed now" in meanwhile.stderr
+    early.send_signal(signal.SIGKILL)
+    early.wait(timeout=30)
+    (workspace / "slow-start").unlink()
+    p = subprocess.run(resume, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["ending"] == {"call": "finish", "summary": "both"}
+    assert (workspace / "b.txt").read_text() == "b\n"
+    again = subprocess.run(resume, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2 and "resumed already" in again.stderr
+    assert json.loads(p.stdout)["run_id"] in again.stderr

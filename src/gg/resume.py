@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -239,33 +241,92 @@ async def _go_on(run: Run, point: ResumePoint) -> SessionResult:
 
 
 RESUMED_MARK = "resumed"
-"""The file in a run's gg-private directory that says it was resumed once already."""
+"""The file in a run's gg-private directory that says it was resumed (by which run)."""
+
+_MARK_GRACE_S = 2.0
+"""How long a claim waits for a killed resume's lock on the mark to go (its children)."""
 
 
-def _claim(point: ResumePoint) -> None:
-    """Mark ``point``'s run as resumed, once: a second ``gg resume`` of it is refused.
+class _Claim:
+    """The claim of one ``gg resume`` on a run: at most one resume ever continues it.
 
-    Created with ``O_EXCL`` in the run's directory of gg's private state (found from the
-    verified stream's workspace and run id, never beside a stream path the caller gave:
-    a copy of the stream elsewhere must not resume the run a second time), so two
-    resumes started at once cannot both go on and repeat the run's side effects.
-
-    Raises:
-        ResumeRefused: the run was resumed already (resume the newer run instead), or
-            its state directory cannot be used.
+    The mark is a file in the run's directory of gg's private state (found from the
+    verified stream's workspace and run id, never beside a stream path the caller
+    gave: a copy of the stream elsewhere must not resume the run a second time). The
+    resuming process holds an ``flock`` on it while it runs, and writes the new run's
+    id into it once that run's stream holds its first checkpoint of the session; from
+    then on the run is resumed (resume the new run instead). A resume killed before
+    that leaves an empty mark nobody holds: the next ``gg resume`` takes the run over.
     """
-    try:
-        mark = run_dir(Path(point.started.workspace), point.run_id) / RESUMED_MARK
-        fd = open_private(mark, os.O_WRONLY | os.O_EXCL, create=True)
-    except FileExistsError:
-        raise ResumeRefused(
-            f"not resumed: run {point.run_id} was resumed already; resume the run that "
-            "continued it instead (its id is on the first resume's output and stream)"
-        ) from None
-    except (OSError, UserError) as e:
-        why = e.strerror if isinstance(e, OSError) else str(e)
-        raise ResumeRefused(f"not resumed: cannot mark run {point.run_id} ({why})") from None
-    os.close(fd)
+
+    def __init__(self, point: ResumePoint) -> None:
+        self.point = point
+        self.fd: int | None = None
+        self._done = False
+
+    def take(self) -> None:
+        """Claim the run.
+
+        Raises:
+            ResumeRefused: it was resumed already, is being resumed now, or its state
+                directory cannot be used.
+        """
+        run_id = self.point.run_id
+        try:
+            mark = run_dir(Path(self.point.started.workspace), run_id) / RESUMED_MARK
+            try:
+                fd = open_private(mark, os.O_RDWR, create=True)
+            except FileExistsError:
+                fd = open_private(mark, os.O_RDWR)
+        except (OSError, UserError) as e:
+            why = e.strerror if isinstance(e, OSError) else str(e)
+            raise ResumeRefused(f"not resumed: cannot mark run {run_id} ({why})") from None
+        self.fd = fd
+        if not self._lock(fd):
+            self.release()
+            raise ResumeRefused(f"not resumed: run {run_id} is being resumed now by another gg")
+        by = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+        if by:
+            self.release()
+            raise ResumeRefused(
+                f"not resumed: run {run_id} was resumed already (by run {by}); resume the "
+                "run that continued it instead"
+            )
+
+    @staticmethod
+    def _lock(fd: int) -> bool:
+        deadline = time.monotonic() + _MARK_GRACE_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.05)
+
+    def listener(self, session_id: str) -> Callable[[Event], None]:
+        """A stream listener of the new run that seals the claim.
+
+        At the new run's first checkpoint of ``session_id``, its run id goes into the
+        mark (a failed write leaves the claim open for the next resume).
+        """
+
+        def seen(event: Event) -> None:
+            if self._done or self.fd is None:
+                return
+            if isinstance(event, Checkpoint) and event.session_id == session_id:
+                with contextlib.suppress(OSError):
+                    os.pwrite(self.fd, event.run_id.encode(), 0)
+                self._done = True
+
+        return seen
+
+    def release(self) -> None:
+        """Let go of the mark (the process's end does it too)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def resume_run(
@@ -288,16 +349,20 @@ def resume_run(
     Raises:
         UserError: the settings or the workspace are no longer usable.
     """
-    _claim(point)
-    settings = settings_from_dict(point.started.settings, source=f"the stream {point.stream}")
-    agent = Agent(
-        model=model,
-        workspace=Path(point.started.workspace),
-        settings=settings,
-        listeners=listeners,
-        trust_config=trust_config,
-    )
-    same_model = model is None or model == settings.model.spec
-    if same_model and isinstance(agent.model, ScriptedModel):
-        agent.model.pass_over(point.passed_over)
-    return asyncio.run(agent.arun_session(lambda run: _go_on(run, point), signals=signals))
+    claim = _Claim(point)
+    claim.take()
+    try:
+        settings = settings_from_dict(point.started.settings, source=f"the stream {point.stream}")
+        agent = Agent(
+            model=model,
+            workspace=Path(point.started.workspace),
+            settings=settings,
+            listeners=(*listeners, claim.listener(point.session.session_id or "s1")),
+            trust_config=trust_config,
+        )
+        same_model = model is None or model == settings.model.spec
+        if same_model and isinstance(agent.model, ScriptedModel):
+            agent.model.pass_over(point.passed_over)
+        return asyncio.run(agent.arun_session(lambda run: _go_on(run, point), signals=signals))
+    finally:
+        claim.release()
