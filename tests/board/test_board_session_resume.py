@@ -193,7 +193,12 @@ def test_an_implementer_whose_worktree_is_gone_starts_afresh(
 
 
 @pytest.mark.parametrize(
-    "kills", [("checkpoint:2", "checkpoint:3"), ("checkpoint:3", "checkpoint:2")]
+    "kills",
+    [
+        ("checkpoint:2", "checkpoint:3"),
+        ("checkpoint:3", "checkpoint:2"),
+        ("checkpoint:2", "run_resumed:1"),  # killed as it began to continue the session
+    ],
 )
 def test_a_board_killed_again_while_it_continues_a_session(
     tmp_path: Path, uninterrupted: dict[str, object], kills: tuple[str, str]
@@ -212,7 +217,8 @@ def test_a_board_killed_again_while_it_continues_a_session(
     assert _final(repo) == uninterrupted
     third = next(s for s in _streams(repo) if s not in (first, second))
     resumed = [e for e in read_events(third) if isinstance(e, RunResumed)]
-    assert resumed and {e.from_run for e in resumed} == {second.parent.name}
+    source = first if kills[1].startswith("run_resumed") else second
+    assert resumed and {e.from_run for e in resumed} == {source.parent.name}
     with Board(repo) as board:
         rows = [h for h in board.show(1).history if h.event == "session_resumed"]
     assert [r.detail["from_run"] for r in rows][:1] == [first.parent.name]

@@ -333,31 +333,38 @@ class IssueFlow:
     ) -> Interruption | None:
         """The session of this step a killed run left running, if it can be continued.
 
-        The step's last session record must be ``abandoned`` with its stream id, and
-        its run's stream must verify against its seal (:func:`gg.resume.verified_events`)
-        and hold a checkpoint of it; otherwise ``None`` (the step starts its session
-        afresh) and the observers are told why.
+        The step's last session records that are ``abandoned`` are tried, newest
+        first (a run killed while it began to continue one left a record with no
+        checkpoint yet): the first whose run's stream verifies against its seal
+        (:func:`gg.resume.verified_events`) and holds a checkpoint of it. ``None``
+        when there is none (the step starts its session afresh; the observers are
+        told why).
         """
         same = [
             s
             for s in self.ctx.store.detail(self.number).sessions
             if s.kind == kind and s.round == round and s.reviewer == reviewer
         ]
-        last = same[-1] if same else None
-        if last is None or last.status != "abandoned" or last.session_id is None:
-            return None
-        try:
-            path = run_dir(self.ctx.workspace, last.run_id) / "stream.jsonl"
-            events = verified_events(path)
-            source = Interrupted.of(events, run_id=last.run_id, stream=path)
-        except (UserError, OSError) as e:
-            self._fresh(f"cannot continue its {kind} session of run {last.run_id}: {e}")
-            return None
-        earlier = source.sessions.get(last.session_id)
-        if earlier is None:
-            self._fresh(f"run {last.run_id} has no checkpoint of its {kind} session")
-            return None
-        return Interruption(source=source, earlier=earlier, record=last.id)
+        why = None
+        for last in reversed(same):
+            if last.status != "abandoned":
+                break
+            if last.session_id is None:
+                continue
+            try:
+                path = run_dir(self.ctx.workspace, last.run_id) / "stream.jsonl"
+                events = verified_events(path)
+                source = Interrupted.of(events, run_id=last.run_id, stream=path)
+            except (UserError, OSError) as e:
+                why = f"cannot continue its {kind} session of run {last.run_id}: {e}"
+                continue
+            earlier = source.sessions.get(last.session_id)
+            if earlier is not None:
+                return Interruption(source=source, earlier=earlier, record=last.id)
+            why = f"run {last.run_id} has no checkpoint of its {kind} session"
+        if why is not None:
+            self._fresh(why)
+        return None
 
     def _fresh(self, why: str) -> None:
         """Tell the observers an interrupted session starts again, and why."""
