@@ -10,6 +10,7 @@ other goes on from its checkpoint, and the result equals an uninterrupted run's.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -20,9 +21,11 @@ from typing import Any
 import pytest
 
 import gg
+import resume_driver
 from gg.resume import load_resume_point, resume_run
 from gg.state import state_path
 from gg.stream import RunResumed, SessionEnded, SessionStarted, TurnEvent, read_events
+from gg.testing import FunctionModel
 from support import write_script
 
 GG = [sys.executable, "-m", "gg"]
@@ -143,3 +146,39 @@ def test_a_subagent_the_resumed_model_does_not_ask_for_starts_afresh(tmp_path: P
     assert len(sub) == 1 and not sub[0].resumed and sub[0].task == "task C"
     tool_results = [json.loads(e.model_dump_json()) for e in events if e.type == "tool_result"]
     assert any("C done" in json.dumps(r) for r in tool_results)
+
+
+@pytest.mark.parametrize(
+    "kill_on",
+    ["session_started:3", "checkpoint:4", "checkpoint:6", "session_ended:1", "session_ended:2"],
+)
+def test_concurrent_subagents_killed_at_any_event_resume_as_uninterrupted(
+    tmp_path: Path, kill_on: str
+) -> None:
+    """spawn_all's subagents, the process SIGKILLed right after an event: resumed (a
+    function model, answering by conversation), the root's conversation, the files and
+    each command's effects equal an uninterrupted run's."""
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    plain = resume_driver.agent(clean).run("coordinate")
+    assert plain.status == "ended"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    proc = subprocess.run(
+        [sys.executable, resume_driver.__file__, str(ws)],
+        env={**os.environ, "GG_TEST_KILL_ON": kill_on}, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    (stream,) = (state_path(ws) / "runs").glob("*/stream.jsonl")
+    result = resume_run(load_resume_point(stream), model=FunctionModel(resume_driver.answer))
+    assert result.status == "ended" and result.ending == plain.ending
+    assert result.session.messages == plain.session.messages
+    assert _files(ws) == _files(clean)
+    events = list(read_events(result.stream))
+    for e in events:  # no session was asked again for a turn its checkpoint held
+        if isinstance(e, RunResumed):
+            sid = e.session_id or "s1"
+            asked = [
+                t.turn or 0 for t in events if isinstance(t, TurnEvent) and t.session_id == sid
+            ]
+            assert all(t > e.turns for t in asked), (sid, e.turns, asked)

@@ -34,7 +34,7 @@ from gg.checkpoint import Interrupted, Restored
 from gg.config import settings_from_dict
 from gg.endings import Role
 from gg.errors import UserError
-from gg.models.base import UserMessage
+from gg.models.base import Model, UserMessage
 from gg.models.scripted import ScriptedModel
 from gg.run import Run
 from gg.seal import Checker, StreamAltered, Verdict
@@ -332,7 +332,7 @@ class _Claim:
 def resume_run(
     point: ResumePoint,
     *,
-    model: str | None = None,
+    model: str | Model | None = None,
     trust_config: bool = False,
     signals: bool = False,
     listeners: tuple[Any, ...] = (),
@@ -341,7 +341,9 @@ def resume_run(
 
     Args:
         point: from :func:`load_resume_point`.
-        model: another model spec (default: the interrupted run's).
+        model: another model spec, or a :class:`gg.models.base.Model` (default: the
+            interrupted run's spec; a scripted model of it passes over the replies
+            the interrupted run was served).
         trust_config: as ``gg run --trust-config``.
         signals: SIGINT/SIGTERM/SIGHUP stop it cleanly (:mod:`gg.signals`).
         listeners: stream listeners (the live view).
