@@ -9,8 +9,20 @@ covers them like every event; ``gg resume`` (:mod:`gg.resume`) rebuilds the
 conversation from them with :func:`message_from_record` and the counts with
 :func:`restore_counts`.
 
+The counts include the mode's progress heuristics (``progress``:
+:meth:`gg.progress.Progress.state`), so a resumed session counts repeated calls
+and gives the ending reminder as the uninterrupted one would have.
+
 A turn cut off by a crash or a signal has no checkpoint: resuming redoes it
 from its start (its declarations were per turn and die with it, SPEC S8).
+
+Continuing (``gg resume``, a board run): :class:`Interrupted` reads every
+session of an interrupted run's verified stream (:class:`Earlier`), and a new
+run's :class:`Continuations` binds its sessions to them: the root (or a board
+session) explicitly, a subagent when its parent, continued, spawns it again
+with the same task. A session that had ended is replayed as it ended; one
+that had not goes on from its last checkpoint. Only the replies of turns no
+checkpoint recorded are asked for again (:meth:`Interrupted.kept_replies`).
 """
 
 from __future__ import annotations

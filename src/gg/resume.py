@@ -2,19 +2,26 @@
 
 The stream is verified against its seal first (issue 9 item 3): a stream
 altered or truncated after gg wrote it, or one whose key is not in gg's state
-on this machine, is refused; so is a run still being written, a run whose
-root session already ended, and a stream without checkpoints.
+on this machine, is refused; so is a run still being written (a killed run's
+children that still hold its lock are given a few seconds to go), a run whose
+root session already ended, a board run (``gg board run`` continues those),
+and a stream without checkpoints.
 
 From the verified events gg takes: the run's effective settings
 (``run_started``), the root session's role, mode and language
 (``session_started``), its conversation, rebuilt from its ``checkpoint``
-events (:mod:`gg.checkpoint`), its ceiling counts and the run's budget spent
-(tokens, cost, seconds) from the last of them. A new run (its own id, stream
-and seal: a sealed stream is never appended to) starts with a ``run_resumed``
-event naming the run it continues, and the root session goes on from the
-turn after its last checkpoint: a turn a crash cut off is done again from its
-start. A scripted model with the same spec passes over the replies the
-interrupted run had already served up to that checkpoint.
+events (:mod:`gg.checkpoint`), its ceiling counts and progress heuristics and
+the run's budget spent (tokens, cost, seconds) from the last of them. A new run
+(its own id, stream and seal: a sealed stream is never appended to) starts with
+a ``run_resumed`` event naming the run it continues, and the root session goes
+on from the turn after its last checkpoint: a turn a crash cut off is done again
+from its start. Subagents it spawns again there continue their earlier selves
+(:class:`gg.checkpoint.Continuations`). A scripted model with the same spec
+passes over the replies of every turn a checkpoint recorded, over a crash
+loop's runs too (``run_resumed``'s ``passed_over``).
+
+A run is resumed once (:class:`_Claim`): the claim is sealed by the new run's
+first checkpoint, so a resume killed before that leaves the run resumable.
 """
 
 from __future__ import annotations
