@@ -128,11 +128,10 @@ def test_the_resumed_conversation_is_the_uninterrupted_one(
     point = load_resume_point(stream)
     result = resume_run(point)
     assert result.status == "ended"
-    # The progress heuristics (repeat counts, the ending reminder) start afresh in a
-    # resumed session, so only the reminder text after a result may differ (README).
-    assert _without_reminders(result.session.messages) == _without_reminders(
-        uninterrupted.session.messages
-    )
+    # the progress heuristics came back too: the ending reminders are the same
+    assert result.session.messages == uninterrupted.session.messages
+    reminded = _without_reminders(result.session.messages) != result.session.messages
+    assert reminded  # the comparison covers a reminder given after the resume
     # the error turn before the kill point is not lost: counts came back from the stream
     assert result.session.turns == uninterrupted.session.turns
 
@@ -189,3 +188,32 @@ def test_resume_refuses_a_stream_without_its_key(workspace: Path, tmp_path: Path
         os.unlink(stream.parent / name)
     p = subprocess.run([*GG, "resume", str(copy)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 4, p.stderr
+
+
+def test_repeat_counts_survive_a_resume(workspace: Path, tmp_path: Path) -> None:
+    """The same read twice, then a kill while the agent-stop hook runs: the same read once
+    more after resuming is a repeated_call, as it would have been without the kill."""
+    (workspace / "gg.toml").write_text(
+        '[ceilings]\nrepeated_calls = 2\n\n[[hooks.agent_stop]]\ncommand = "sleep 30; exit 2"\n'
+    )
+    read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]}
+    finish = {"tool_calls": [{"name": "finish", "arguments": {"summary": "read it"}}]}
+    script = write_script(tmp_path / "r.json", [read, read, finish])
+    proc = subprocess.Popen(
+        [*GG, "run", "t", "-w", str(workspace), "--model", f"scripted:{script}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not any(b'"type":"ending_declared"' in s.read_bytes() for s in _streams(workspace)):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    (stream,) = _streams(workspace)
+    point = load_resume_point(stream)
+    assert point.restored.turn == 2
+    other = write_script(tmp_path / "more.json", [read])
+    result = resume_run(point, model=f"scripted:{other}")
+    events = list(read_events(result.stream))
+    kinds = [e.kind for e in events if e.type == "error_turn"]
+    assert kinds == ["repeated_call"], kinds

@@ -119,6 +119,8 @@ DATA_LINES = 1
 
 _PY_LINE = re.compile(r'(File "<program>", line )(\d+)')
 _JS_LINE = re.compile(r"(program\.js:)(\d+)")
+_JS_FRAME = re.compile(r"(?m)^( *)(\d+)(?= \| )")
+"""The line-number gutter of Deno's code frame under a compile error (``3 | code``)."""
 
 
 def file_lines(text: str, offset: int) -> str:
@@ -128,7 +130,8 @@ def file_lines(text: str, offset: int) -> str:
     script's own file (never below 1).
 
     Args:
-        text: Python (``File "<program>", line N``) or Deno (``program.js:N:M``) output.
+        text: Python (``File "<program>", line N``) or Deno (``program.js:N:M``, and
+            the ``N | code`` gutter of its code frames) output.
         offset: lines added before the script.
     """
     if not offset:
@@ -137,7 +140,7 @@ def file_lines(text: str, offset: int) -> str:
     def back(match: re.Match[str]) -> str:
         return f"{match.group(1)}{max(1, int(match.group(2)) - offset)}"
 
-    return _JS_LINE.sub(back, _PY_LINE.sub(back, text))
+    return _JS_FRAME.sub(back, _JS_LINE.sub(back, _PY_LINE.sub(back, text)))
 
 
 def with_data(source: str, language: Language, *, name: str, data: Any) -> str:

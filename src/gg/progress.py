@@ -21,6 +21,11 @@ counted: a blocked ending is declared again by design (SPEC S12).
 done, for the per-turn reminder (:func:`gg.prompts.ending_reminder`): a
 command that passed (``exit code: 0``) after the last write; for a reviewer, a
 command it ran; or the last two turns made only calls it had made before.
+
+**Resuming.** :meth:`Progress.state` is what a session's ``checkpoint`` event
+keeps of it (issue 12 item 4) and :meth:`Progress.restore` puts it back, so a
+session ``gg resume`` (or a board run) continues counts repeats and gives the
+reminder exactly as the uninterrupted session would have.
 """
 
 from __future__ import annotations
@@ -30,10 +35,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gg.errors import UserError
+
 __all__ = ["Progress", "call_key"]
 
 _PASSED = re.compile(r"\Aexit code: 0\b")
 _STALE_TURNS = 2
+_FLAGS = ("wrote", "checked", "fresh")
 
 
 def call_key(name: str, arguments: Any) -> str:
@@ -132,3 +140,49 @@ class Progress:
         if self._stale >= _STALE_TURNS:
             return f"your last {self._stale} turns only repeated calls you had already made"
         return None
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps of this record (JSON): counts, flags, stale turns.
+
+        Returns:
+            ``{"counts": {call key: times}, "wrote", "checked", "fresh": bool,
+            "stale": int, "last_read": str | None}``.
+        """
+        return {
+            "counts": dict(self._counts),
+            "wrote": self._wrote,
+            "checked": self._checked,
+            "fresh": self._fresh,
+            "stale": self._stale,
+            "last_read": self.last_read,
+        }
+
+    def restore(self, state: object) -> None:
+        """Put back what :meth:`state` returned (a resumed session, issue 12 item 4).
+
+        Args:
+            state: the checkpoint's ``progress`` object.
+
+        Raises:
+            UserError: ``state`` is not of :meth:`state`'s shape (nothing is changed).
+        """
+        if not isinstance(state, dict):
+            raise UserError("a checkpoint holds malformed progress counts (not an object)")
+        counts, stale, last = state.get("counts"), state.get("stale"), state.get("last_read")
+        flags = [state.get(f) for f in _FLAGS]
+        if (
+            not isinstance(counts, dict)
+            or not all(isinstance(k, str) and _count(v) for k, v in counts.items())
+            or not _count(stale)
+            or not all(isinstance(f, bool) for f in flags)
+            or not (last is None or isinstance(last, str))
+        ):
+            raise UserError("a checkpoint holds malformed progress counts")
+        self._counts = dict(counts)
+        self._wrote, self._checked, self._fresh = (bool(f) for f in flags)
+        self._stale, self.last_read = int(stale or 0), last
+
+
+def _count(value: object) -> bool:
+    """A count: a non-negative int that is not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from gg import trust
 from gg.ceilings import Budget, Ceilings
+from gg.checkpoint import Continuations, Restored
 from gg.config import Settings
 from gg.disk import disk_full, is_disk_full
 from gg.endings import Language, OutputType, Role
@@ -177,6 +178,8 @@ class Run:
     def _init_bookkeeping(self) -> None:
         """Counters and caches of a new run: sessions, overviews, skills, its outcome."""
         self._sessions = 0
+        self.continuations = Continuations()
+        """Earlier sessions this run goes on with (``gg resume``, a board run; issue 12)."""
         self._overviews: dict[Path, str] = {}
         self._skills: dict[Path, str] = {}
         self.ended: tuple[Literal["ended", "stopped"], str | None, int] | None = None
@@ -460,6 +463,8 @@ class Run:
         resume: SessionResult | None = None,
         depth: int = 0,
         output: OutputType | None = None,
+        session_id: str | None = None,
+        restored: Restored | None = None,
     ) -> SessionResult:
         """Run one session of this run to its ending or a ceiling.
 
@@ -478,20 +483,25 @@ class Run:
             depth: 0 for a root session; a subagent's is its parent's + 1 (SPEC T2).
             output: the type a Standard session's ``finish`` must carry as ``output``
                 (issue 14 item 4; :class:`gg.endings.OutputType`).
+            session_id: its id, taken with :meth:`new_session_id` (default: a new one).
+            restored: go on from an interrupted session's checkpoints (the board, issue 12).
         """
         s = self.settings.session
+        if session_id is None:
+            session_id = resume.session_id if resume is not None else self.new_session_id()
         spec = SessionSpec(
             task=task,
             role=Role(role) if role is not None else s.role,
             mode=mode or s.mode,
             language=language or s.language,
             workspace=workspace.resolve() if workspace is not None else self.workspace,
-            session_id=resume.session_id if resume is not None else self.new_session_id(),
+            session_id=session_id,
             parent=parent,
             resume=resume,
             depth=depth,
             instructions=extra_prompt,
             output=output,
+            restored=restored,
         )
         return await self.start(spec)
 
@@ -502,14 +512,36 @@ class Run:
             UserError: a malformed skill; gg.errors.SandboxError: code mode without a
                 working sandbox.
         """
+        spec = self._continued(spec)
         mode = self.make_mode(spec)
-        if self.start_hooks:  # session-start hooks add to the system prompt (SPEC H1)
+        replayed = spec.restored is not None and spec.restored.over is not None
+        if self.start_hooks and not replayed:  # they add to the system prompt (SPEC H1)
+            again = spec.resume is not None or spec.restored is not None
             event = StartEvent(role=spec.role, session_id=spec.session_id, workspace=spec.workspace,
-                               task=spec.task, resumed=spec.resume is not None)  # fmt: skip
+                               task=spec.task, resumed=again)  # fmt: skip
             added = await session_context(self.start_hooks, event, place=self.hook_place())
             if added:
                 spec = replace(spec, instructions=f"{spec.instructions}\n\n{added}".strip())
         return await run_session(self.env, spec, mode=mode, prompt=self.system_prompt(spec, mode))
+
+    def _continued(self, spec: SessionSpec) -> SessionSpec:
+        """``spec``, continuing the earlier subagent it stands for, if any (issue 12 item 4).
+
+        A subagent of a session that continues an interrupted one, spawned with the
+        same task as one the earlier session had spawned, goes on from that one's
+        last checkpoint (or ends as it had ended) instead of starting again
+        (:class:`gg.checkpoint.Continuations`); a ``run_resumed`` event says so.
+        """
+        if spec.restored is not None or spec.resume is not None:
+            return spec
+        earlier = self.continuations.claim(
+            parent=spec.parent, task=spec.task, session_id=spec.session_id
+        )
+        if earlier is None:
+            return spec
+        self.subagents_started -= 1  # the interrupted run's count has it already
+        self.emit(self.continuations.event(self.run_id, spec.session_id))
+        return replace(spec, restored=earlier.restored)
 
     async def spawn(
         self, task: str, *, parent: str | None, workspace: Path, depth: int

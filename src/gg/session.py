@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from gg.ceilings import Budget, Ceilings, Diagnosis, SessionCeilings
 from gg.checkpoint import Restored, make_checkpoint, restore_counts
-from gg.endings import Ending, Language, OutputType, Role
+from gg.endings import Ending, Language, OutputType, Role, ending_from_record
 from gg.errors import ModelError, ScriptExhausted
 from gg.hooks import Gate, HookPlace
 from gg.models.base import (
@@ -198,6 +198,8 @@ class _Loop:
         if spec.restored is not None:  # gg resume: go on where the stream's checkpoint left
             self.messages, self.turn = list(spec.restored.messages), spec.restored.turn
             self.blocked_total = restore_counts(self.ceilings, spec.restored.counts)
+            if "progress" in spec.restored.counts:  # an older stream's: they start afresh
+                mode.progress.restore(spec.restored.counts["progress"])
         self.saved = 0
         """Messages already recorded by this stream's checkpoints."""
 
@@ -221,6 +223,7 @@ class _Loop:
                 ceilings=self.ceilings,
                 blocked_total=self.blocked_total,
                 budget=env.budget,
+                progress=self.mode.progress.state(),
             )
         )
         self.saved = len(self.messages)
@@ -246,6 +249,19 @@ class _Loop:
             workspace=self.workspace,
             messages=self.messages,
         )
+
+    async def replay(self, over: SessionEnded) -> SessionResult:
+        """End as the earlier session this one continues ended; nothing is run again.
+
+        A subagent that ended before its parent's turn was cut off (issue 12 item 4):
+        the same ending, or the same stop and diagnosis, on this run's stream.
+        """
+        ending = None if over.ending is None else ending_from_record(over.ending)
+        diagnosis = None
+        if ending is None:
+            diagnosis = Diagnosis(ceiling=over.ceiling, message=over.diagnosis or "it stopped")
+        self.turn = over.turns
+        return await self.result(ending, diagnosis)
 
     async def ask(self) -> Reply | Diagnosis:
         tools = self.mode.offered_tools()
@@ -361,6 +377,8 @@ async def run_session(
         )
     )
     loop.checkpoint()
+    if spec.restored is not None and spec.restored.over is not None:
+        return await loop.replay(spec.restored.over)  # it had ended before the crash
     try:  # max_seconds is a hard wall-clock bound, inside a turn too (issue 12 item 2)
         async with asyncio.timeout(env.budget.seconds_left()) as bound:
             return await _turns(loop, mode)

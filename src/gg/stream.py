@@ -307,8 +307,9 @@ class Checkpoint(_Base):
 
     ``messages``: the conversation's messages added since this session's previous
     checkpoint on this stream (all of them in its first), each as
-    :func:`gg.resume.message_record` writes it; ``counts``: the session's ceiling
-    counts (:class:`gg.ceilings.SessionCeilings`) and ``blocked_total``; ``budget``:
+    :func:`gg.checkpoint.message_record` writes it; ``counts``: the session's ceiling
+    counts (:class:`gg.ceilings.SessionCeilings`), ``blocked_total`` and ``progress``
+    (:meth:`gg.progress.Progress.state`); ``budget``:
     the run's ``tokens``, ``cost`` and ``seconds`` spent so far. Sealed like every
     event, so ``gg resume`` trusts only what gg wrote.
     """
@@ -331,6 +332,9 @@ class RunResumed(_Base):
     resumed_session: str
     turns: int
     messages: int
+    passed_over: list[int] = Field(default_factory=list)
+    """The replies of a scripted model's script (indices from 0) the run does not ask for
+    again, those the runs it continues were served included (a crash loop)."""
 
 
 class RetryEvent(_Base):

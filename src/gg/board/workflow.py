@@ -17,8 +17,17 @@
 
 Crash safety (B5): a step can be cut anywhere and run again. The implementer
 of a round whose ``finish`` was recorded is not run again (its files are on
-disk; gg commits them); otherwise its worktree is reset and a fresh session
-starts. Recorded verdicts are kept; missing reviewers run again. After
+disk; gg commits them). An implementer or reviewer session a killed run left
+running is continued from the killed run's stream with :mod:`gg.resume`'s
+mechanism (issue 12 item 4): its conversation, ceiling counts and progress
+heuristics from its last checkpoint, its subagents too, in the worktree as it
+was left (a turn cut off is done again from its start), with a ``run_resumed``
+event and a ``session_resumed`` history row. Only when that stream cannot be
+verified or holds no checkpoint of it does the implementer's worktree get
+reset and a fresh session start. A merge agent always starts its step over
+(its merge worktree is rebuilt from the base branch's tip, so an earlier
+conversation would speak of files that are no longer there). Recorded verdicts
+are kept; missing reviewers run again. After
 changes are requested the implementer resumes its conversation, from memory
 or, after a restart, from the store. A model failure (no reply at all) or a
 run budget leaves the issue in its state for the next run instead of
@@ -28,6 +37,7 @@ marking it stuck (:class:`Pause`).
 from __future__ import annotations
 
 import asyncio
+import stat
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -41,12 +51,17 @@ from gg.board.merge import MergeGuard, merge_issue
 from gg.board.prompts import implement_task, review_task, rework_fresh_task, rework_task
 from gg.board.store import TERMINAL, Issue, IssueState, SessionKind, Store, Verdict
 from gg.board.transcript import dump_messages, resumable
+from gg.checkpoint import Earlier, Interrupted
 from gg.config import BoardSettings
+from gg.errors import UserError
+from gg.resume import verified_events
+from gg.state import run_dir
 from gg.stream import IssueStateChanged
 
 __all__ = [
     "CURRENT",
     "BoardContext",
+    "Interruption",
     "IssueFlow",
     "Pause",
     "Progress",
@@ -109,6 +124,21 @@ class BoardContext:
     """Set when the run must take no further steps (its budget is spent)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Interruption:
+    """An issue's session a killed board run left running, to continue (issue 12 item 4).
+
+    Attributes:
+        source: the killed run's verified stream.
+        earlier: the session in it.
+        record: its store record (``abandoned``).
+    """
+
+    source: Interrupted
+    earlier: Earlier
+    record: int
+
+
 def verdict_of(ending: gg.Ending | None, *, round: int, reviewer: int) -> Verdict | None:
     """The verdict a reviewer's typed ending carries (SPEC S11); never read from prose.
 
@@ -123,6 +153,15 @@ def verdict_of(ending: gg.Ending | None, *, round: int, reviewer: int) -> Verdic
             round=round, reviewer=reviewer, call="request_changes", items=tuple(ending.items)
         )
     return None
+
+
+def _inode(path: Path) -> int | None:
+    """The inode of directory ``path`` (no link followed), ``None`` when there is none."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return st.st_ino if stat.S_ISDIR(st.st_mode) else None
 
 
 def _commit_message(issue: Issue, summary: str) -> str:
@@ -246,8 +285,11 @@ class IssueFlow:
         workspace: Path,
         reviewer: int | None = None,
         resume: gg.SessionResult | None = None,
+        continued: Interruption | None = None,
     ) -> tuple[gg.SessionResult, Verdict | None]:
         """Run one session of the run for this issue and record it (and a verdict).
+
+        ``continued``: the session goes on from a killed run's (:meth:`interrupted`).
 
         Returns:
             The session's result and, for a reviewer that ended, its verdict.
@@ -260,7 +302,11 @@ class IssueFlow:
         ctx.notify(Progress(issue=issue, activity=f"{label}: starting", event="session"))
         token = CURRENT.set(SessionSlot(issue=issue, label=label, record=record))
         try:
-            result = await ctx.run.session(task, role=role, workspace=workspace, resume=resume)
+            sid = None if continued is None else self._continue(continued, record)
+            result = await ctx.run.session(
+                task, role=role, workspace=workspace, resume=resume, session_id=sid,
+                restored=None if continued is None else continued.earlier.restored,
+            )  # fmt: skip
         finally:
             CURRENT.reset(token)
         verdict = None
@@ -281,6 +327,72 @@ class IssueFlow:
             Progress(issue=issue, activity=f"{label} {result.session_id}: {how}", event="session")
         )
         return result, verdict
+
+    def interrupted(
+        self, kind: SessionKind, round: int, reviewer: int | None = None
+    ) -> Interruption | None:
+        """The session of this step a killed run left running, if it can be continued.
+
+        The step's last session records that are ``abandoned`` are tried, newest
+        first (a run killed while it began to continue one left a record with no
+        checkpoint yet): the first whose run's stream verifies against its seal
+        (:func:`gg.resume.verified_events`) and holds a checkpoint of it. ``None``
+        when there is none (the step starts its session afresh; the observers are
+        told why).
+        """
+        same = [
+            s
+            for s in self.ctx.store.detail(self.number).sessions
+            if s.kind == kind and s.round == round and s.reviewer == reviewer
+        ]
+        why = None
+        for last in reversed(same):
+            if last.status != "abandoned":
+                break
+            if last.session_id is None:
+                continue
+            try:
+                path = run_dir(self.ctx.workspace, last.run_id) / "stream.jsonl"
+                events = verified_events(path)
+                source = Interrupted.of(events, run_id=last.run_id, stream=path)
+            except (UserError, OSError) as e:
+                why = f"cannot continue its {kind} session of run {last.run_id}: {e}"
+                continue
+            earlier = source.sessions.get(last.session_id)
+            if earlier is not None:
+                return Interruption(source=source, earlier=earlier, record=last.id)
+            why = f"run {last.run_id} has no checkpoint of its {kind} session"
+        if why is not None:
+            self._fresh(why)
+        return None
+
+    def _fresh(self, why: str) -> None:
+        """Tell the observers an interrupted session starts again, and why."""
+        issue = self.ctx.store.issue(self.number)
+        self.ctx.notify(Progress(issue=issue, activity=f"{why}; it starts again", event="session"))
+
+    def _continue(self, continued: Interruption, record: int) -> str:
+        """Bind a new session of the run to ``continued``; its id.
+
+        Writes the ``run_resumed`` event and the issue's ``session_resumed`` history row.
+        """
+        run, earlier, source = self.ctx.run, continued.earlier, continued.source
+        sid = run.new_session_id()
+        run.continuations.bind(sid, source, earlier.session_id)
+        run.subagents_started += source.subagents(under=earlier.session_id)
+        run.emit(run.continuations.event(run.run_id, sid))
+        self.ctx.store.transition(
+            self.number,
+            event="session_resumed",
+            detail={
+                "record": record,
+                "from_record": continued.record,
+                "from_run": source.run_id,
+                "from_session": earlier.session_id,
+                "turns": earlier.restored.turn,
+            },
+        )
+        return sid
 
     # -- steps -----------------------------------------------------------------------------
 
@@ -347,11 +459,15 @@ class IssueFlow:
     async def implement(self, issue: Issue) -> Issue:
         """``implementing``: the implementer finishes under the gate; gg commits (B2)."""
         git = self.ctx.git
+        before = _inode(self.worktree)
         await git.branch_worktree(self.worktree, self.branch, self.base)
+        kept = before is not None and _inode(self.worktree) == before  # not made again
         summary = self._finished_this_round(issue)
         if summary is None:
-            await git.reset_clean(self.worktree)  # a half-done session restarts cleanly
-            result = await self._implementer(issue)
+            continued = self.interrupted("implementer", issue.round) if kept else None
+            if continued is None:  # a half-done session restarts cleanly
+                await git.reset_clean(self.worktree)
+            result = await self._implementer(issue, continued)
             if not isinstance(result.ending, gg.Finish):
                 return self.stopped(result, "implementer")
             self.ctx.conversations[self.number] = result
@@ -365,14 +481,17 @@ class IssueFlow:
             detail={"commit": sha},
         )
 
-    async def _implementer(self, issue: Issue) -> gg.SessionResult:
+    async def _implementer(
+        self, issue: Issue, continued: Interruption | None = None
+    ) -> gg.SessionResult:
         label = f"implementer (round {issue.round})"
         go = self.go_round(issue)
         if go <= 1:
             task = implement_task(issue, branch=self.branch, base=self.base)
             result, _ = await self.session(
-                issue, kind="implementer", label=label, task=task, workspace=self.worktree
-            )
+                issue, kind="implementer", label=label, task=task, workspace=self.worktree,
+                continued=continued,
+            )  # fmt: skip
             return result
         items = self.requested(issue.round - 1)
         rounds = self.ctx.settings.max_rounds
@@ -395,6 +514,7 @@ class IssueFlow:
             task=task,
             workspace=self.worktree,
             resume=previous,
+            continued=continued,
         )
         return result
 
@@ -444,8 +564,9 @@ class IssueFlow:
             )
             label = f"reviewer {i}/{reviewers} (round {issue.round})"
             result, verdict = await self.session(
-                issue, kind="reviewer", label=label, task=task, workspace=self.view, reviewer=i
-            )
+                issue, kind="reviewer", label=label, task=task, workspace=self.view, reviewer=i,
+                continued=self.interrupted("reviewer", issue.round, i),
+            )  # fmt: skip
             if verdict is None:
                 return self.stopped(result, label)
             have[i] = verdict

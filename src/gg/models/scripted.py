@@ -168,6 +168,19 @@ class ScriptedModel:
         """
         self._next = min(self._next + max(count, 0), len(self._replies))
 
+    def pass_over(self, indices: Sequence[int]) -> None:
+        """Pass over the replies at ``indices`` (from 0, of those not served yet).
+
+        The replies a continued run had been served and does not ask for again
+        (``gg resume``, issue 12 item 4: :meth:`gg.checkpoint.Interrupted.kept_replies`);
+        the others are served in their order. Indices out of range are ignored.
+        """
+        drop = set(indices)
+        rest = self._replies[self._next :]
+        self._replies = self._replies[: self._next] + [
+            r for i, r in enumerate(rest) if i not in drop
+        ]
+
     async def respond(self, messages: list[Message], tools: list[ToolSpec]) -> Reply:
         """Serve the next reply.
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeAlias
 from gg.ceilings import ErrorKind
 from gg.endings import Declarations, Ending, Language, Role, TurnClose
 from gg.models.base import Message, Reply, ToolSpec
+from gg.progress import Progress
 from gg.stream import EndingRevoked, EndingSuperseded, Event, EventIds
 
 __all__ = ["Emit", "Mode", "TurnContext", "TurnOutcome", "close_turn"]
@@ -89,6 +90,8 @@ class Mode(Protocol):
 
     name: str
     language: Language
+    progress: Progress
+    """What the session has done so far (:mod:`gg.progress`); checkpoints keep its state."""
 
     def offered_tools(self) -> list[ToolSpec]:
         """The tools the model is offered each turn (SPEC M1, M2)."""
