@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +17,7 @@ import psycopg
 import pytest
 import typer
 from board_driver import answer as driver_answer
-from board_support import GREET_FIXED, TEST_GREET, git, make_repo
+from board_support import GREET_FIXED, TEST_GREET, gg_toml, git, make_repo
 from typer.testing import CliRunner
 
 import gg
@@ -24,6 +28,7 @@ from gg.board.sqlite import default_path
 from gg.board.store import IssueDetail, Store
 from gg.testing import FunctionModel
 from pgcluster import PgCluster, wait_for
+from support import write_script
 
 HERE = Path(__file__).parent
 S = IssueState
@@ -287,3 +292,85 @@ def test_migrate_copies_a_sqlite_board_into_postgres(tmp_path: Path, pg_url: str
     )
     with Board(repo) as board:
         assert isinstance(board.store, PostgresStore) and len(board.list()) == 2
+
+
+def test_the_cli_runs_a_board_whose_store_is_a_postgresql_url(tmp_path: Path, pg_url: str) -> None:
+    toml = gg_toml(extra=f'\n[board]\nstore = "{pg_url}?board=team"\n')
+    repo = make_repo(tmp_path / "repo", toml=toml)
+    runner = CliRunner()
+    added = runner.invoke(app, ["board", "add", "Greet politely", "-w", str(repo)])
+    assert added.exit_code == 0, added.stderr
+    script = write_script(
+        tmp_path / "replies.json",
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {"path": "greet.py", "content": GREET_FIXED},
+                    }
+                ]
+            },
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": "Fixed greet."}}]},
+            {"tool_calls": [{"name": "approve", "arguments": {}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": "Merged."}}]},
+        ],
+    )
+    ran = runner.invoke(
+        app, ["board", "run", "-w", str(repo), "--model", f"scripted:{script}", "--json"]
+    )
+    assert ran.exit_code == 0, ran.stderr
+    assert json.loads(ran.stdout)["status"] == "ended"
+    shown = runner.invoke(app, ["board", "show", "1", "-w", str(repo), "--json"])
+    detail = json.loads(shown.stdout)
+    assert detail["state"] == "done" and [s["kind"] for s in detail["sessions"]] == [
+        "implementer",
+        "reviewer",
+        "merge",
+    ]
+    assert not default_path(repo).exists()  # the board lives in PostgreSQL, board 'team'
+    store = PostgresStore(pg_url + "?board=team")
+    assert [i.state for i in store.issues()] == [S.DONE]
+    store.close()
+
+
+def test_an_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once closed
+    url = f"postgresql://gg:hunter2@127.0.0.1:{port}/db"
+    repo = make_repo(tmp_path / "repo", toml=gg_toml(extra=f'\n[board]\nstore = "{url}"\n'))
+    done = CliRunner().invoke(app, ["board", "list", "-w", str(repo)])
+    assert done.exit_code == 2
+    text = " ".join(done.stderr.split())
+    assert "board.store: cannot open" in text and "cannot reach the PostgreSQL board store" in text
+    assert "hunter2" not in text
+
+
+def test_a_runner_that_loses_its_claim_stops_that_issue(tmp_path: Path, pg_url: str) -> None:
+    repo = make_repo(tmp_path / "repo")
+    store = PostgresStore(pg_url)
+    stolen: list[bool] = []
+
+    async def answer(messages: list[Any], tools: list[gg.ToolSpec]) -> gg.Reply:
+        if not stolen:  # another runner took #1 over (as if this one's lease had run out)
+            stolen.append(True)
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                conn.execute(
+                    "UPDATE issues SET claimed_by = 'elsewhere', claimed_until = "
+                    "to_char((now() + interval '3 seconds') AT TIME ZONE 'UTC', "
+                    '\'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"\') WHERE number = 1'
+                )
+            await asyncio.sleep(30)  # still working when the heartbeat finds out
+        return await driver_answer(messages, tools)
+
+    board = Board(repo, store=store, model=FunctionModel(answer), reviewers=1, concurrency=1)
+    board.claim_lease_s, board.claim_poll_s = 0.6, 0.1
+    board.add("Greet politely")
+    started = time.monotonic()
+    result = board.run()
+    assert time.monotonic() - started < 25  # the sleeping session was cancelled
+    assert result.status == "stopped"
+    issue = store.issue(1)
+    assert issue.state is S.IMPLEMENTING and not issue.merge_sha
+    board.close()

@@ -211,3 +211,13 @@ def test_a_server_that_is_gone_stops_with_a_diagnosis(tmp_path: Path) -> None:
         again.close()
     finally:
         cluster.stop()
+
+
+def test_without_the_extra_the_store_names_it(monkeypatch: pytest.MonkeyPatch, pg_url: str) -> None:
+    import gg.board.postgres as module
+
+    monkeypatch.setattr(module, "psycopg", None)
+    with pytest.raises(
+        gg.UserError, match=r"needs the 'postgres' extra \(pip install 'gg\[postgres\]'\)"
+    ):
+        PostgresStore(pg_url)

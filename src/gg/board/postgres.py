@@ -209,6 +209,7 @@ class PostgresStore:
         self._conn: psycopg.Connection[Any] | None = None
         self._pending: tuple[str, object] | None = None
         self._lost: str | None = None
+        self._reached = False
         self._closed = False
         self._do(self._migrate, "migrate the schema")
         self._board: int = self._do(self._board_id, "open the board")
@@ -229,6 +230,7 @@ class PostgresStore:
                 connect_timeout=self._timeout,
                 application_name="gg-board",
             )
+            self._reached = True
         return self._conn
 
     def _drop(self) -> None:
@@ -264,8 +266,9 @@ class PostgresStore:
                         operation=what,
                     ) from None
             tries = len(self._delays) + 1
+            verb = "lost" if self._reached else "cannot reach"
             self._lost = (
-                f"lost the PostgreSQL board store {self.url!r}: could not {what} in {tries} "
+                f"{verb} the PostgreSQL board store {self.url!r}: could not {what} in {tries} "
                 f"tries over {sum(self._delays):g}s ({type(last).__name__}: "
                 f"{' '.join(str(last).split())})"
             )
