@@ -472,6 +472,7 @@ class Board:
                     workspace=self.workspace,
                     notify=self.notify,
                     guard=guard,
+                    merge_lock=self.merge_lock(),
                 )
                 taken = await self._schedule(ctx, k)
                 status, diagnosis = _outcome(taken, self.store.issues(), ctx.halt)
@@ -484,6 +485,14 @@ class Board:
             stream=run.stream.path,
             on_board=len(self.store.issues()),
         )
+
+    def merge_lock(self) -> asyncio.Lock:
+        """The lock every merge step of a run holds (B4): in-process by default.
+
+        Runners that share one base branch through a remote (:mod:`gg.board.raydispatch`)
+        return one that is also held across machines.
+        """
+        return asyncio.Lock()
 
     async def _recover(self, git: Git) -> None:
         """Clean up after a crash.
