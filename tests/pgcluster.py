@@ -98,6 +98,10 @@ class PgCluster:
         """The URI of ``database`` on this server (user ``gg``)."""
         return f"postgresql://gg@127.0.0.1:{self.port}/{database}"
 
+    def socket_url(self, url: str) -> str:
+        """``url`` (of this server) through its Unix socket, which network namespaces share."""
+        return url.replace(f"@127.0.0.1:{self.port}/", "@/") + f"?host={self.sock}&port={self.port}"
+
     def new_database(self) -> str:
         """Create an empty database; returns its URI."""
         name = f"t_{uuid.uuid4().hex[:12]}"

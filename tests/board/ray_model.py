@@ -53,11 +53,23 @@ def implementer(n: int, messages: list[Any]) -> gg.Reply:
     return call("finish", summary=f"Wrote issue_{n}.py.")
 
 
+async def _hang_once(n: int) -> None:
+    """``GG_TEST_HANG=DIR``: the first implementer of #4 writes its pid to DIR/pid and hangs."""
+    folder = os.environ.get("GG_TEST_HANG", "")
+    if n != 4 or not folder or os.path.exists(os.path.join(folder, "pid")):
+        return
+    with open(os.path.join(folder, "pid.tmp"), "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(os.path.join(folder, "pid.tmp"), os.path.join(folder, "pid"))
+    await asyncio.sleep(600)  # until the test SIGKILLs this worker
+
+
 async def answer(messages: list[Any], tools: list[gg.ToolSpec]) -> gg.Reply:
     job, n = job_of(messages)
     if job == "implement":
         if sum(1 for m in messages if m.role == "assistant") == 0:
             await asyncio.sleep(float(os.environ.get("GG_TEST_PAUSE_S", "0.5")))
+            await _hang_once(n)
         return implementer(n, messages)
     if job == "review":
         found = re.search(r"round (\d+)\)", messages[1].content)

@@ -1,48 +1,33 @@
-"""Ray dispatch on a local Ray cluster on 127.0.0.1 (issue 17): runners as tasks, own clones."""
+"""Ray dispatch on a local Ray cluster (issue 17): board runners as Ray tasks in their own clones.
+
+Each dispatched run is ``ray_case.py`` in a network namespace that has only the loopback
+interface, so no test traffic can leave the machine (Ray listens on every interface it
+sees); PostgreSQL is reached there through its Unix socket.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-import ray
 import ray_model
 from board_support import GREET_FIXED, TEST_GREET, gg_toml, git, make_repo
 
 from gg.board import Board, IssueState, SqliteStore
 from gg.board.postgres import PostgresStore
-from gg.board.raydispatch import dispatch
 from gg.board.sqlite import default_path
 from gg.board.store import Store
 from gg.testing import FunctionModel
+from pgcluster import PgCluster, wait_for
 
 HERE = Path(__file__).parent
 S = IssueState
 FILES = {"greet.py": GREET_FIXED, "test_greet.py": TEST_GREET, "shared.py": ray_model.SHARED}
-
-
-@pytest.fixture(scope="module")
-def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """A Ray cluster of this machine, every address 127.0.0.1, two worker CPUs."""
-    state = tmp_path_factory.mktemp("ray-state")
-    env = {
-        "PYTHONPATH": f"{HERE}:{HERE.parent}:{HERE.parents[1] / 'src'}",
-        "GG_STATE_HOME": str(state),
-        "GG_TEST_PAUSE_S": "1.0",
-    }
-    ray.init(
-        num_cpus=2,
-        _node_ip_address="127.0.0.1",
-        include_dashboard=False,
-        log_to_driver=False,
-        runtime_env={"env_vars": env},
-    )
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 def board_state(repo: Path, store: Store) -> dict[str, object]:
@@ -74,45 +59,102 @@ def on_sqlite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return state
 
 
-def test_a_board_on_ray_with_two_workers_ends_as_in_one_process(
-    tmp_path: Path, pg_url: str, local_ray: None, on_sqlite: dict[str, object]
-) -> None:
+def ray_board(tmp_path: Path, pg: PgCluster, pg_url: str) -> tuple[Path, Path, Path]:
+    """A bare remote, the driver's clone, a config outside it naming the board; five issues."""
     seed = make_repo(tmp_path / "seed", files=FILES)
     origin = tmp_path / "origin.git"
     git(tmp_path, "clone", "-q", "--bare", str(seed), str(origin))
     workspace = tmp_path / "driver"
     git(tmp_path, "clone", "-q", str(origin), str(workspace))
-    driver_toml = tmp_path / "driver.toml"  # outside the repository: its tree stays the same
-    driver_toml.write_text(gg_toml(extra=f'\n[board]\nstore = "{pg_url}"\n'))
+    toml = tmp_path / "driver.toml"  # outside the repository: its tree stays the reference's
+    toml.write_text(gg_toml(extra=f'\n[board]\nstore = "{pg.socket_url(pg_url)}"\n'))
     store = PostgresStore(pg_url)
     for title in ray_model.TITLES:
         store.add_issue(title)
-    board = Board(
-        workspace,
-        config=driver_toml,
-        model=FunctionModel(ray_model.answer),
-        reviewers=1,
-        max_rounds=2,
-    )
-    result = dispatch(board, address="local", workers=2, lease_s=10)
-    board.close()
-    assert result.exit_code == 0, [(i.number, i.state, i.diagnosis) for i in result.issues]
-    state = board_state(workspace, store)
-    assert state == on_sqlite
-    assert git(origin, "rev-parse", "main") == git(workspace, "rev-parse", "main")
-    runners = {}
-    for issue in store.issues():
-        claims = [h for h in store.detail(issue.number).history if h.event == "claimed"]
-        assert len(claims) == 1  # each issue claimed once
-        runners[issue.number] = claims[0].detail["runner"]
-        assert git(origin, "cat-file", "-t", issue.merge_sha or "") == "commit"
     store.close()
-    assert set(runners.values()) == {"ray-worker-1", "ray-worker-2"}
-    index = json.loads(result.index.read_text())
+    return origin, workspace, toml
+
+
+def run_case(tmp_path: Path, workspace: Path, toml: Path, **env: str) -> subprocess.Popen[bytes]:
+    """``ray_case.py`` in a network namespace with only loopback (``unshare --net``)."""
+    command = ["unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
+    command += [sys.executable, str(HERE / "ray_case.py"), str(workspace), str(toml)]
+    return subprocess.Popen(
+        [*command, str(tmp_path / "out.json")],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def check_dispatched(
+    tmp_path: Path,
+    origin: Path,
+    workspace: Path,
+    pg_url: str,
+    on_sqlite: dict[str, object],
+    *,
+    killed: bool = False,
+) -> dict[int, list[str]]:
+    """The end state is the reference's; returns each issue's claiming runners.
+
+    ``killed``: a worker died, so the index holds its retry's run only, not the dead
+    attempt's (whose stream stayed on that worker).
+    """
+    out = json.loads((tmp_path / "out.json").read_text())
+    store = PostgresStore(pg_url)
+    assert out["exit_code"] == 0, [(i.number, i.state, i.diagnosis) for i in store.issues()]
+    assert board_state(workspace, store) == on_sqlite
+    assert git(origin, "rev-parse", "main") == git(workspace, "rev-parse", "main")
+    runners: dict[int, list[str]] = {}
+    for issue in store.issues():
+        history = store.detail(issue.number).history
+        runners[issue.number] = [h.detail["runner"] for h in history if h.event == "claimed"]
+        assert git(origin, "cat-file", "-t", issue.merge_sha or "") == "commit"
+        assert not [s for s in store.detail(issue.number).sessions if s.status == "running"]
+    store.close()
+    index_path = Path(out["index"])
+    index = json.loads(index_path.read_text())
     assert [w["slot"] for w in index["workers"]] == [1, 2]
-    taken = sorted(n for w in index["workers"] for n in w["issues"])
-    assert taken == [1, 2, 3, 4, 5]
+    indexed = sorted(n for w in index["workers"] for n in w["issues"])
+    assert set(indexed) <= {1, 2, 3, 4, 5} and len(set(indexed)) == len(indexed)
+    assert killed or indexed == [1, 2, 3, 4, 5]
+    assert 4 in indexed  # the retry finished the killed worker's issue
     for worker in index["workers"]:
-        lines = (result.index.parent / worker["stream"]).read_text().splitlines()
+        lines = (index_path.parent / worker["stream"]).read_text().splitlines()
         events = [json.loads(line)["type"] for line in lines]
         assert events[0] == "run_started" and events[-1] == "run_ended"
+    return runners
+
+
+def test_a_board_on_ray_with_two_workers_ends_as_in_one_process(
+    tmp_path: Path, pg: PgCluster, pg_url: str, on_sqlite: dict[str, object]
+) -> None:
+    origin, workspace, toml = ray_board(tmp_path, pg, pg_url)
+    proc = run_case(tmp_path, workspace, toml)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    runners = check_dispatched(tmp_path, origin, workspace, pg_url, on_sqlite)
+    assert all(len(r) == 1 for r in runners.values())  # each issue claimed once
+    assert {r[0] for r in runners.values()} == {"ray-worker-1", "ray-worker-2"}
+
+
+def test_a_ray_worker_killed_mid_issue_is_retried_to_the_same_end(
+    tmp_path: Path, pg: PgCluster, pg_url: str, on_sqlite: dict[str, object]
+) -> None:
+    origin, workspace, toml = ray_board(tmp_path, pg, pg_url)
+    hang = tmp_path / "hang"
+    hang.mkdir()
+    proc = run_case(tmp_path, workspace, toml, GG_TEST_HANG=str(hang))
+    wait_for(lambda: (hang / "pid").exists() or proc.poll() is not None, 300)
+    assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+    os.kill(int((hang / "pid").read_text()), signal.SIGKILL)  # the worker running #4
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    runners = check_dispatched(tmp_path, origin, workspace, pg_url, on_sqlite, killed=True)
+    assert len(runners[4]) == 2 and len(set(runners[4])) == 1  # the retry reclaimed it
+    assert all(len(r) == 1 for n, r in runners.items() if n != 4)
+    store = PostgresStore(pg_url)
+    abandoned = [s for s in store.detail(4).sessions if s.status == "abandoned"]
+    store.close()
+    assert [(s.kind, s.round) for s in abandoned] == [("implementer", 1)]
