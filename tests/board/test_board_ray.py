@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 import ray_model
+import typer
 from board_support import GREET_FIXED, TEST_GREET, gg_toml, git, make_repo
+from typer.testing import CliRunner
 
 from gg.board import Board, IssueState, SqliteStore
+from gg.board.cli import board_app
 from gg.board.postgres import PostgresStore
 from gg.board.sqlite import default_path
 from gg.board.store import Store
@@ -158,3 +161,26 @@ def test_a_ray_worker_killed_mid_issue_is_retried_to_the_same_end(
     abandoned = [s for s in store.detail(4).sessions if s.status == "abandoned"]
     store.close()
     assert [(s.kind, s.round) for s in abandoned] == [("implementer", 1)]
+
+
+def test_the_cli_refuses_ray_without_a_shared_store_or_remote(
+    repo: Path, tmp_path: Path, pg_url: str
+) -> None:
+    runner = CliRunner()
+    done = runner.invoke(app, ["board", "run", "--ray", "local", "-w", str(repo)])
+    assert done.exit_code == 2 and "must be PostgreSQL" in " ".join(done.stderr.split())
+    toml = tmp_path / "pg.toml"
+    toml.write_text(gg_toml(extra=f'\n[board]\nstore = "{pg_url}"\n'))
+    done = runner.invoke(
+        app, ["board", "run", "--ray", "local", "-w", str(repo), "--config", str(toml)]
+    )
+    assert done.exit_code == 2 and "no remote 'origin'" in done.stderr
+
+
+app = typer.Typer()
+app.add_typer(board_app, name="board")
+
+
+@app.callback()
+def _root() -> None:
+    """The gg command, as far as these tests need it."""

@@ -28,6 +28,7 @@ from gg.board.board import Board, BoardResult, issue_json
 from gg.board.display import BoardDisplay, detail_view, issues_table
 from gg.board.errors import BoardError
 from gg.board.postgres import PostgresStore, StoreLost, is_postgres_url
+from gg.board.raydispatch import WorkerFailed, dispatch
 from gg.board.sqlite import default_path
 from gg.board.store import IssueDetail
 from gg.cliopts import TrustConfig
@@ -225,10 +226,23 @@ def run(
         ),
     ] = False,
     trust_config: TrustConfig = False,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Dispatch on a Ray cluster (ray://HOST:10001, HOST:6379, or 'local'): "
+            "--concurrency board runners as Ray tasks, each in its own clone of the 'origin' "
+            "remote, on a PostgreSQL store (the 'ray' extra).",
+        ),
+    ] = None,
 ) -> None:
     """Run every open or unfinished issue to done or stuck; resumes after a crash."""
     if concurrency is not None and concurrency < 1:
         raise _fail(f"--concurrency: must be at least 1, not {concurrency}")
+    if ray_address is not None:
+        _run_on_ray(ray_address, concurrency, workspace, config, model, max_turns, json_out)
+        return
     console = Console(stderr=json_out, highlight=False)
     display = BoardDisplay(console)
     board = _board(
@@ -251,6 +265,45 @@ def run(
         sys.stdout.write(inert_json(result.to_json()) + "\n")
     else:
         _print_result(console, result)
+    raise typer.Exit(result.exit_code)
+
+
+def _run_on_ray(
+    address: str,
+    workers: int | None,
+    workspace: Path,
+    config: Path | None,
+    model: str | None,
+    max_turns: int | None,
+    json_out: bool,
+) -> None:
+    """``gg board run --ray ADDRESS``: :func:`gg.board.raydispatch.dispatch`; exits 0 or 1."""
+    board = _board(
+        workspace,
+        config,
+        model=model,
+        ceilings={"max_turns": max_turns} if max_turns is not None else None,
+    )
+    try:
+        with board:
+            result = dispatch(
+                board, address=address, workers=workers or board.settings.board.concurrency
+            )
+    except gg.UserError as e:
+        raise _fail(str(e)) from None
+    except (gg.GGError, WorkerFailed) as e:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            line(("stopped:", "red"), f" {e}")
+        )
+        raise typer.Exit(1) from None
+    if json_out:
+        issues = [issue_json(i) for i in result.issues]
+        out = {"dispatch_id": result.dispatch_id, "index": str(result.index), "issues": issues}
+        sys.stdout.write(inert_json(out) + "\n")
+    else:
+        console = Console(highlight=False, soft_wrap=True)
+        console.print(issues_table(list(result.issues)))
+        console.print(line((f"{len(result.workers)} worker run(s); index: {result.index}", "dim")))
     raise typer.Exit(result.exit_code)
 
 
