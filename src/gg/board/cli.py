@@ -54,6 +54,16 @@ Workspace = Annotated[
 ]
 Config = Annotated[Path | None, typer.Option(help="A gg.toml to use instead of the workspace's.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="ADDRESS",
+        help="Dispatch on a Ray cluster (ray://HOST:10001, HOST:6379, or 'local'): "
+        "--concurrency board runners as Ray tasks, each in its own clone of the 'origin' "
+        "remote, on a PostgreSQL store (the 'ray' extra).",
+    ),
+]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -226,16 +236,7 @@ def run(
         ),
     ] = False,
     trust_config: TrustConfig = False,
-    ray_address: Annotated[
-        str | None,
-        typer.Option(
-            "--ray",
-            metavar="ADDRESS",
-            help="Dispatch on a Ray cluster (ray://HOST:10001, HOST:6379, or 'local'): "
-            "--concurrency board runners as Ray tasks, each in its own clone of the 'origin' "
-            "remote, on a PostgreSQL store (the 'ray' extra).",
-        ),
-    ] = None,
+    ray_address: RayAddress = None,
 ) -> None:
     """Run every open or unfinished issue to done or stuck; resumes after a crash."""
     if concurrency is not None and concurrency < 1:
