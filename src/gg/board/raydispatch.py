@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -401,6 +402,8 @@ class WorkerBoard(Board):
 def run_worker(job: WorkerJob) -> WorkerReport:
     """One worker's board run, in a fresh clone of ``job.remote`` (on the Ray worker).
 
+    The clone is removed once the run ended with every issue done.
+
     Raises:
         BoardError: the clone failed; gg errors of the run as :meth:`Board.run` raises them.
     """
@@ -409,6 +412,8 @@ def run_worker(job: WorkerJob) -> WorkerReport:
     _git(root, "clone", "--quiet", "--branch", job.base_branch, job.remote, str(clone))
     with WorkerBoard(clone, job) as board:
         result = board.run()
+    if result.status == "ended":  # kept otherwise, for a look at what the worker left
+        shutil.rmtree(root, ignore_errors=True)
     return WorkerReport(
         slot=job.slot,
         host=socket.gethostname(),
