@@ -85,6 +85,7 @@ def run_case(tmp_path: Path, workspace: Path, toml: Path, **env: str) -> subproc
     return subprocess.Popen(
         [*command, str(tmp_path / "out.json")],
         env={**os.environ, **env},
+        start_new_session=True,  # its own process group: the driver and its Ray cluster
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -122,7 +123,7 @@ def check_dispatched(
     indexed = sorted(n for w in index["workers"] for n in w["issues"])
     assert set(indexed) <= {1, 2, 3, 4, 5} and len(set(indexed)) == len(indexed)
     assert killed or indexed == [1, 2, 3, 4, 5]
-    assert 4 in indexed  # the retry finished the killed worker's issue
+    assert killed or 4 in indexed
     for worker in index["workers"]:
         lines = (index_path.parent / worker["stream"]).read_text().splitlines()
         events = [json.loads(line)["type"] for line in lines]
@@ -156,6 +157,8 @@ def test_a_ray_worker_killed_mid_issue_is_retried_to_the_same_end(
     assert proc.returncode == 0, err.decode()[-3000:]
     runners = check_dispatched(tmp_path, origin, workspace, pg_url, on_sqlite, killed=True)
     assert len(runners[4]) == 2 and len(set(runners[4])) == 1  # the retry reclaimed it
+    index = json.loads(Path(json.loads((tmp_path / "out.json").read_text())["index"]).read_text())
+    assert 4 in [n for w in index["workers"] for n in w["issues"]]  # the retry's run finished it
     assert all(len(r) == 1 for n, r in runners.items() if n != 4)
     store = PostgresStore(pg_url)
     abandoned = [s for s in store.detail(4).sessions if s.status == "abandoned"]
@@ -184,3 +187,27 @@ app.add_typer(board_app, name="board")
 @app.callback()
 def _root() -> None:
     """The gg command, as far as these tests need it."""
+
+
+def test_the_driver_killed_mid_run_then_run_again_ends_the_same(
+    tmp_path: Path, pg: PgCluster, pg_url: str, on_sqlite: dict[str, object]
+) -> None:
+    origin, workspace, toml = ray_board(tmp_path, pg, pg_url)
+    proc = run_case(tmp_path, workspace, toml)
+    store = PostgresStore(pg_url)
+
+    def midway() -> bool:  # one issue merged, others still going
+        states = [i.state for i in store.issues()]
+        return proc.poll() is not None or (S.DONE in states and S.OPEN not in states[:3])
+
+    wait_for(midway, 300)
+    assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+    os.killpg(proc.pid, signal.SIGKILL)  # the driver, its local Ray cluster and its workers
+    proc.wait(timeout=30)
+    assert any(i.state is not S.DONE for i in store.issues())
+    store.close()
+    again = run_case(tmp_path, workspace, toml)
+    _, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err.decode()[-3000:]
+    runners = check_dispatched(tmp_path, origin, workspace, pg_url, on_sqlite, killed=True)
+    assert set(r for rs in runners.values() for r in rs) <= {"ray-worker-1", "ray-worker-2"}
