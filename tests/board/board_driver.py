@@ -3,7 +3,8 @@
 Two issues, one reviewer, a function model that answers by session (so a
 restarted run answers the same way). ``GG_TEST_SLOW_REVIEW=N:R`` makes the
 reviewer of issue N in round R hang, so the test can SIGKILL the process
-while that review runs.
+while that review runs. ``GG_TEST_STORE=postgresql://...`` runs the board on
+that PostgreSQL store (issue 17) instead of the workspace's SQLite file.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from board_support import FAREWELL, GREET_DOC, GREET_FIXED, job_of
 
 import gg
 from gg.board import Board
+from gg.board.postgres import PostgresStore
 from gg.testing import FunctionModel, call
 
 SLOW = os.environ.get("GG_TEST_SLOW_REVIEW", "")
@@ -62,8 +64,10 @@ async def answer(messages: list[Any], tools: list[gg.ToolSpec]) -> gg.Reply:
 
 
 def main() -> int:
+    url = os.environ.get("GG_TEST_STORE", "")
     board = Board(
         Path(sys.argv[1]),
+        store=PostgresStore(url) if url else None,
         model=FunctionModel(answer),
         reviewers=1,
         max_rounds=2,

@@ -1,33 +1,56 @@
-"""The SQLite store: migrations, transactions with history, verdicts, crash bookkeeping (B1)."""
+"""The stores: migrations, transactions with history, verdicts, crash bookkeeping (B1).
+
+The protocol tests run on both backends: SQLite and a real PostgreSQL server (issue 17).
+"""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 import gg
 from gg.board import BoardError, IssueState, SqliteStore, Verdict
+from gg.board.postgres import PostgresStore
 from gg.board.sqlite import MIGRATIONS
+from gg.board.store import Store
 from gg.board.transcript import dump_messages, load_messages, resumable
 from gg.models.base import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 
 S = IssueState
+MakeStore = Callable[[], Store]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeStore]:
+    """A factory of stores on one fresh board: SQLite in tmp_path, or a new PostgreSQL database."""
+    opened: list[Store] = []
+    url = request.getfixturevalue("pg").new_database() if request.param == "postgres" else ""
+
+    def make() -> Store:
+        store: Store = PostgresStore(url) if url else SqliteStore(tmp_path / "b.sqlite3")
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
 
 
 def test_fresh_file_is_migrated_once_in_wal_mode(tmp_path: Path) -> None:
     path = tmp_path / ".gg" / "board.sqlite3"
     store = SqliteStore(path)
-    assert store.schema_version == len(MIGRATIONS) == 1
+    assert store.schema_version == len(MIGRATIONS) == 2
     store.add_issue("one")
     store.close()
     again = SqliteStore(path)  # reopening runs nothing again and keeps the data
-    assert again.schema_version == 1 and [i.title for i in again.issues()] == ["one"]
+    assert again.schema_version == 2 and [i.title for i in again.issues()] == ["one"]
     again.close()
     con = sqlite3.connect(path)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert con.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == 1
+    assert con.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == 2
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
@@ -49,8 +72,10 @@ def test_not_a_database_is_a_board_error(tmp_path: Path) -> None:
         SqliteStore(path)
 
 
-def test_transitions_append_history_and_check_the_state(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "b.sqlite3")
+def test_transitions_append_history_and_check_the_state(
+    make_store: MakeStore, tmp_path: Path
+) -> None:
+    store = make_store()
     first = store.add_issue("one", "body")
     second = store.add_issue("two")
     assert (first.number, second.number) == (1, 2) and first.state is S.OPEN
@@ -73,8 +98,8 @@ def test_transitions_append_history_and_check_the_state(tmp_path: Path) -> None:
     assert history[1].detail == {"round": 1, "branch": "gg/issue-1"}
 
 
-def test_sessions_verdicts_and_abandoned_sessions(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "b.sqlite3")
+def test_sessions_verdicts_and_abandoned_sessions(make_store: MakeStore, tmp_path: Path) -> None:
+    store = make_store()
     store.add_issue("one")
     rec = store.start_session(1, kind="reviewer", round=1, reviewer=1, run_id="r1")
     store.session_started(rec, "s4")
@@ -101,8 +126,8 @@ def test_sessions_verdicts_and_abandoned_sessions(tmp_path: Path) -> None:
     assert detail.history[-1].event == "session_abandoned"
 
 
-def test_an_implementer_conversation_round_trips(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "b.sqlite3")
+def test_an_implementer_conversation_round_trips(make_store: MakeStore, tmp_path: Path) -> None:
+    store = make_store()
     store.add_issue("one")
     messages: list[Message] = [
         SystemMessage(content="sys"),

@@ -9,7 +9,8 @@ Public names::
     result = board.run()          # BoardResult: run_id, status, issues, diagnosis, stream
 
 Modules: :mod:`~gg.board.store` (records, the ``Store`` seam),
-:mod:`~gg.board.sqlite` (the default store), :mod:`~gg.board.git` (worktrees,
+:mod:`~gg.board.sqlite` (the default store), :mod:`~gg.board.postgres` (the
+PostgreSQL store, the ``postgres`` extra), :mod:`~gg.board.git` (worktrees,
 commits, merges), :mod:`~gg.board.workflow` (one issue's steps),
 :mod:`~gg.board.merge` (the merge step), :mod:`~gg.board.board` (the API),
 :mod:`~gg.board.tracker` (stream events to progress lines),

@@ -26,6 +26,7 @@ import builtins
 import contextlib
 import fcntl
 import os
+import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,8 +40,9 @@ from gg.board.errors import BoardError
 from gg.board.git import Git, worktree_path
 from gg.board.gitsafe import write_gg_ignore
 from gg.board.merge import MergeGuard
+from gg.board.postgres import PostgresStore, is_postgres_url
 from gg.board.sqlite import SqliteStore, default_path
-from gg.board.store import TERMINAL, Issue, IssueDetail, IssueState, Store
+from gg.board.store import Issue, IssueDetail, IssueState, Store
 from gg.board.tracker import Tracker
 from gg.board.workflow import BoardContext, IssueFlow, Progress
 from gg.config import settings_from_dict
@@ -55,14 +57,25 @@ from gg.state import (
     workspace_state,
 )
 
-__all__ = ["Board", "BoardResult", "open_store"]
+__all__ = ["CLAIM_LEASE_S", "CLAIM_POLL_S", "Board", "BoardResult", "open_store"]
+
+CLAIM_LEASE_S = 60.0
+"""Seconds a runner's claim on an issue lasts unless renewed (issue 17): how long a dead
+runner on another machine holds its issues before another runner takes them over."""
+
+CLAIM_POLL_S = 2.0
+"""Seconds between looks at the store while waiting for issues other runners hold."""
 
 
 def open_store(spec: str, workspace: Path) -> Store:
-    """The store ``[board] store`` names: ``sqlite`` (default file) or ``sqlite:PATH``.
+    """The store ``[board] store`` names (SPEC B1).
+
+    ``sqlite`` (the default file), ``sqlite:PATH``, or a PostgreSQL URI
+    ``postgresql://USER@HOST:PORT/DB[?board=NAME]`` (the ``postgres`` extra; issue 17).
 
     Raises:
-        UserError: an unknown or not yet supported store (PostgreSQL).
+        UserError: an unknown store, or PostgreSQL without the ``postgres`` extra.
+        BoardError: the store cannot be opened (a newer schema, a server that is gone).
     """
     if spec == "sqlite":
         warn_legacy(workspace)
@@ -70,9 +83,12 @@ def open_store(spec: str, workspace: Path) -> Store:
     if spec.startswith("sqlite:"):
         path = Path(spec.removeprefix("sqlite:")).expanduser()
         return SqliteStore(path if path.is_absolute() else workspace / path)
-    if spec.startswith(("postgres:", "postgresql:")):
-        raise gg.UserError("board.store: PostgreSQL is not supported yet; use 'sqlite'")
-    raise gg.UserError(f"board.store: unknown store {spec!r} (use 'sqlite' or 'sqlite:PATH')")
+    if is_postgres_url(spec):
+        return PostgresStore(spec)
+    raise gg.UserError(
+        f"board.store: unknown store {spec!r} (use 'sqlite', 'sqlite:PATH' or "
+        "'postgresql://USER@HOST:PORT/DB')"
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +190,11 @@ class _RunLock:
 class Board:
     """A board of issues in a git repository (SPEC B1-B5).
 
+    A run takes each issue by a claim on the store (issue 17), renewed every
+    ``claim_lease_s / 3`` seconds while it works: several runners sharing one
+    PostgreSQL board take disjoint issues, a runner waits while another holds
+    an unfinished issue, and takes it over once that runner's lease runs out.
+
     Args:
         workspace: the repository's top level (must exist; a git repo to ``run``).
         store: a :class:`Store` to use instead of the one ``[board] store`` names.
@@ -224,8 +245,15 @@ class Board:
         self.observers = list(observers)
         self._run: Run | None = None
         self._store = store
+        self.claim_lease_s = CLAIM_LEASE_S
+        self.claim_poll_s = CLAIM_POLL_S
 
     # -- the store ---------------------------------------------------------------------------
+
+    @property
+    def runner(self) -> str:
+        """This workspace's runner key for claims: ``host:<state dir>`` (issue 17)."""
+        return f"{socket.gethostname()}:{workspace_state(self.workspace)}"
 
     @property
     def store(self) -> Store:
@@ -444,6 +472,7 @@ class Board:
                     workspace=self.workspace,
                     notify=self.notify,
                     guard=guard,
+                    merge_lock=self.merge_lock(),
                 )
                 taken = await self._schedule(ctx, k)
                 status, diagnosis = _outcome(taken, self.store.issues(), ctx.halt)
@@ -457,6 +486,14 @@ class Board:
             on_board=len(self.store.issues()),
         )
 
+    def merge_lock(self) -> asyncio.Lock:
+        """The lock every merge step of a run holds (B4): in-process by default.
+
+        Runners that share one base branch through a remote (:mod:`gg.board.raydispatch`)
+        return one that is also held across machines.
+        """
+        return asyncio.Lock()
+
     async def _recover(self, git: Git) -> None:
         """Clean up after a crash.
 
@@ -465,7 +502,7 @@ class Board:
         """
         locked_at = time.time()
         _ignore_gg_dir(self.workspace)
-        self.store.abandon_running()
+        self.store.abandon_running(self.runner)
         for lock in await git.clear_stale_locks(locked_at):
             self._say(f"removed a stale git lock a killed git left: {lock}")
         for issue in self.store.issues():
@@ -475,39 +512,66 @@ class Board:
                         await git.remove_worktree(worktree_path(self.workspace, name))
 
     async def _schedule(self, ctx: BoardContext, k: int) -> builtins.list[Issue]:
-        """Start a task per unfinished issue (bounded by ``k``) until none is left."""
-        gate = asyncio.Semaphore(k)
+        """Claim and drive up to ``k`` unfinished issues at once until none is left.
+
+        Waits (polling every ``claim_poll_s``) while another runner holds an unfinished
+        issue, so a dead runner's issues are taken over when its lease runs out.
+        """
+        runner = self.runner
         tasks: dict[asyncio.Task[Issue], int] = {}
         seen: set[int] = set()
         results: dict[int, Issue] = {}
+        beat = asyncio.create_task(self._heartbeat(ctx, tasks))
         try:
             while True:
-                for issue in ctx.store.issues() if ctx.halt is None else []:
-                    if issue.state not in TERMINAL and issue.number not in seen:
-                        seen.add(issue.number)
-                        tasks[asyncio.create_task(self._one(ctx, gate, issue.number))] = (
-                            issue.number
-                        )
+                while ctx.halt is None and len(tasks) < k:
+                    issue = ctx.store.claim_next(runner, lease_s=self.claim_lease_s, skip=seen)
+                    if issue is None:
+                        break
+                    seen.add(issue.number)
+                    tasks[asyncio.create_task(self._one(ctx, issue.number))] = issue.number
                 if not tasks:
+                    if ctx.halt is None and ctx.store.claimed_elsewhere(runner):
+                        await asyncio.sleep(self.claim_poll_s)
+                        continue
                     break
-                finished, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                finished, _ = await asyncio.wait(
+                    tasks, timeout=self.claim_poll_s, return_when=asyncio.FIRST_COMPLETED
+                )
                 for task in finished:
-                    results[tasks.pop(task)] = task.result()
+                    number = tasks.pop(task)
+                    results[number] = ctx.store.issue(number) if task.cancelled() else task.result()
+                    ctx.store.release(runner, number)
         finally:
+            beat.cancel()
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(beat, *tasks, return_exceptions=True)
+            with contextlib.suppress(gg.GGError):
+                ctx.store.release(runner)
         return [results[n] for n in sorted(results)]
 
-    async def _one(self, ctx: BoardContext, gate: asyncio.Semaphore, number: int) -> Issue:
-        async with gate:
-            flow = IssueFlow(ctx, number)
-            if ctx.halt is not None:
-                return ctx.store.issue(number)
+    async def _heartbeat(self, ctx: BoardContext, tasks: dict[asyncio.Task[Issue], int]) -> None:
+        """Renew this runner's claims; stop the work on an issue whose claim was lost."""
+        while True:
+            await asyncio.sleep(self.claim_lease_s / 3)
             try:
-                return await flow.drive()
-            except (gg.GGError, OSError, ValueError, RuntimeError) as e:
-                return flow.pause(f"gg failed on issue #{number}: {type(e).__name__}: {e}")
+                held = ctx.store.renew(self.runner, lease_s=self.claim_lease_s)
+            except gg.GGError:
+                continue  # the store's own retries and diagnosis stop the run
+            for task, number in list(tasks.items()):
+                if number not in held and not task.done():
+                    self._say(f"issue #{number}: lost its claim to another runner; stopping it")
+                    task.cancel()
+
+    async def _one(self, ctx: BoardContext, number: int) -> Issue:
+        flow = IssueFlow(ctx, number)
+        if ctx.halt is not None:
+            return ctx.store.issue(number)
+        try:
+            return await flow.drive()
+        except (gg.GGError, OSError, ValueError, RuntimeError) as e:
+            return flow.pause(f"gg failed on issue #{number}: {type(e).__name__}: {e}")
 
 
 def _outcome(

@@ -1,4 +1,4 @@
-"""``gg board add|list|show|retry|reopen|run`` (SPEC §10 CLI, B1-B5): thin, calls :class:`Board`.
+"""``gg board add|list|show|retry|reopen|run|migrate`` (SPEC §10 CLI, B1-B5): thin.
 
 Mounted by the main command with ``app.add_typer(board_app, name="board")``.
 
@@ -6,8 +6,11 @@ Exit codes (SPEC O3): ``run``: 0 when every issue on the board is done, 1
 when any is stuck (taken by this run or already stuck before it) or left
 for the next run (the reasons are printed, with ``gg board retry N`` for a
 stuck one), 2 bad usage or configuration (a one-line message naming the
-flag or key). ``add``, ``list``, ``show``, ``retry``, ``reopen``: 0, or 2 on
+flag or key); a PostgreSQL store lost for good mid-run stops it with exit 1
+and the diagnosis. ``add``, ``list``, ``show``, ``retry``, ``reopen``: 0, or 2 on
 bad usage (an unknown issue number, an issue not in the right state).
+``migrate``: 0 once copied, 2 on bad usage (a target board that has issues), 1
+when the server cannot be reached.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ from rich.console import Console
 import gg
 from gg.board.board import Board, BoardResult, issue_json
 from gg.board.display import BoardDisplay, detail_view, issues_table
+from gg.board.errors import BoardError
+from gg.board.postgres import PostgresStore, StoreLost, is_postgres_url
+from gg.board.raydispatch import WorkerFailed, dispatch
+from gg.board.sqlite import default_path
 from gg.board.store import IssueDetail
 from gg.cliopts import TrustConfig
 from gg.errors import DiskFull
@@ -47,6 +54,16 @@ Workspace = Annotated[
 ]
 Config = Annotated[Path | None, typer.Option(help="A gg.toml to use instead of the workspace's.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="ADDRESS",
+        help="Dispatch on a Ray cluster (ray://HOST:10001, HOST:6379, or 'local'): "
+        "--concurrency board runners as Ray tasks, each in its own clone of the 'origin' "
+        "remote, on a PostgreSQL store (the 'ray' extra).",
+    ),
+]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -219,10 +236,14 @@ def run(
         ),
     ] = False,
     trust_config: TrustConfig = False,
+    ray_address: RayAddress = None,
 ) -> None:
     """Run every open or unfinished issue to done or stuck; resumes after a crash."""
     if concurrency is not None and concurrency < 1:
         raise _fail(f"--concurrency: must be at least 1, not {concurrency}")
+    if ray_address is not None:
+        _run_on_ray(ray_address, concurrency, workspace, config, model, max_turns, json_out)
+        return
     console = Console(stderr=json_out, highlight=False)
     display = BoardDisplay(console)
     board = _board(
@@ -239,7 +260,7 @@ def run(
             result = board.run(concurrency=concurrency, signals=True)
     except gg.UserError as e:
         raise _fail(str(e)) from None
-    except (gg.ModelError, DiskFull) as e:  # no model; a full disk (issue 12): exit 1
+    except (gg.ModelError, DiskFull, StoreLost) as e:  # no model; a full disk; no store: exit 1
         raise _stopped_early(e, json_out=json_out) from None
     if json_out:
         sys.stdout.write(inert_json(result.to_json()) + "\n")
@@ -248,13 +269,53 @@ def run(
     raise typer.Exit(result.exit_code)
 
 
-def _stopped_early(error: gg.ModelError | DiskFull, *, json_out: bool) -> typer.Exit:
-    """One line on stderr for a model that could not be set up, or a full disk; exit 1.
+def _run_on_ray(
+    address: str,
+    workers: int | None,
+    workspace: Path,
+    config: Path | None,
+    model: str | None,
+    max_turns: int | None,
+    json_out: bool,
+) -> None:
+    """``gg board run --ray ADDRESS``: :func:`gg.board.raydispatch.dispatch`; exits 0 or 1."""
+    board = _board(
+        workspace,
+        config,
+        model=model,
+        ceilings={"max_turns": max_turns} if max_turns is not None else None,
+    )
+    try:
+        with board:
+            result = dispatch(
+                board, address=address, workers=workers or board.settings.board.concurrency
+            )
+    except gg.UserError as e:
+        raise _fail(str(e)) from None
+    except (gg.GGError, WorkerFailed) as e:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            line(("stopped:", "red"), f" {e}")
+        )
+        raise typer.Exit(1) from None
+    if json_out:
+        issues = [issue_json(i) for i in result.issues]
+        out = {"dispatch_id": result.dispatch_id, "index": str(result.index), "issues": issues}
+        sys.stdout.write(inert_json(out) + "\n")
+    else:
+        console = Console(highlight=False, soft_wrap=True)
+        console.print(issues_table(list(result.issues)))
+        console.print(line((f"{len(result.workers)} worker run(s); index: {result.index}", "dim")))
+    raise typer.Exit(result.exit_code)
 
-    A full disk stopped the run, its diagnosis naming the disk; ``--json`` gets it too.
+
+def _stopped_early(error: gg.ModelError | DiskFull | StoreLost, *, json_out: bool) -> typer.Exit:
+    """One line on stderr for a model that could not be set up, a full disk, a lost store; exit 1.
+
+    A full disk or a lost PostgreSQL store stopped the run, its diagnosis naming the
+    disk or the server; ``--json`` gets it too.
     """
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    if isinstance(error, DiskFull):
+    if isinstance(error, DiskFull | StoreLost):
         console.print(line(("stopped:", "red"), f" {error}"))
         if json_out:
             sys.stdout.write(inert_json({"status": "stopped", "diagnosis": str(error)}) + "\n")
@@ -278,3 +339,69 @@ def _print_result(console: Console, result: BoardResult) -> None:
     else:
         console.print(line("the board has no issues yet: add one with gg board add TITLE"))
     console.print(line((f"stream: {result.stream}  (replay: gg show {result.run_id})", "dim")))
+
+
+@board_app.command("migrate")
+def migrate(
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to", help="The PostgreSQL URI: postgresql://USER@HOST:PORT/DB[?board=NAME]."
+        ),
+    ],
+    source: Annotated[
+        str | None,
+        typer.Option("--from", help="The SQLite store: 'sqlite' (default file) or 'sqlite:PATH'."),
+    ] = None,
+    workspace: Workspace = Path("."),
+    config: Config = None,
+    json_out: JsonOut = False,
+) -> None:
+    """Copy this workspace's SQLite board into an empty PostgreSQL board (issue 17).
+
+    Every issue with its sessions, verdicts and history is copied in one
+    transaction; the SQLite file is left as it was. Then set [board] store to
+    the URI in gg.toml (or --config) so that runs use it.
+    """
+    if not is_postgres_url(to):
+        raise _fail(f"--to: {to!r} is not a postgresql:// URI")
+    with _board(workspace, config) as board:
+        setting = board.settings.board.store
+        spec = source or (setting if setting.startswith("sqlite") else "sqlite")
+        path = _sqlite_path(spec, board.workspace)
+    try:
+        store = PostgresStore(to)
+        try:
+            copied = store.copy_from_sqlite(path)
+        finally:
+            store.close()
+    except gg.UserError as e:
+        raise _fail(str(e)) from None
+    except BoardError as e:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            line(("gg: migrate failed:", "red"), f" {e}")
+        )
+        raise typer.Exit(1) from None
+    if json_out:
+        sys.stdout.write(inert_json({"copied": copied, "from": str(path), "to": store.url}) + "\n")
+        return
+    Console(highlight=False, soft_wrap=True).print(
+        line(
+            f"copied {copied} issue(s) from {path} into {store.url} (board "
+            f"{store.board_name!r}); to use it: [board] store = {store.url!r} in gg.toml"
+        )
+    )
+
+
+def _sqlite_path(spec: str, workspace: Path) -> Path:
+    """The SQLite file ``spec`` names (``sqlite`` or ``sqlite:PATH``); it must exist."""
+    if spec == "sqlite":
+        path = default_path(workspace)
+    elif spec.startswith("sqlite:"):
+        path = Path(spec.removeprefix("sqlite:")).expanduser()
+        path = path if path.is_absolute() else workspace / path
+    else:
+        raise _fail(f"--from: {spec!r} is not a SQLite store ('sqlite' or 'sqlite:PATH')")
+    if not path.is_file():
+        raise _fail(f"--from: no SQLite board at {str(path)!r}")
+    return path

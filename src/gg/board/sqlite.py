@@ -33,6 +33,7 @@ from typing import Any
 from gg import UserError
 from gg.board.errors import BoardError
 from gg.board.store import (
+    TERMINAL,
     HistoryEntry,
     Issue,
     IssueDetail,
@@ -117,8 +118,16 @@ MIGRATIONS: list[str] = [
     CREATE INDEX sessions_issue ON sessions (issue_id);
     CREATE INDEX history_issue ON history (issue_id);
     """,
+    # 2: claims, so that several board runners on one store take each issue once (issue 17).
+    """
+    ALTER TABLE issues ADD COLUMN claimed_by TEXT;
+    ALTER TABLE issues ADD COLUMN claimed_until TEXT
+    """,
 ]
-"""Ordered schema migrations; the file's ``schema_version`` is how many have run."""
+"""Ordered schema migrations; the file's ``schema_version`` is how many have run.
+
+Written in the SQL that SQLite and PostgreSQL share: :mod:`gg.board.postgres` runs the
+same list (its one translation: ``INTEGER PRIMARY KEY`` becomes an identity column)."""
 
 _FIELDS = frozenset({"round", "branch", "summary", "diagnosis", "merge_sha"})
 
@@ -462,13 +471,18 @@ class SqliteStore:
             {"round": v.round, "reviewer": v.reviewer, "call": v.call, "items": list(v.items)},
         )
 
-    def abandon_running(self) -> int:
-        """Mark every ``running`` session of the board ``abandoned`` (after a crash)."""
+    def abandon_running(self, runner: str | None = None) -> int:
+        """Mark ``running`` sessions ``abandoned`` (after a crash); returns how many.
+
+        ``runner``: only those of issues no other live runner claims (unclaimed, claimed
+        by ``runner`` or with an expired claim); ``None``: every one of the board.
+        """
         with self._tx() as db:
             rows = db.execute(
                 "SELECT s.id, s.issue_id, s.kind, s.session_id FROM sessions s JOIN issues i "
-                "ON s.issue_id = i.id WHERE i.board_id = ? AND s.status = 'running'",
-                (self._board,),
+                "ON s.issue_id = i.id WHERE i.board_id = ? AND s.status = 'running' AND "
+                "(? IS NULL OR i.claimed_by IS NULL OR i.claimed_by = ? OR i.claimed_until < ?)",
+                (self._board, runner, runner, now_iso()),
             ).fetchall()
             for record, issue_id, kind, sid in rows:
                 db.execute(
@@ -484,6 +498,72 @@ class SqliteStore:
                     {"kind": kind, "session_id": sid, "record": record},
                 )
         return len(rows)
+
+    # -- claims (several runners on one store) ----------------------------------------------
+
+    def claim_next(
+        self, runner: str, *, lease_s: float, skip: Collection[int] = ()
+    ) -> Issue | None:
+        """Claim the lowest-numbered unfinished issue no live runner holds (history: ``claimed``).
+
+        Args:
+            runner: the claiming runner's key (:meth:`gg.board.store.Store.claim_next`).
+            lease_s: seconds the claim lasts unless :meth:`renew` extends it.
+            skip: issue numbers not to claim (taken already by this run).
+
+        Returns:
+            The claimed issue, or ``None`` when none is free.
+        """
+        now = now_iso()
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT id, number FROM issues WHERE board_id = ? AND state NOT IN (?, ?) AND "
+                "(claimed_by IS NULL OR claimed_by = ? OR claimed_until < ?) ORDER BY number",
+                (self._board, *sorted(s.value for s in TERMINAL), runner, now),
+            ).fetchall()
+            free = [(rowid, number) for rowid, number in rows if number not in skip]
+            if not free:
+                return None
+            rowid, number = free[0]
+            db.execute(
+                "UPDATE issues SET claimed_by = ?, claimed_until = ? WHERE id = ?",
+                (runner, now_iso(after=lease_s), rowid),
+            )
+            self._history(db, rowid, "claimed", None, None, {"runner": runner})
+        return self.issue(number)
+
+    def renew(self, runner: str, *, lease_s: float) -> set[int]:
+        """Extend every claim ``runner`` still holds by ``lease_s``; returns their numbers."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE issues SET claimed_until = ? WHERE board_id = ? AND claimed_by = ?",
+                (now_iso(after=lease_s), self._board, runner),
+            )
+            rows = db.execute(
+                "SELECT number FROM issues WHERE board_id = ? AND claimed_by = ?",
+                (self._board, runner),
+            ).fetchall()
+        return {int(n) for (n,) in rows}
+
+    def release(self, runner: str, number: int | None = None) -> None:
+        """Drop ``runner``'s claim on ``#number`` (``None``: on every issue)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE issues SET claimed_by = NULL, claimed_until = NULL WHERE board_id = ? "
+                "AND claimed_by = ? AND (? IS NULL OR number = ?)",
+                (self._board, runner, number, number),
+            )
+
+    def claimed_elsewhere(self, runner: str) -> list[int]:
+        """Unfinished issues another runner holds a live claim on, by number."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT number FROM issues WHERE board_id = ? AND state NOT IN (?, ?) AND "
+                "claimed_by IS NOT NULL AND claimed_by <> ? AND claimed_until >= ? "
+                "ORDER BY number",
+                (self._board, *sorted(s.value for s in TERMINAL), runner, now_iso()),
+            ).fetchall()
+        return [int(n) for (n,) in rows]
 
     def conversation(self, number: int) -> str | None:
         """The conversation JSON of ``#number``'s last ended implementer session."""

@@ -4,13 +4,18 @@ A store keeps a board's issues: title, body, state, the sessions run for
 them (implementer, reviewers, merge agent), the reviewers' verdicts with
 their items, and an append-only history. :mod:`gg.board.sqlite` implements
 it on SQLite (the default, ``<state>/board.sqlite3`` in :mod:`gg.state`,
-outside the repository); a PostgreSQL store can follow behind the same protocol.
+outside the repository); :mod:`gg.board.postgres` on PostgreSQL (``board.store =
+"postgresql://..."``, the ``postgres`` extra), with the same schema and migrations.
 
 What a store promises: every state change is one transaction that also
 appends a history row, so a crash (SIGKILL) leaves each issue in a state it
-really reached, never half-way between two. What it does not promise: that
-two processes running the same board at once are kept apart (the board
-takes a file lock for that), or any ordering of history rows across issues.
+really reached, never half-way between two. Several board runners may share
+one store (PostgreSQL across machines): each takes an issue only by a
+*claim* (:meth:`Store.claim_next`), a lease it renews while it works, so no
+issue is worked on by two runners at once and a dead runner's issues are
+taken over when its lease runs out. Two runs in one workspace are kept apart
+by the board's file lock instead. No ordering of history rows across issues
+is promised.
 
 States (SPEC B2-B4)::
 
@@ -23,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -42,9 +47,13 @@ __all__ = [
 ]
 
 
-def now_iso() -> str:
-    """The current time, ISO 8601 UTC with milliseconds (``2026-11-30T14:51:17.123Z``)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def now_iso(*, after: float = 0.0) -> str:
+    """The current time (plus ``after`` seconds), ISO 8601 UTC with milliseconds.
+
+    Example: ``2026-11-30T14:51:17.123Z``. Strings of this one shape sort as times do.
+    """
+    at = datetime.now(UTC) + timedelta(seconds=after)
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class IssueState(StrEnum):
@@ -249,8 +258,43 @@ class Store(Protocol):
         """
         ...
 
-    def abandon_running(self) -> int:
-        """Mark sessions still ``running`` (gg died) as ``abandoned``; returns how many."""
+    def abandon_running(self, runner: str | None = None) -> int:
+        """Mark sessions still ``running`` (gg died) as ``abandoned``; returns how many.
+
+        ``runner``: only sessions of issues no other live runner claims; ``None``: all.
+        """
+        ...
+
+    def claim_next(
+        self, runner: str, *, lease_s: float, skip: Collection[int] = ()
+    ) -> Issue | None:
+        """Claim the lowest-numbered unfinished issue that no live runner holds (issue 17).
+
+        A claim is free when unset, held by ``runner`` itself (a restarted run of the
+        same workspace: its file lock proves the old holder dead) or past its lease.
+        Each claim appends a ``claimed`` history row naming the runner. Two runners
+        calling at once never get the same issue (one transaction, a row lock).
+
+        Args:
+            runner: the runner's key, stable for a workspace (``host:state-dir``).
+            lease_s: seconds the claim lasts unless :meth:`renew` extends it.
+            skip: numbers not to claim (this run took them already).
+
+        Returns:
+            The claimed issue, or ``None`` when none is free.
+        """
+        ...
+
+    def renew(self, runner: str, *, lease_s: float) -> set[int]:
+        """Extend ``runner``'s claims by ``lease_s`` seconds; returns the numbers it holds."""
+        ...
+
+    def release(self, runner: str, number: int | None = None) -> None:
+        """Drop ``runner``'s claim on ``#number`` (``None``: every one it holds)."""
+        ...
+
+    def claimed_elsewhere(self, runner: str) -> list[int]:
+        """Unfinished issues that another runner holds a live claim on, by number."""
         ...
 
     def conversation(self, number: int) -> str | None:

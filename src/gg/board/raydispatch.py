@@ -1,0 +1,535 @@
+"""Ray dispatch of a board (issue 17): board runners as Ray tasks, each in its own clone.
+
+``gg board run --ray ADDRESS --workers N`` (the ``ray`` extra) starts ``N``
+Ray tasks on the cluster. Each task is a whole board runner: it clones the
+repository's remote into a directory of its own on its worker, and runs the
+board there against the shared PostgreSQL store, taking issues by claims
+(:meth:`gg.board.store.Store.claim_next`), so every issue goes to exactly one
+worker at a time. Git stays correct across machines through the remote, the
+one meeting point:
+
+- an implementer's branch is pushed to the remote as soon as it is committed
+  (before the issue moves to ``reviewing``), and a worker that claims an issue
+  whose branch it lacks fetches it first: a worker that died mid-issue is
+  taken over elsewhere, from the store and that branch;
+- merges hold a lock shared by every worker (a PostgreSQL advisory lock, let
+  go by the server when a worker's connection dies); under it the worker
+  brings its base branch to the remote's, merges, and pushes the merge to the
+  remote before the issue is recorded ``done``.
+
+A worker that dies is retried by Ray (``max_retries``) under the same runner
+key, so the new attempt reclaims its issues at once; a worker lost for good
+leaves its claims to run out (:data:`gg.board.board.CLAIM_LEASE_S`) for the
+others. Each worker's run writes its own stream; the driver copies every
+stream into ``<state>/runs/<dispatch id>/`` with an ``index.json`` naming each
+worker's run and issues: one ordered record per worker run, indexed.
+
+What each worker needs: gg installed with the ``postgres`` and ``ray`` extras,
+``git``, a route to the PostgreSQL server and to the remote (read and push),
+and the model's credentials in its environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Collection
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import gg
+from gg.board.board import Board
+from gg.board.errors import BoardError
+from gg.board.git import branch_name
+from gg.board.gitsafe import GIT_IDENTITY, config_args
+from gg.board.postgres import PostgresStore, is_postgres_url
+from gg.board.store import Issue, IssueDetail, IssueState, SessionKind, SessionStatus, Verdict
+from gg.state import private_dir, workspace_state
+
+try:
+    import ray
+except ImportError:  # the 'ray' extra is not installed
+    ray = None  # type: ignore[assignment]
+
+try:
+    import psycopg
+except ImportError:  # the 'postgres' extra is not installed
+    psycopg = None  # type: ignore[assignment]
+
+__all__ = ["DispatchResult", "WorkerFailed", "WorkerJob", "WorkerReport", "dispatch", "run_worker"]
+
+_MERGE_LOCK = 0x67670018
+"""The advisory lock key of a board's merges (one per database)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerJob:
+    """What a Ray worker needs to run the board (pickled to it).
+
+    Attributes:
+        slot: the worker's index (its runner key, kept across Ray's retries).
+        remote: the repository's remote (a URL or path every worker reaches and pushes to).
+        store: the PostgreSQL URI of the board.
+        base_branch: the base branch.
+        model: a model spec (``openai:...``) or a picklable :class:`gg.Model`.
+        reviewers / max_rounds: ``[board]`` overrides, ``None`` for the repository's.
+        lease_s / poll_s: the claim lease and poll period (seconds).
+    """
+
+    slot: int
+    remote: str
+    store: str
+    base_branch: str
+    model: Any
+    reviewers: int | None = None
+    max_rounds: int | None = None
+    lease_s: float = 60.0
+    poll_s: float = 2.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerReport:
+    """What one worker's run did (returned to the driver).
+
+    Attributes:
+        slot / host / pid: which worker ran it, where.
+        run_id / status / exit_code: its board run's.
+        issues: the numbers of the issues its run took.
+        stream: its run's stream, as JSONL text.
+    """
+
+    slot: int
+    host: str
+    pid: int
+    run_id: str
+    status: Literal["ended", "stopped"]
+    exit_code: int
+    issues: tuple[int, ...]
+    stream: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DispatchResult:
+    """A dispatched board run: every worker's report and the board as it ended.
+
+    Attributes:
+        dispatch_id: the directory name of the copied streams and index.
+        index: ``<state>/runs/<dispatch_id>/index.json``.
+        workers: the workers' reports, by slot.
+        issues: every issue of the board, by number.
+    """
+
+    dispatch_id: str
+    index: Path
+    workers: tuple[WorkerReport, ...]
+    issues: tuple[Issue, ...]
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every issue of the board is done, else 1 (SPEC O3)."""
+        return 0 if all(i.state is IssueState.DONE for i in self.issues) else 1
+
+
+def _git(repo: Path, *args: str) -> str:
+    """Run git in the worker's own clone with gg's safe settings, the remote allowed.
+
+    Raises:
+        BoardError: git failed (code ``"git"``, retryable: the remote may be back).
+    """
+    allow = ["-c", "protocol.allow=always", "-c", "protocol.file.allow=always"]
+    allow += ["-c", "core.sshCommand=ssh"]
+    env = {**os.environ, **GIT_IDENTITY, "GIT_TERMINAL_PROMPT": "0"}
+    done = subprocess.run(
+        ["git", *config_args(), *allow, *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise BoardError(
+            f"git {' '.join(args[:2])} failed: {done.stderr.strip()[-500:]}",
+            code="git",
+            operation=f"git {' '.join(args)}",
+            retryable=True,
+        )
+    return done.stdout.strip()
+
+
+class RemoteStore:
+    """A :class:`PostgresStore` that keeps the worker's clone in step with the remote.
+
+    Claiming an issue fetches its branch when the clone lacks it; moving an issue to
+    ``reviewing`` pushes its branch first; moving it to ``done`` pushes the base first.
+    A failed push raises a retryable :class:`BoardError` and nothing is recorded.
+    """
+
+    def __init__(self, store: PostgresStore, *, clone: Path, remote: str, base: str) -> None:
+        self.inner = store
+        self.clone = clone
+        self.remote = remote
+        self.base = base
+
+    def _fetch_branch(self, number: int) -> None:
+        branch = branch_name(number)
+        if _git(self.clone, "branch", "--list", branch):
+            return
+        if _git(self.clone, "ls-remote", "--heads", self.remote, branch):
+            _git(
+                self.clone,
+                "fetch",
+                "--quiet",
+                self.remote,
+                f"refs/heads/{branch}:refs/heads/{branch}",
+            )
+
+    def claim_next(
+        self, runner: str, *, lease_s: float, skip: Collection[int] = ()
+    ) -> Issue | None:
+        """Claim as :meth:`PostgresStore.claim_next`; fetch the issue's branch if missing."""
+        issue = self.inner.claim_next(runner, lease_s=lease_s, skip=skip)
+        if issue is not None:
+            self._fetch_branch(issue.number)
+        return issue
+
+    def transition(
+        self,
+        number: int,
+        *,
+        event: str,
+        to: IssueState | None = None,
+        expect: Collection[IssueState] | None = None,
+        detail: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Issue:
+        """Push what the transition relies on, then record it (:meth:`PostgresStore.transition`)."""
+        if to is IssueState.REVIEWING:
+            branch = branch_name(number)
+            _git(
+                self.clone,
+                "push",
+                "--quiet",
+                "--force",
+                self.remote,
+                f"refs/heads/{branch}:refs/heads/{branch}",
+            )
+        elif to is IssueState.DONE:
+            _git(
+                self.clone,
+                "push",
+                "--quiet",
+                self.remote,
+                f"refs/heads/{self.base}:refs/heads/{self.base}",
+            )
+        return self.inner.transition(
+            number, event=event, to=to, expect=expect, detail=detail, **fields
+        )
+
+    # -- the rest as the PostgreSQL store does it ----------------------------------------
+
+    def add_issue(self, title: str, body: str = "") -> Issue:
+        """:meth:`PostgresStore.add_issue`."""
+        return self.inner.add_issue(title, body)
+
+    def issue(self, number: int) -> Issue:
+        """:meth:`PostgresStore.issue`."""
+        return self.inner.issue(number)
+
+    def issues(self) -> list[Issue]:
+        """:meth:`PostgresStore.issues`."""
+        return self.inner.issues()
+
+    def start_session(
+        self, number: int, *, kind: SessionKind, round: int, reviewer: int | None, run_id: str
+    ) -> int:
+        """:meth:`PostgresStore.start_session`."""
+        return self.inner.start_session(
+            number, kind=kind, round=round, reviewer=reviewer, run_id=run_id
+        )
+
+    def session_started(self, record: int, session_id: str) -> None:
+        """:meth:`PostgresStore.session_started`."""
+        self.inner.session_started(record, session_id)
+
+    def end_session(
+        self,
+        record: int,
+        *,
+        status: SessionStatus,
+        ending: dict[str, Any] | None = None,
+        diagnosis: str | None = None,
+        messages: str | None = None,
+        verdict: Verdict | None = None,
+    ) -> None:
+        """:meth:`PostgresStore.end_session`."""
+        self.inner.end_session(
+            record,
+            status=status,
+            ending=ending,
+            diagnosis=diagnosis,
+            messages=messages,
+            verdict=verdict,
+        )
+
+    def abandon_running(self, runner: str | None = None) -> int:
+        """:meth:`PostgresStore.abandon_running`."""
+        return self.inner.abandon_running(runner)
+
+    def renew(self, runner: str, *, lease_s: float) -> set[int]:
+        """:meth:`PostgresStore.renew`."""
+        return self.inner.renew(runner, lease_s=lease_s)
+
+    def release(self, runner: str, number: int | None = None) -> None:
+        """:meth:`PostgresStore.release`."""
+        self.inner.release(runner, number)
+
+    def claimed_elsewhere(self, runner: str) -> list[int]:
+        """:meth:`PostgresStore.claimed_elsewhere`."""
+        return self.inner.claimed_elsewhere(runner)
+
+    def conversation(self, number: int) -> str | None:
+        """:meth:`PostgresStore.conversation`."""
+        return self.inner.conversation(number)
+
+    def verdicts(self, number: int, round: int | None = None) -> list[Verdict]:
+        """:meth:`PostgresStore.verdicts`."""
+        return self.inner.verdicts(number, round)
+
+    def detail(self, number: int) -> IssueDetail:
+        """:meth:`PostgresStore.detail`."""
+        return self.inner.detail(number)
+
+    def close(self) -> None:
+        """:meth:`PostgresStore.close`."""
+        self.inner.close()
+
+
+class SharedMergeLock(asyncio.Lock):
+    """The merge lock of a worker: in-process, and a PostgreSQL advisory lock across workers.
+
+    Acquired, it brings the clone's base branch to the remote's (the worker's own
+    checkout: nobody else works there). The server lets the advisory lock go when
+    the worker's connection dies, so a killed worker never blocks the others.
+    """
+
+    def __init__(self, *, url: str, sync: Callable[[], None], poll_s: float = 0.2) -> None:
+        super().__init__()
+        self._url = url
+        self._sync = sync
+        self._poll_s = poll_s
+        self._conn: psycopg.Connection[Any] | None = None
+
+    async def acquire(self) -> Literal[True]:
+        """Take the lock here, then across workers, then sync the base branch."""
+        await super().acquire()
+        try:
+            conn = await asyncio.to_thread(self._connect)
+            self._conn = conn
+            while not conn.execute("SELECT pg_try_advisory_lock(%s)", (_MERGE_LOCK,)).fetchone()[0]:  # type: ignore[index]
+                await asyncio.sleep(self._poll_s)
+            await asyncio.to_thread(self._sync)
+        except BaseException:
+            self._close()
+            super().release()
+            raise
+        return True
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        return psycopg.connect(self._url, autocommit=True, application_name="gg-merge-lock")
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()  # the server drops the advisory lock with the session
+            finally:
+                self._conn = None
+
+    def release(self) -> None:
+        """Let go across workers, then here."""
+        try:
+            self._close()
+        finally:
+            super().release()
+
+
+class WorkerBoard(Board):
+    """The board a Ray worker runs in its own clone (see the module's description)."""
+
+    def __init__(self, clone: Path, job: WorkerJob, **agent: Any) -> None:
+        store = RemoteStore(
+            PostgresStore(job.store), clone=clone, remote=job.remote, base=job.base_branch
+        )
+        super().__init__(
+            clone,
+            store=store,
+            model=job.model,
+            reviewers=job.reviewers,
+            max_rounds=job.max_rounds,
+            base_branch=job.base_branch,
+            concurrency=1,
+            **agent,
+        )
+        self.job = job
+        self.claim_lease_s = job.lease_s
+        self.claim_poll_s = job.poll_s
+
+    @property
+    def runner(self) -> str:
+        """``ray-worker-SLOT``: the same key for Ray's retry of a dead worker's task."""
+        return f"ray-worker-{self.job.slot}"
+
+    def merge_lock(self) -> asyncio.Lock:
+        """The :class:`SharedMergeLock` of the board's database."""
+        return SharedMergeLock(url=self.job.store, sync=self._sync_base)
+
+    def _sync_base(self) -> None:
+        """Make the clone's base branch (and its checkout) the remote's."""
+        base = self.job.base_branch
+        _git(self.workspace, "fetch", "--quiet", self.job.remote, f"refs/heads/{base}")
+        _git(self.workspace, "reset", "--quiet", "--hard", "FETCH_HEAD")
+
+
+def run_worker(job: WorkerJob) -> WorkerReport:
+    """One worker's board run, in a fresh clone of ``job.remote`` (on the Ray worker).
+
+    The clone is removed once the run ended with every issue done.
+
+    Raises:
+        BoardError: the clone failed; gg errors of the run as :meth:`Board.run` raises them.
+    """
+    root = Path(tempfile.mkdtemp(prefix=f"gg-worker-{job.slot}-"))
+    clone = root / "repo"
+    _git(root, "clone", "--quiet", "--branch", job.base_branch, job.remote, str(clone))
+    with WorkerBoard(clone, job) as board:
+        result = board.run()
+    if result.status == "ended":  # kept otherwise, for a look at what the worker left
+        shutil.rmtree(root, ignore_errors=True)
+    return WorkerReport(
+        slot=job.slot,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        run_id=result.run_id,
+        status=result.status,
+        exit_code=result.exit_code,
+        issues=tuple(i.number for i in result.issues),
+        stream=result.stream.read_text(encoding="utf-8"),
+    )
+
+
+class WorkerFailed(RuntimeError):
+    """A worker's run raised: the error's type and message, as one picklable exception."""
+
+
+def _task(job: WorkerJob) -> WorkerReport:
+    """:func:`run_worker` as Ray runs it: gg's errors become :class:`WorkerFailed`."""
+    try:
+        return run_worker(job)
+    except gg.GGError as e:
+        raise WorkerFailed(f"worker {job.slot}: {type(e).__name__}: {e}") from None
+
+
+def _remote_of(workspace: Path, name: str) -> str:
+    """The URL of ``workspace``'s remote ``name`` (workers clone it and push to it).
+
+    Raises:
+        UserError: there is no such remote.
+    """
+    try:
+        return _git(workspace, "remote", "get-url", name)
+    except BoardError:
+        raise gg.UserError(
+            f"--ray: the repository has no remote {name!r}; workers clone it and push to it "
+            "(a bare repository or a git server every worker reaches)"
+        ) from None
+
+
+def dispatch(
+    board: Board,
+    *,
+    address: str,
+    workers: int,
+    remote: str = "origin",
+    max_retries: int = 2,
+    lease_s: float | None = None,
+) -> DispatchResult:
+    """Run ``board`` on a Ray cluster: ``workers`` board runners as Ray tasks (issue 17).
+
+    Args:
+        board: the driver's board (its workspace gives the remote, its settings the store).
+        address: the Ray cluster (``ray://HOST:10001``, ``HOST:6379``, or ``local`` for a
+            cluster of this machine on 127.0.0.1).
+        workers: how many runners (tasks) at once.
+        remote: the workspace's remote the workers clone and push to.
+        max_retries: Ray's retries of a task whose worker died.
+        lease_s: the claim lease (default :attr:`Board.claim_lease_s`).
+
+    Returns:
+        The workers' reports, the board's issues, the index of the copied streams.
+
+    Raises:
+        UserError: no ``ray`` extra, a store that is not PostgreSQL, no such remote.
+    """
+    if ray is None:
+        raise gg.UserError("--ray needs the 'ray' extra (pip install 'gg[ray]')")
+    spec = board.settings.board.store
+    if not is_postgres_url(spec):
+        raise gg.UserError(
+            "--ray: the board's store must be PostgreSQL ([board] store = 'postgresql://...'), "
+            "which every worker reaches"
+        )
+    url = _remote_of(board.workspace, remote)
+    if not ray.is_initialized():
+        local = address == "local"
+        ray.init(
+            address=None if local else address,
+            include_dashboard=False if local else None,
+            _node_ip_address="127.0.0.1" if local else None,
+            log_to_driver=False,
+        )
+    model = board._agent.get("model") or board.settings.model.spec
+    jobs = [
+        WorkerJob(
+            slot=i,
+            remote=url,
+            store=spec,
+            base_branch=board.settings.board.base_branch,
+            model=model,
+            lease_s=lease_s or board.claim_lease_s,
+            poll_s=board.claim_poll_s,
+        )
+        for i in range(1, workers + 1)
+    ]
+    task = ray.remote(max_retries=max_retries, retry_exceptions=False)(_task)
+    reports: list[WorkerReport] = ray.get([task.remote(job) for job in jobs])
+    _git(board.workspace, "pull", "--quiet", "--ff-only", url, board.settings.board.base_branch)
+    return _record(board, sorted(reports, key=lambda r: r.slot))
+
+
+def _record(board: Board, reports: list[WorkerReport]) -> DispatchResult:
+    """Copy every worker's stream into ``<state>/runs/<dispatch id>/`` with an index."""
+    dispatch_id = time.strftime("ray-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
+    folder = private_dir(workspace_state(board.workspace) / "runs" / dispatch_id)
+    entries = []
+    for report in reports:
+        name = f"worker-{report.slot}-{report.run_id}.jsonl"
+        (folder / name).write_text(report.stream, encoding="utf-8")
+        entry = {k: v for k, v in asdict(report).items() if k != "stream"}
+        entries.append({**entry, "issues": list(report.issues), "stream": name})
+    index = folder / "index.json"
+    index.write_text(json.dumps({"dispatch_id": dispatch_id, "workers": entries}, indent=2) + "\n")
+    return DispatchResult(
+        dispatch_id=dispatch_id,
+        index=index,
+        workers=tuple(reports),
+        issues=tuple(board.store.issues()),
+    )
