@@ -37,7 +37,7 @@ def test_a_run_signalled_while_the_provider_stalls_resumes_the_same_conversation
     workspace: Path, sig: signal.Signals
 ) -> None:
     (workspace / "gg.toml").write_text("[model]\nmax_retries = 0\ntimeout_s = 60\n")
-    script = [
+    script: list[Sse | Stall] = [
         _calls("write_file", {"path": "a.txt", "content": "one"}),
         Stall(seconds=60),
         _calls("finish", {"summary": "written"}),

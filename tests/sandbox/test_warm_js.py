@@ -103,7 +103,7 @@ def test_no_state_leaks_between_javascript_programs(sandbox: Sandbox, arena: Are
         assert after == beats, "a timer or a Worker of the first program still runs"
         second = f"const TMP = {one.output.strip()!r};\n" + _SECOND
         two = await _run(sandbox, tmp_path, second)
-        return one, two, holders, *beats
+        return one, two, holders, beats[0], beats[1]
 
     one, two, holders, beat, worker_beat = asyncio.run(go())
     assert one.error is None, one
