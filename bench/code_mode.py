@@ -95,7 +95,7 @@ class GgCode:
         settings = settings_from_dict(
             {
                 "tools": {"capabilities": ["bench"]},
-                "ceilings": {"max_turns": 10_000},
+                "ceilings": {"max_turns": 10_000, "repeated_calls": 0},
                 "session": {"mode": "code", "language": language},
                 "stream": {"fsync": fsync},
             }

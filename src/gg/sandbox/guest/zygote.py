@@ -38,6 +38,7 @@ and ``uuid`` read the kernel's generator and share nothing.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import select
@@ -93,7 +94,7 @@ def _child(
     sys.argv = ["<program>"]
     if "random" in sys.modules:  # its state came from the zygote: every child reseeds
         sys.modules["random"].seed()
-    runner["run_sources"](msg["sdk"], msg["program"], msg["workspace"])
+    runner["run_primed"](str(msg.get("sdk") or ""), msg["workspace"])
     os._exit(0)
 
 
@@ -141,8 +142,51 @@ def _kept(path: str, keep: list[str]) -> bool:
     return any(k == path or k.startswith(path.rstrip("/") + "/") for k in keep)
 
 
-def _clean(boot: Any, places: list[str], drop: Any, keep: list[str]) -> bool:
-    """Empty the program's scratch places, as its uid when it had one; whether it worked."""
+def _untouched(places: list[str], keep: list[str]) -> bool:
+    """Whether every scratch place holds nothing but what is kept (then no sweep is needed)."""
+    for place in places:
+        try:
+            names = os.listdir(place)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+        if not all(_kept(os.path.join(place, name), keep) for name in names):
+            return False
+    return True
+
+
+def _children() -> list[int] | None:
+    """This process's live children, from ``/proc/self/task/*/children``; ``None``: unknown.
+
+    The zygote is a child subreaper, so every process a program left is its child by
+    the time the program's own process has been reaped: none means none is left.
+    """
+    found: list[int] = []
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children", "rb") as f:
+                found += [int(pid) for pid in f.read().split()]
+    except (OSError, ValueError):
+        return None
+    return found
+
+
+def _left(boot: Any) -> bool:
+    """Whether any process of the program's outlived it."""
+    children = _children()
+    if children is None:
+        return bool(boot._descendants(os.getpid(), boot._parents()))
+    return bool(children)
+
+
+def _clean(boot: Any, places: list[str], drop: Any, keep: list[str], left: bool) -> bool:
+    """Empty the program's scratch places, as its uid when it had one; whether it worked.
+
+    With nothing ``left`` running and nothing in the places, there is nothing to do.
+    """
+    if not left and _untouched(places, keep):
+        return True
     pid = os.fork()
     if pid == 0:
         try:
@@ -219,6 +263,7 @@ def serve(boot: Any, runner: dict[str, Any], bpf: Any, places: list[str]) -> Non
             _send(sock, {"kind": "exit", "status": 121})
             _send(sock, {"kind": "clean", "clean": False})
             continue
+        gc.freeze()  # what the child shares stays out of its collections (fewer copied pages)
         child = os.fork()
         if child == 0:
             sock.close()
@@ -227,13 +272,13 @@ def serve(boot: Any, runner: dict[str, Any], bpf: Any, places: list[str]) -> Non
             os.close(fd)
         status, alive = _watch(sock, child, bool(msg.get("reaper")), pending)
         keep = [str(msg.get("workspace", "/"))]
-        left = bool(boot._descendants(os.getpid(), boot._parents()))
+        left = _left(boot)
         if left:  # no process outlives its turn: these die before the turn goes on
-            clean = _clean(boot, places, msg.get("drop"), keep)
+            clean = _clean(boot, places, msg.get("drop"), keep, left)
         if alive:
             _send(sock, {"kind": "exit", "status": status})
         if not left:  # nothing runs: emptying the scratch places can follow the turn
-            clean = _clean(boot, places, msg.get("drop"), keep)
+            clean = _clean(boot, places, msg.get("drop"), keep, left)
         if not alive:
             os._exit(0)
         _send(sock, {"kind": "clean", "clean": clean})
