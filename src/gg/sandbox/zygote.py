@@ -4,16 +4,21 @@ A :class:`Zygote` is one sandboxed process started exactly as a cold program
 is (bubblewrap, or the ``unshare``/``rlimit`` layers' ``boot.py``), in mode
 ``zygote``: it enters the layer's namespaces, loads the interpreter, the
 runner and its imports, and waits on a control socket. Each program is one
-``fork`` of it (``guest/zygote.py``); the forked child applies the program's
-confinement (rlimits, Landlock, the slot uid, seccomp) before any program
-code runs, and gg watches it as it watches a cold process (the wall clock,
-the output cap, the membrane, the write cap: :func:`gg.sandbox.process.watch`).
+``fork`` of it (``guest/zygote.py``), made before the program exists
+(:meth:`Zygote.prime`): the forked child applies the program's confinement
+(rlimits, Landlock, the slot uid, seccomp), binds the SDK and waits for its
+program on its answer pipe. A program's turn is then one write of the
+program, its run, and the zygote's report that it ended; gg watches it as
+it watches a cold process (the wall clock, the output cap, the membrane,
+the write cap: :func:`gg.sandbox.process.watch`), from the moment the
+program is written.
 
 A :class:`Pool` keeps, per workspace, one zygote in use and one spare, both
 started in the background (when a session starts, and after each program),
 so consecutive turns never wait for a start. A zygote whose program did not
-end normally, that did not report its scratch places empty, or that died,
-is closed and replaced, never reused (SPEC M3).
+end normally, that did not report its scratch places empty, whose waiting
+child or itself died, or that ran 100 programs, is closed and replaced, never
+reused (SPEC M3).
 """
 
 from __future__ import annotations

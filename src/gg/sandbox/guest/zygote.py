@@ -8,11 +8,12 @@ costs one ``fork``.
 
 The control channel is an ``AF_UNIX`` stream socket on fd 3, one JSON line
 per message. gg sends ``run`` with three descriptors attached
-(``SCM_RIGHTS``: the output pipe, the request pipe, the answer pipe)::
+(``SCM_RIGHTS``: the output pipe, the request pipe, the answer pipe), as soon
+as the zygote is free: before the program exists (while the model thinks)::
 
-    <- {"kind": "run", "program": "...", "sdk": "...", "rlimits": [...],
+    <- {"kind": "run", "sdk": "...", "rlimits": [...],
         "drop": {"uid": 61003, "gid": 61000} | null, "landlock": {...} | null,
-        "reaper": false}
+        "reaper": false, "workspace": "..."}
     <- {"kind": "kill"}                      (while it runs: stop it now)
     -> {"kind": "exit", "status": 0}          (the program's process ended)
     -> {"kind": "clean", "clean": true}       (its leftovers are gone)
@@ -20,18 +21,30 @@ per message. gg sends ``run`` with three descriptors attached
 Per program, the forked child puts the pipes on fds 1-2, 3 and 4, closes
 every other descriptor, sets the program's rlimits, builds its Landlock
 ruleset, drops to its uid, loads the seccomp filter and only then announces
-``ready`` and runs the program: the same confinement, in the same order, as
-a cold start (``boot.py``). The zygote is a child subreaper: when the child
-ends, every process it left is killed before its ``exit`` is reported (no
-process outlives its turn); then ``/tmp`` and ``/dev/shm`` (or the run's
-private tmp) are emptied, after the report when nothing was left running,
-and ``clean`` says whether all of it worked; gg never gives a zygote another
-program before it reported ``clean: true``.
+``ready``: the same confinement, in the same order, as a cold start
+(``boot.py``). Then, still before any program code, it binds ``sdk`` (the
+SDK its program most likely has) and waits: gg writes the program itself as
+the first line of the answer pipe (``runner.run_primed``), so a program's
+turn pays neither the fork nor the confinement. The zygote is a child
+subreaper: when the child ends, every process it left is killed before its
+``exit`` is reported (no process outlives its turn; none is left when
+``/proc/self/task/*/children`` lists none); then ``/tmp`` and ``/dev/shm``
+(or the run's private tmp) are emptied when anything is in them, after the
+report when nothing was left running, and ``clean`` says whether all of it
+worked; gg never gives a zygote another program before it reported
+``clean: true``.
 
-What a child still shares with its zygote's other children: ``str`` hash
-randomisation (``PYTHONHASHSEED`` is fixed when the interpreter starts; each
-zygote gets its own) and the address-space layout of what the zygote loaded.
-The ``random`` module is reseeded in each child; ``os.urandom``, ``secrets``
+What a child still shares with its zygote's other children: the
+address-space layout of what the zygote loaded, and ``str``/``bytes`` hash
+randomisation (the hash secret is fixed when the interpreter starts, so a
+fork cannot draw its own; each zygote has its own, and gg retires a zygote
+after 100 programs). That residual is accepted: hash randomisation hardens
+a server against keys chosen by someone else (hash flooding); every program
+of a zygote is the same session's (one workspace, one model), and a program
+that learns the secret can slow down only what it could slow down anyway,
+within its own limits. Drawing a secret per program would need a fresh
+interpreter per program, which is the cost the zygote exists to avoid. The
+``random`` module is reseeded in each child; ``os.urandom``, ``secrets``
 and ``uuid`` read the kernel's generator and share nothing.
 """
 
