@@ -540,7 +540,7 @@ class StreamWriter:
         self._held_before: tuple[int, bytes] = (self._seal.seq, self._seal.chain)
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._failed: OSError | None = None
+        self._failed: Exception | None = None
         """A flush of held lines that failed in the timer: raised by the next write."""
 
     def emit(self, event: Event) -> None:
@@ -637,7 +637,7 @@ class StreamWriter:
         self._timer = None
         try:
             self.flush()
-        except OSError as e:  # DiskFull included: raised by the next emit or sync
+        except Exception as e:  # DiskFull, OSError: raised by the next emit or sync
             self._failed = e
 
     def _raise_failed(self) -> None:
