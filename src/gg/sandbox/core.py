@@ -452,11 +452,14 @@ class Sandbox:
                 wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes, sweep=sweep,
                 writes=cap,
             )  # fmt: skip
-        finally:
+        except BaseException:
+            zygote.close()  # the handler raised (or gg was cancelled): nothing of it stays
             primed.release()
+            raise
         zygote.programs += 1
         normal = outcome.stopped is None and membrane.result is not None
         zygote.usable = normal and zygote.proc.poll() is None  # and, later, its report: clean
+        zygote.hold_until_clean(primed)
         return outcome, cap
 
     async def _run_program(

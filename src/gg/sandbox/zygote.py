@@ -80,6 +80,8 @@ class Zygote:
         """Its latest child (waiting, running or ended)."""
         self.primed: Primed | None = None
         """The next program's child, forked and confined, waiting (:meth:`prime`)."""
+        self._held: list[Primed] = []
+        """Children whose slot uid stays locked until the zygote reports clean."""
         self.programs = 0
         """Programs it ran; past :data:`_PROGRAMS_PER_ZYGOTE` it is retired."""
         self._pending = bytearray()
@@ -226,6 +228,28 @@ class Zygote:
             raise SandboxError("the warm sandbox's waiting child is gone")
         return primed
 
+    def hold_until_clean(self, primed: Primed) -> None:
+        """Let ``primed``'s slot uid go once the zygote reported clean (or was closed).
+
+        The zygote's cleaner may still run as that uid (``kill(-1)`` included) after the
+        program's end is reported: no other program may get the uid before it is done. A
+        zygote that is not usable keeps it until :meth:`close` killed everything in it.
+        """
+        if not self.usable:  # it is closed next (Pool.give_back): the slot goes then
+            self._held.append(primed)
+            return
+        if self.cleaning is None or self.cleaning.done():
+            primed.release()
+            return
+        self._held.append(primed)
+
+        def release(_: object) -> None:
+            if primed in self._held:
+                self._held.remove(primed)
+                primed.release()
+
+        self.cleaning.add_done_callback(release)
+
     async def send_program(self, primed: Primed, program: str, sdk: str, timeout: float) -> None:
         """Write the program (and its SDK, unless the child bound it already) to the child.
 
@@ -275,9 +299,6 @@ class Zygote:
     def close(self) -> None:
         """Stop it for good (its namespace and every process in it die with it)."""
         self.usable = False
-        primed, self.primed = self.primed, None
-        if primed is not None:
-            primed.close()
         if self.child is not None:
             self.child.abandon()
         with contextlib.suppress(OSError):
@@ -289,6 +310,10 @@ class Zygote:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
         reaper.forget(self.proc.pid)
+        primed, self.primed = self.primed, None
+        for held in [*self._held, *([primed] if primed is not None else [])]:
+            held.close()  # its processes died with the zygote: the slot uid is free
+        self._held.clear()
         if self.run_dir is not None:
             with contextlib.suppress(OSError):
                 remove_tree(self.run_dir)
