@@ -12,7 +12,11 @@ subjects' sessions are interleaved, round after round, in one process, so a
 busy machine slows them alike; the table gives medians and gg's ratios.
 
 Also measured: membrane calls per second from one gg program (the program
-times 2,000 calls itself and prints the rate).
+times 2,000 calls itself and prints the rate), and the floor under gg's
+Python turn: ``gg-python-sandbox-only``, the warm sandbox alone (one
+``Sandbox.run`` per turn, calls answered at once, no session loop and no
+stream), so the table shows what the sandbox costs and what the session
+loop adds.
 
 ``--think-ms N`` gives every model call N ms of latency and takes it off each
 turn: a warm JavaScript Deno is started while the model thinks, which a
@@ -39,8 +43,9 @@ from typing import Any
 
 from gg.config import settings_from_dict
 from gg.hooks import Gate
-from gg.models.base import Message, Reply, ToolCall
+from gg.models.base import Message, Reply, ToolCall, ToolSpec
 from gg.run import Run
+from gg.sandbox import CallAnswer, CallRequest, Sandbox
 from gg.testing import FunctionModel
 from gg.tools.registry import Registry, tool
 
@@ -195,7 +200,7 @@ class SmolCode:
 
 DEFAULT_SUBJECTS = [
     *("gg-python", "gg-python-nofsync", "gg-python-cold"),
-    *("gg-javascript", "gg-javascript-cold", "smolagents"),
+    *("gg-javascript", "gg-javascript-cold", "smolagents", "gg-python-sandbox-only"),
 ]
 
 
@@ -213,6 +218,7 @@ def make_subjects(names: list[str]) -> dict[str, Any]:
         "gg-javascript": lambda: GgCode("javascript"),
         "gg-javascript-cold": lambda: GgCode("javascript", warm=False),
         "smolagents": SmolCode,
+        "gg-python-sandbox-only": BareSandbox,
     }
     subjects = {}
     for name in names:
@@ -241,15 +247,60 @@ async def membrane_rates(subjects: dict[str, Any], rounds: int) -> dict[str, flo
     """Median SDK calls per second of one gg program making 2,000 calls, per language."""
     rates: dict[str, float] = {}
     for name, subject in subjects.items():
-        if not isinstance(subject, GgCode):
-            continue
         found = []
         for _ in range(max(3, rounds // 2)):
+            if isinstance(subject, BareSandbox):
+                found.append(await subject.rate())
+                continue
+            if not isinstance(subject, GgCode):
+                break
             await subject.session("rate", 1)
             found += [float(m.group(1)) for o in subject.outputs if (m := _RATE.search(o))]
         if found:
             rates[name] = statistics.median(found)
     return rates
+
+
+class BareSandbox:
+    """gg's warm Python sandbox alone (no session loop, no stream): the floor of a turn.
+
+    Each measured "turn" is one ``Sandbox.run`` of the workload's program, whose calls a
+    handler answers at once; interleaved with the subjects, it is not a subject itself.
+    """
+
+    def __init__(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="gg-bench-bare-")
+        self.workspace = Path(self._tmp.name)
+        self.sandbox = Sandbox()
+        self.spec = ToolSpec(name="noop", description="noop", parameters={"type": "object"})
+
+    async def _answer(self, request: CallRequest) -> CallAnswer:
+        return CallAnswer(ok=True, value="ok")
+
+    async def run(self, program: str) -> Any:
+        """One program; its :class:`gg.sandbox.ProgramResult`."""
+        return await self.sandbox.run(
+            program, language="python", workspace=self.workspace, tools=[self.spec],
+            handler=self._answer,
+        )  # fmt: skip
+
+    async def session(self, workload: str, turns: int) -> list[float]:
+        """``turns`` runs of the workload; stamps before each run and after the last."""
+        stamps = [time.perf_counter()]
+        for _ in range(turns + 1):
+            await self.run(PROGRAMS["python"][workload])
+            stamps.append(time.perf_counter())
+        return stamps
+
+    async def rate(self) -> float:
+        """Calls per second of one program making 2,000 calls."""
+        found = _RATE.search((await self.run(PROGRAMS["python"]["rate"])).output)
+        return float(found.group(1)) if found else 0.0
+
+    async def close(self) -> None:
+        """Close the sandbox, remove the workspace."""
+        await self.sandbox.aclose()
+        self._tmp.cleanup()
 
 
 def report(times: dict[str, list[float]], rates: dict[str, float], names: list[str]) -> str:

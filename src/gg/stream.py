@@ -479,15 +479,32 @@ def _reparsed(line: str, event: Event) -> Event:
         return event
 
 
+_HELD_TYPES = (ToolCalled, ToolResult)
+"""The events a program's calls make, two per call: held, then written together (issue 11)."""
+_HOLD_S = 0.05
+"""Held lines are written at most this long after the first of them (``gg watch`` sees them)."""
+_HOLD_BYTES = 1 << 16
+"""... or once they are this many bytes."""
+
+
 class StreamWriter:
     """Appends sealed events to a run's JSONL file (SPEC O1; issue 9 item 3). One writer per run.
+
+    Every event is one sealed line, written whole. No event is fsynced on its own:
+    the file is fsynced at turn, session and run ends (``fsync="turn"``). The two
+    events of each call (``tool_call``, ``tool_result``; a program may make thousands)
+    are sealed at once but held in memory and written together (issue 11): by any
+    other event (so a turn's end, an ending, a refusal, a checkpoint or an error
+    writes them first, in order), by :meth:`sync`, after at most 50 ms, or past
+    64 KiB. A gg killed outright may lose those 50 ms of call events, never another
+    event; without a running event loop nothing is held.
 
     Args:
         path: the stream file, created (``O_EXCL | O_NOFOLLOW``, mode 0600); its
             directory is made gg-private (:func:`gg.state.private_dir`).
         fsync: ``"turn"`` to fsync at turn, session and run ends (default), or
             ``"never"`` to leave it to the OS (faster; a crash may lose the tail).
-        listeners: callables that get each event after it is written (live display).
+        listeners: callables that get each event as it is emitted (live display).
         seal_dir: where the seal's key and head go (default: the stream's directory).
 
     Raises:
@@ -521,6 +538,14 @@ class StreamWriter:
         """Bytes of whole lines in the file: a failed write is cut back to it."""
         self._torn = False
         """A failed write could not be cut back yet (repaired before the next write)."""
+        self._held: list[bytes] = []
+        """Sealed lines of calls' events not written yet (:meth:`flush`)."""
+        self._held_bytes = 0
+        self._held_before: tuple[int, bytes] = (self._seal.seq, self._seal.chain)
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._failed: Exception | None = None
+        """A flush of held lines that failed in the timer: raised by the next write."""
 
     def emit(self, event: Event) -> None:
         """Append ``event`` as one sealed line (one ``write``), then tell the listeners.
@@ -543,7 +568,10 @@ class StreamWriter:
             line = _fallback_line(event)
             event = _reparsed(line, event)
         clean = redact(line, self._secrets)
-        self._append(clean)
+        if isinstance(event, _HELD_TYPES) and self._may_hold():
+            self._hold(clean)
+        else:
+            self._append(clean)
         self._written += 1
         if self.listeners:
             shown = event if clean is line else parse_event(clean)
@@ -562,10 +590,14 @@ class StreamWriter:
             DiskFull: the filesystem is full (names it).
             OSError: another write failure.
         """
+        self.flush()  # the held lines go first: the file keeps the order of the events
         if self._torn:
             self._repair()
         before = (self._seal.seq, self._seal.chain)
-        data = self._seal.seal(clean)
+        self._write(self._seal.seal(clean), before)
+
+    def _write(self, data: bytes, before: tuple[int, bytes]) -> None:
+        """One ``write`` of whole sealed lines; on failure roll the seal back to ``before``."""
         try:
             n = os.write(self._fd, data)
         except OSError as e:
@@ -577,6 +609,68 @@ class StreamWriter:
             self._undo(before)
             raise disk_full(self.path, "the stream")
         self._size += n
+
+    def _may_hold(self) -> bool:
+        """Whether a line can wait for the next flush: a running loop will flush it soon."""
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
+
+    def _hold(self, clean: str) -> None:
+        """Seal a call's event now, write it with the next flush (at most :data:`_HOLD_S` on).
+
+        Raises:
+            DiskFull: the last flush of held lines failed (they are lost, and said so).
+        """
+        self._raise_failed()
+        if self._torn:
+            self._repair()
+        if not self._held:
+            self._held_before = (self._seal.seq, self._seal.chain)
+            assert self._loop is not None
+            self._timer = self._loop.call_later(_HOLD_S, self._flush_later)
+        line = self._seal.seal(clean)
+        self._held.append(line)
+        self._held_bytes += len(line)
+        if self._held_bytes >= _HOLD_BYTES:
+            self.flush()
+
+    def _flush_later(self) -> None:
+        self._timer = None
+        try:
+            self.flush()
+        except Exception as e:  # DiskFull, OSError: raised by the next emit or sync
+            self._failed = e
+
+    def _raise_failed(self) -> None:
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+    def flush(self) -> None:
+        """Write the held lines of calls (one ``write``); every other event flushes them first.
+
+        Raises:
+            DiskFull: the filesystem is full; the held lines are lost and the file and seal
+                are as before them.
+            OSError: another write failure.
+        """
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._raise_failed()
+        if not self._held:
+            return
+        data, before, count = b"".join(self._held), self._held_before, len(self._held)
+        self._held.clear()
+        self._held_bytes = 0
+        try:
+            self._write(data, before)
+        except OSError:
+            self._written -= count
+            raise
 
     def _undo(self, before: tuple[int, bytes]) -> None:
         """Forget the line just sealed (its sequence number and chain value)."""
@@ -597,6 +691,7 @@ class StreamWriter:
         Then move the seal's head to the last event.
         """
         if not self.closed:
+            self.flush()
             if self._fsync:
                 os.fsync(self._fd)
             self._synced = self._written
@@ -615,6 +710,8 @@ class StreamWriter:
         Raises:
             OSError: if the fsync fails.
         """
+        if not self.closed:
+            self.flush()
         if not self._fsync:
             if not self.closed:
                 self._seal.write_head(self._written, self._seal.chain)

@@ -94,6 +94,16 @@ family's own prefix and enough key characters that ordinary words, paths, hashes
 scheme and host, only the credential goes."""
 
 _SHAPE = re.compile("|".join(f"(?:{shape})" for shape in SECRET_SHAPES))
+_SHAPE_HINTS = (
+    "sk-", "sk_", "rk_", "pk_", "whsec_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+    "glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glsoat-", "xox", "xapp-", "AKIA", "ASIA",
+    "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "APKA", "AROA", "ASCA", "AIza",
+    "hf_", "npm_", "pypi-", "eyJ", "-----BEGIN ", "://",
+)  # fmt: skip
+_SHAPE_HINTS_ANY_CASE = ("aws_secret_access_key", "secretaccesskey", "authorization", "bearer")
+"""Literals (the last ones in any case) of which every :data:`SECRET_SHAPES` match holds
+one: text without any needs no scan of :data:`_SHAPE`, whose lookbehinds cost tens of
+microseconds per stream line."""
 
 _SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 _SECRET_MIN = 8
@@ -186,6 +196,10 @@ def redact(text: str, secrets: Iterable[str] | None = None) -> str:
     for value in values:
         if value in text:
             text = text.replace(value, REDACTED)
+    if not any(h in text for h in _SHAPE_HINTS):
+        lower = text.lower()
+        if not any(h in lower for h in _SHAPE_HINTS_ANY_CASE):
+            return text
     return _SHAPE.sub(_shape_replacement, text)
 
 

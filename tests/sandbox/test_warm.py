@@ -7,12 +7,16 @@ fixture runs it under each isolation layer this machine supports.
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
 from gg.errors import SandboxError
+from gg.models.base import ToolSpec
 from gg.sandbox import CallAnswer, CallRequest, ProgramResult, Sandbox
 from gg.sandbox import zygote as zygote_module
 
@@ -156,3 +160,49 @@ def test_a_posix_message_queue_is_refused_on_the_warm_path(
     assert one.error is None and two.error is None, (one, two)
     assert one.output.split()[:2] == ["queue", "-1"], one.output  # EPERM: never made
     assert two.output.split() == ["open", "-1"], two.output
+
+
+NOOP = ToolSpec(name="noop", description="Do nothing.", parameters={"type": "object"})
+
+
+def test_a_program_gets_its_own_sdk_not_the_one_its_child_bound(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The waiting child binds the last program's SDK; a program with other tools gets its own."""
+    call = "print(gg.tools.noop())"
+
+    async def go() -> list[ProgramResult]:
+        out = []
+        for tools in ([], [NOOP], [NOOP], []):
+            out.append(await sandbox.run(call, language="python", workspace=tmp_path,
+                                         tools=tools, handler=_answer))  # fmt: skip
+        return out
+
+    without, first, second, again = asyncio.run(go())
+    assert without.error is not None and "noop" in without.error, without
+    assert first.error is None and first.calls == 1, first
+    assert second.error is None and second.calls == 1, second
+    assert again.error is not None and "noop" in again.error and again.calls == 0, again
+
+
+def test_a_dead_waiting_zygote_is_replaced_not_used(tmp_path: Path) -> None:
+    """Zygotes killed while their child waits for a program: the next program runs anyway."""
+
+    async def go() -> tuple[ProgramResult, ProgramResult, int]:
+        async with Sandbox() as sandbox:
+            run = functools.partial(sandbox.run, language="python", workspace=tmp_path,
+                                    tools=[], handler=_answer)  # fmt: skip
+            before = await run("print(6 * 7)")
+            pool, key = sandbox._pool, sandbox._key(tmp_path.resolve())
+            await asyncio.wait(pool._pending.get(key, set()))
+            waiting = list(pool._ready.get(key, []))
+            for zygote in waiting:
+                os.killpg(zygote.proc.pid, signal.SIGKILL)
+                zygote.proc.wait()
+            after = await run("print(6 * 7)")
+            return before, after, len(waiting)
+
+    before, after, killed = asyncio.run(go())
+    assert killed >= 1
+    assert before.output.strip() == "42", before
+    assert after.error is None and after.output.strip() == "42", after

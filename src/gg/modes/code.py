@@ -154,7 +154,9 @@ class ProgramTurn:
 
     async def _tool(self, request: CallRequest) -> CallAnswer:
         args = excerpt_arguments(request.arguments)
-        self.emit(ToolCalled(**self.ids, name=request.name, arguments=args))
+        # gg built every field (ids, a str name, excerpts): no validation (one per call, the
+        # tool's own; issue 11). The stream still serialises whatever these hold (F4).
+        self.emit(ToolCalled.model_construct(**self.ids, name=request.name, arguments=args))
         tool = self.tools.get(request.name)
         if tool is None:
             answer = CallAnswer(
@@ -183,7 +185,9 @@ class ProgramTurn:
                 access=tool.access, ok=answer.ok, result=text, arguments=request.arguments
             )
         self.emit(
-            ToolResult(**self.ids, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300))
+            ToolResult.model_construct(
+                **self.ids, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300)
+            )
         )
         return answer
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
 import re
 import secrets
 import shlex
@@ -58,7 +57,7 @@ from typing import Literal
 
 from gg.errors import SandboxError, UserError
 from gg.models.base import ToolSpec
-from gg.sandbox.accounts import SANDBOX_GID, is_shared, kill_all, share_workspace, uid_slot
+from gg.sandbox.accounts import is_shared, kill_all, share_workspace
 from gg.sandbox.checks import (
     CHECK_TIMEOUT_S,
     CompileProblem,
@@ -428,17 +427,14 @@ class Sandbox:
         program ran): the caller runs it cold, and this sandbox stops trying warm starts.
         """
         try:
-            zygote = await self._pool.take(self._key(ws))
+            zygote = await self._pool.take(self._key(ws), files["sdk.py"])
         except (SandboxError, OSError):
             self.warm = False
             return None
         try:
-            slot = uid_slot() if host_facts().is_root else contextlib.nullcontext(None)
-            with slot as uid:
-                try:
-                    outcome, cap = await self._fork_and_watch(zygote, uid, membrane, files)
-                except _NotForked:
-                    return None
+            outcome, cap = await self._fork_and_watch(zygote, membrane, files)
+        except _NotForked:
+            return None
         finally:
             self._pool.give_back(zygote)
         if not membrane.ready:
@@ -446,42 +442,43 @@ class Sandbox:
         return self._program_result(outcome, membrane, "python", cap)
 
     async def _fork_and_watch(
-        self, zygote: Zygote, uid: int | None, membrane: Membrane, files: dict[str, str]
+        self, zygote: Zygote, membrane: Membrane, files: dict[str, str]
     ) -> tuple[Outcome, WriteCap]:
-        """Fork one program by ``zygote`` as ``uid`` and watch it to its end.
+        """Hand the program to ``zygote``'s waiting child and watch it to its end.
 
         The zygote stays usable only if the program ended by itself and the zygote
         cleaned up after it.
         """
-        pipes = [os.pipe(), os.pipe(), os.pipe()]  # output, requests, answers
-        (out_r, out_w), (req_r, req_w), (ans_r, ans_w) = pipes
-        if uid is not None:
-            for fd in (req_w, ans_r):
-                os.fchown(fd, uid, SANDBOX_GID)
-        message = {**zygote.config(uid), "program": files["program.py"], "sdk": files["sdk.py"]}
         cap = self._write_cap(zygote.written())
-        started = time.monotonic()
         try:
-            child = await zygote.fork(message, (out_w, req_w, ans_r))
-        except BaseException as exc:
-            for fd in (out_r, req_r, ans_w):
-                os.close(fd)
-            if isinstance(exc, SandboxError):
+            primed = zygote.take_primed()
+        except SandboxError as exc:
+            raise _NotForked from exc
+        try:
+            started = time.monotonic()
+            try:
+                await zygote.send_program(
+                    primed, files["program.py"], files["sdk.py"], self.limits.wall_s
+                )
+            except SandboxError as exc:
+                primed.close()
                 raise _NotForked from exc
+            uid, sweep = primed.uid, None
+            if uid is not None and self.isolation is not Isolation.BWRAP:
+                sweep = lambda: kill_all(uid, host_facts().python)  # noqa: E731
+            outcome = await watch(
+                primed.child, membrane=membrane, fds=primed.fds, started=started,
+                wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes, sweep=sweep,
+                writes=cap,
+            )  # fmt: skip
+        except BaseException:
+            zygote.close()  # the handler raised (or gg was cancelled): nothing of it stays
+            primed.release()
             raise
-        finally:
-            for fd in (out_w, req_w, ans_r):
-                os.close(fd)
-        sweep = None
-        if uid is not None and self.isolation is not Isolation.BWRAP:
-            sweep = lambda: kill_all(uid, host_facts().python)  # noqa: E731
-        outcome = await watch(
-            child, membrane=membrane, fds=(out_r, req_r, ans_w), started=started,
-            wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes, sweep=sweep,
-            writes=cap,
-        )  # fmt: skip
+        zygote.programs += 1
         normal = outcome.stopped is None and membrane.result is not None
         zygote.usable = normal and zygote.proc.poll() is None  # and, later, its report: clean
+        zygote.hold_until_clean(primed)
         return outcome, cap
 
     async def _run_deno(

@@ -4,16 +4,21 @@ A :class:`Zygote` is one sandboxed process started exactly as a cold program
 is (bubblewrap, or the ``unshare``/``rlimit`` layers' ``boot.py``), in mode
 ``zygote``: it enters the layer's namespaces, loads the interpreter, the
 runner and its imports, and waits on a control socket. Each program is one
-``fork`` of it (``guest/zygote.py``); the forked child applies the program's
-confinement (rlimits, Landlock, the slot uid, seccomp) before any program
-code runs, and gg watches it as it watches a cold process (the wall clock,
-the output cap, the membrane, the write cap: :func:`gg.sandbox.process.watch`).
+``fork`` of it (``guest/zygote.py``), made before the program exists
+(:meth:`Zygote.prime`): the forked child applies the program's confinement
+(rlimits, Landlock, the slot uid, seccomp), binds the SDK and waits for its
+program on its answer pipe. A program's turn is then one write of the
+program, its run, and the zygote's report that it ended; gg watches it as
+it watches a cold process (the wall clock, the output cap, the membrane,
+the write cap: :func:`gg.sandbox.process.watch`), from the moment the
+program is written.
 
 A :class:`Pool` keeps, per workspace, one zygote in use and one spare, both
 started in the background (when a session starts, and after each program),
 so consecutive turns never wait for a start. A zygote whose program did not
-end normally, that did not report its scratch places empty, or that died,
-is closed and replaced, never reused (SPEC M3).
+end normally, that did not report its scratch places empty, whose waiting
+child or itself died, or that ran 100 programs, is closed and replaced, never
+reused (SPEC M3).
 """
 
 from __future__ import annotations
@@ -34,18 +39,21 @@ from typing import Any
 
 from gg import reaper
 from gg.errors import SandboxError
+from gg.sandbox.accounts import SANDBOX_GID, uid_slot
 from gg.sandbox.host import Isolation, host_facts, state_dir
 from gg.sandbox.launch import Spec, plan, prepare_run_dir, program_config
 from gg.sandbox.limits import Limits
 from gg.sandbox.seccomp import seccomp_bpf
 from gg.sandbox.tree import remove_tree
 
-__all__ = ["Key", "Pool", "Zygote", "ZygoteChild"]
+__all__ = ["Key", "Pool", "Primed", "Zygote", "ZygoteChild"]
 
 _START_TIMEOUT_S = 20.0
 _STOP_GRACE_S = 15.0  # the zygote's child reaper gets 12 s before its SIGKILL
 _KILLED = -9
 _SPARES = 2
+_PROGRAMS_PER_ZYGOTE = 100
+"""Programs one zygote serves before it is retired (its spare has long been ready)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +76,14 @@ class Zygote:
         """``False`` once it died, was killed or left anything behind: never reused."""
         self.cleaning: asyncio.Future[bool] | None = None
         """After a program: resolves to whether the zygote reported its leftovers gone."""
+        self.child: ZygoteChild | None = None
+        """Its latest child (waiting, running or ended)."""
+        self.primed: Primed | None = None
+        """The next program's child, forked and confined, waiting (:meth:`prime`)."""
+        self._held: list[Primed] = []
+        """Children whose slot uid stays locked until the zygote reports clean."""
+        self.programs = 0
+        """Programs it ran; past :data:`_PROGRAMS_PER_ZYGOTE` it is retired."""
         self._pending = bytearray()
 
     @classmethod
@@ -166,15 +182,96 @@ class Zygote:
         self._pending[:] = rest
         return json.loads(line)
 
+    async def prime(self, sdk: str) -> None:
+        """Fork the next program's child now, confined, waiting for its program (issue 11).
+
+        The child binds ``sdk`` (the SDK source the next program most likely has; ``""``:
+        none) and blocks reading its answer pipe, where :meth:`send_program` writes the
+        program: the fork, the confinement and the SDK are paid before the program
+        arrives. The slot uid (as root) is held from here until the program's turn ends.
+
+        Raises:
+            gg.errors.SandboxError: the zygote is gone (it is then not usable).
+        """
+        slot = contextlib.ExitStack()
+        uid = slot.enter_context(uid_slot()) if host_facts().is_root else None
+        pipes = [os.pipe(), os.pipe(), os.pipe()]  # output, requests, answers
+        (out_r, out_w), (req_r, req_w), (ans_r, ans_w) = pipes
+        try:
+            if uid is not None:
+                for fd in (req_w, ans_r):
+                    os.fchown(fd, uid, SANDBOX_GID)
+            message = {**self.config(uid), "sdk": sdk}
+            child = await self.fork(message, (out_w, req_w, ans_r))
+        except BaseException:
+            for fd in (out_r, req_r, ans_w):
+                os.close(fd)
+            slot.close()
+            raise
+        finally:
+            for fd in (out_w, req_w, ans_r):
+                os.close(fd)
+        self.primed = Primed(child=child, fds=(out_r, req_r, ans_w), uid=uid, sdk=sdk, slot=slot)
+
+    def take_primed(self) -> Primed:
+        """The waiting child, for one program; the zygote is not usable again until it is clean.
+
+        Raises:
+            gg.errors.SandboxError: there is none, or it died while it waited.
+        """
+        primed, self.primed = self.primed, None
+        self.usable = False  # until its program ended normally and it reported clean
+        if primed is None or primed.child.poll() is not None:
+            if primed is not None:
+                primed.release()
+            self.close()
+            raise SandboxError("the warm sandbox's waiting child is gone")
+        return primed
+
+    def hold_until_clean(self, primed: Primed) -> None:
+        """Let ``primed``'s slot uid go once the zygote reported clean (or was closed).
+
+        The zygote's cleaner may still run as that uid (``kill(-1)`` included) after the
+        program's end is reported: no other program may get the uid before it is done. A
+        zygote that is not usable keeps it until :meth:`close` killed everything in it.
+        """
+        if not self.usable:  # it is closed next (Pool.give_back): the slot goes then
+            self._held.append(primed)
+            return
+        if self.cleaning is None or self.cleaning.done():
+            primed.release()
+            return
+        self._held.append(primed)
+
+        def release(_: object) -> None:
+            if primed in self._held:
+                self._held.remove(primed)
+                primed.release()
+
+        self.cleaning.add_done_callback(release)
+
+    async def send_program(self, primed: Primed, program: str, sdk: str, timeout: float) -> None:
+        """Write the program (and its SDK, unless the child bound it already) to the child.
+
+        Raises:
+            gg.errors.SandboxError: the child is gone or did not take it within ``timeout``.
+        """
+        body = {"program": program, "sdk": None if sdk == primed.sdk else sdk}
+        data = (json.dumps(body, separators=(",", ":")) + "\n").encode()
+        try:
+            await asyncio.wait_for(_write_all(primed.fds[2], data), timeout)
+        except (OSError, TimeoutError) as exc:
+            self.close()
+            raise SandboxError(f"the warm sandbox's child did not take its program: {exc}") from exc
+
     async def fork(self, message: dict[str, object], fds: Sequence[int]) -> ZygoteChild:
-        """Ask for one program run with ``fds`` (output, requests, answers) as its pipes.
+        """Ask for one child with ``fds`` (output, requests, answers) as its pipes.
 
         Raises:
             gg.errors.SandboxError: the zygote is gone (it is then not usable).
         """
         loop = asyncio.get_running_loop()
         data = (json.dumps({"kind": "run", **message}, separators=(",", ":")) + "\n").encode()
-        self.usable = False  # until its program ended normally and it reported clean
         try:
             await loop.sock_sendall(self.sock, b"")
             socket.send_fds(self.sock, [b" "], list(fds))
@@ -182,7 +279,8 @@ class Zygote:
         except OSError as exc:
             self.close()
             raise SandboxError(f"the warm sandbox is gone: {exc}") from exc
-        return ZygoteChild(self)
+        self.child = ZygoteChild(self)
+        return self.child
 
     async def read_clean(self) -> bool:
         """Wait for its report after a program's exit: whether every leftover is gone.
@@ -201,6 +299,8 @@ class Zygote:
     def close(self) -> None:
         """Stop it for good (its namespace and every process in it die with it)."""
         self.usable = False
+        if self.child is not None:
+            self.child.abandon()
         with contextlib.suppress(OSError):
             self.sock.close()
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -210,10 +310,69 @@ class Zygote:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
         reaper.forget(self.proc.pid)
+        primed, self.primed = self.primed, None
+        for held in [*self._held, *([primed] if primed is not None else [])]:
+            held.close()  # its processes died with the zygote: the slot uid is free
+        self._held.clear()
         if self.run_dir is not None:
             with contextlib.suppress(OSError):
                 remove_tree(self.run_dir)
             self.run_dir = None
+
+
+@dataclass(slots=True, kw_only=True)
+class Primed:
+    """A zygote's child waiting for its program (:meth:`Zygote.prime`).
+
+    Attributes:
+        child: the forked child, watched through the zygote's reports.
+        fds: gg's ends of its pipes ``(output_read, requests_read, answers_write)``.
+        uid: the slot uid it runs as (``None``: gg's own user, when gg is not root).
+        sdk: the SDK source it bound.
+        slot: holds the slot uid's lock until :meth:`release`.
+    """
+
+    child: ZygoteChild
+    fds: tuple[int, int, int]
+    uid: int | None
+    sdk: str
+    slot: contextlib.ExitStack
+
+    def release(self) -> None:
+        """Let the slot uid go (after the program's turn ended and its processes are dead)."""
+        self.slot.close()
+
+    def close(self) -> None:
+        """Close gg's ends of the pipes (the child sees EOF and exits) and let the slot go."""
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.release()
+
+
+async def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to the pipe ``fd`` without blocking the event loop.
+
+    Raises:
+        OSError: the reader is gone (``BrokenPipeError``).
+    """
+    os.set_blocking(fd, False)
+    view, loop = memoryview(data), asyncio.get_running_loop()
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            room: asyncio.Future[None] = loop.create_future()
+            loop.add_writer(fd, _resolve, room)
+            try:
+                await room
+            finally:
+                loop.remove_writer(fd)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _pipe_of(data: bytes) -> int:
@@ -267,8 +426,17 @@ class ZygoteChild:
         except (OSError, ValueError, TypeError):
             self.status = _KILLED  # the zygote died under its program
             self.zygote.close()
+        except asyncio.CancelledError:
+            self.status = _KILLED  # the zygote was closed: it and its children are dead
+            raise
         finally:
             self._ended.set()
+
+    def abandon(self) -> None:
+        """The zygote was closed: stop waiting for its report (the child is dead with it)."""
+        with contextlib.suppress(RuntimeError):  # no running loop, or the loop is gone
+            if not self._reader.done() and self._reader is not asyncio.current_task():
+                self._reader.cancel()
 
     def poll(self) -> int | None:
         """The program's exit status (negative: the signal that killed it), once it ended."""
@@ -290,6 +458,13 @@ class ZygoteChild:
             await self._ended.wait()
 
 
+def _waiting(zygote: Zygote) -> bool:
+    """Whether ``zygote`` can take a program now: alive, clean, its child waiting."""
+    primed = zygote.primed
+    alive = zygote.usable and zygote.proc.poll() is None
+    return alive and primed is not None and primed.child.poll() is None
+
+
 class Pool:
     """Warm zygotes per :class:`Key`: one to use and one spare, started in the background.
 
@@ -299,14 +474,39 @@ class Pool:
     """
 
     def __init__(self) -> None:
+        self._sdk: dict[Key, str] = {}
+        """Per key: the SDK source of its last program (what the next child binds)."""
         self._ready: dict[Key, list[Zygote]] = {}
         self._pending: dict[Key, set[asyncio.Future[Zygote | None]]] = {}
         """Per key: zygotes starting, and zygotes given back and cleaning up."""
         self._cleaning: set[Zygote] = set()
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _same_loop(self) -> None:
+        """Forget every zygote made under another event loop (its watchers died with it)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            if self._loop is not None:
+                self._drop()
+            self._loop = loop
+
+    def _drop(self) -> None:
+        for zygotes in self._ready.values():
+            for zygote in zygotes:
+                zygote.close()
+        self._ready.clear()
+        for zygote in list(self._cleaning):
+            zygote.close()
+        self._cleaning.clear()
+        for tasks in self._pending.values():
+            for task in tasks:
+                task.cancel()
+        self._pending.clear()
 
     def _live(self, key: Key) -> tuple[list[Zygote], set[asyncio.Future[Zygote | None]]]:
-        ready = [z for z in self._ready.get(key, []) if z.usable and z.proc.poll() is None]
+        self._same_loop()
+        ready = [z for z in self._ready.get(key, []) if _waiting(z)]
         for zygote in self._ready.get(key, []):
             if zygote not in ready:
                 zygote.close()
@@ -321,7 +521,17 @@ class Pool:
             return
         ready, pending = self._live(key)
         for _ in range(spares - len(ready) - len(pending)):
-            self._track(key, asyncio.ensure_future(Zygote.start(key)))
+            self._track(key, asyncio.ensure_future(self._fresh(key)))
+
+    async def _fresh(self, key: Key) -> Zygote:
+        """Start a zygote for ``key`` with its first child waiting."""
+        zygote = await Zygote.start(key)
+        try:
+            await zygote.prime(self._sdk.get(key, ""))
+        except BaseException:
+            zygote.close()
+            raise
+        return zygote
 
     def _track(self, key: Key, task: asyncio.Future[Zygote | None]) -> None:
         self._pending.setdefault(key, set()).add(task)
@@ -339,12 +549,17 @@ class Pool:
         else:
             self._ready.setdefault(key, []).append(zygote)
 
-    async def take(self, key: Key) -> Zygote:
-        """A ready zygote for ``key`` (waiting for one on the way, or starting one).
+    async def take(self, key: Key, sdk: str = "") -> Zygote:
+        """A ready zygote for ``key``, its child waiting (for one on the way, or a new one).
+
+        Args:
+            key: what the zygote is bound to.
+            sdk: the program's SDK source: later children bind it before their program.
 
         Raises:
             gg.errors.SandboxError: none could start.
         """
+        self._sdk[key] = sdk
         deadline = time.monotonic() + _START_TIMEOUT_S
         while True:
             ready, pending = self._live(key)
@@ -352,7 +567,7 @@ class Pool:
                 return ready.pop(0)
             left = deadline - time.monotonic()
             if not pending or left <= 0:
-                return await Zygote.start(key)
+                return await self._fresh(key)
             await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
 
     def give_back(self, zygote: Zygote) -> None:
@@ -374,20 +589,21 @@ class Pool:
             clean = await zygote.cleaning
         finally:
             self._cleaning.discard(zygote)
-        if clean and zygote.usable and zygote.proc.poll() is None and not self._closed:
-            return zygote
-        zygote.close()
-        return None
+        fit = zygote.programs < _PROGRAMS_PER_ZYGOTE and zygote.proc.poll() is None
+        if not (clean and zygote.usable and fit and not self._closed):
+            zygote.close()
+            return None
+        try:
+            await zygote.prime(self._sdk.get(zygote.key, ""))
+        except (SandboxError, OSError):
+            zygote.close()
+            return None
+        except BaseException:  # cancelled: the pool closed
+            zygote.close()
+            raise
+        return zygote
 
     def close(self) -> None:
         """Close every zygote (ready, cleaning up or starting)."""
         self._closed = True
-        for zygotes in self._ready.values():
-            for zygote in zygotes:
-                zygote.close()
-        self._ready.clear()
-        for zygote in list(self._cleaning):
-            zygote.close()
-        for tasks in self._pending.values():
-            for task in tasks:
-                task.cancel()
+        self._drop()

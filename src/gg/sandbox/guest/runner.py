@@ -58,6 +58,10 @@ class Transport:
         self._next = 0
         self.pid = os.getpid()
 
+    def first_line(self) -> bytes:
+        """The line gg sends before any call (the warm sandbox's program); ``b""`` at EOF."""
+        return self._in.readline()
+
     def send(self, message: dict[str, Any]) -> None:
         """Write one JSON line (all of it) on the request pipe."""
         data = (json.dumps(message, allow_nan=False, separators=(",", ":")) + "\n").encode()
@@ -227,10 +231,37 @@ def main(run_dir: str, workspace: str) -> None:
     run_sources(sdk_source, source, workspace)
 
 
-def run_sources(sdk_source: str, source: str, workspace: str) -> None:
-    """Bind the SDK, compile and run the program, report, exit (the zygote's child, too)."""
+def run_primed(sdk_guess: str, workspace: str) -> None:
+    """The warm sandbox's child: bind the likely SDK, then wait for the program, run it, exit.
+
+    Everything before the program's arrival is paid while the model thinks (issue 11):
+    the child is already confined. gg's first line on fd 4 is the program,
+    ``{"program": str, "sdk": str | null}`` (``null``: the SDK bound already, ``sdk_guess``).
+    """
     transport = Transport()
-    sdk = load_sdk(sdk_source, transport)
+    sdk = load_sdk(sdk_guess, transport) if sdk_guess else None
+    compile_program("_ = [1]\n_")  # the compiler's first use (pages copied from the zygote)
+    json.loads('{"program": "", "sdk": null}')
+    line = transport.first_line()
+    if not line:
+        os._exit(0)  # gg closed the warm sandbox before a program came
+    message = json.loads(line)
+    if message.get("sdk") is not None or sdk is None:
+        sdk = load_sdk(str(message.get("sdk") or ""), transport)
+    run_sources("", str(message["program"]), workspace, transport=transport, sdk=sdk)
+
+
+def run_sources(
+    sdk_source: str,
+    source: str,
+    workspace: str,
+    *,
+    transport: Transport | None = None,
+    sdk: types.ModuleType | None = None,
+) -> None:
+    """Bind the SDK (unless ``sdk`` is bound already), compile and run the program, exit."""
+    transport = transport or Transport()
+    sdk = sdk or load_sdk(sdk_source, transport)
     sys.path.insert(0, workspace)
     returned, error, limit = "", None, None
     try:

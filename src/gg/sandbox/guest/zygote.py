@@ -8,11 +8,12 @@ costs one ``fork``.
 
 The control channel is an ``AF_UNIX`` stream socket on fd 3, one JSON line
 per message. gg sends ``run`` with three descriptors attached
-(``SCM_RIGHTS``: the output pipe, the request pipe, the answer pipe)::
+(``SCM_RIGHTS``: the output pipe, the request pipe, the answer pipe), as soon
+as the zygote is free: before the program exists (while the model thinks)::
 
-    <- {"kind": "run", "program": "...", "sdk": "...", "rlimits": [...],
+    <- {"kind": "run", "sdk": "...", "rlimits": [...],
         "drop": {"uid": 61003, "gid": 61000} | null, "landlock": {...} | null,
-        "reaper": false}
+        "reaper": false, "workspace": "..."}
     <- {"kind": "kill"}                      (while it runs: stop it now)
     -> {"kind": "exit", "status": 0}          (the program's process ended)
     -> {"kind": "clean", "clean": true}       (its leftovers are gone)
@@ -20,24 +21,37 @@ per message. gg sends ``run`` with three descriptors attached
 Per program, the forked child puts the pipes on fds 1-2, 3 and 4, closes
 every other descriptor, sets the program's rlimits, builds its Landlock
 ruleset, drops to its uid, loads the seccomp filter and only then announces
-``ready`` and runs the program: the same confinement, in the same order, as
-a cold start (``boot.py``). The zygote is a child subreaper: when the child
-ends, every process it left is killed before its ``exit`` is reported (no
-process outlives its turn); then ``/tmp`` and ``/dev/shm`` (or the run's
-private tmp) are emptied, after the report when nothing was left running,
-and ``clean`` says whether all of it worked; gg never gives a zygote another
-program before it reported ``clean: true``.
+``ready``: the same confinement, in the same order, as a cold start
+(``boot.py``). Then, still before any program code, it binds ``sdk`` (the
+SDK its program most likely has) and waits: gg writes the program itself as
+the first line of the answer pipe (``runner.run_primed``), so a program's
+turn pays neither the fork nor the confinement. The zygote is a child
+subreaper: when the child ends, every process it left is killed before its
+``exit`` is reported (no process outlives its turn; none is left when
+``/proc/self/task/*/children`` lists none); then ``/tmp`` and ``/dev/shm``
+(or the run's private tmp) are emptied when anything is in them, after the
+report when nothing was left running, and ``clean`` says whether all of it
+worked; gg never gives a zygote another program before it reported
+``clean: true``.
 
-What a child still shares with its zygote's other children: ``str`` hash
-randomisation (``PYTHONHASHSEED`` is fixed when the interpreter starts; each
-zygote gets its own) and the address-space layout of what the zygote loaded.
-The ``random`` module is reseeded in each child; ``os.urandom``, ``secrets``
+What a child still shares with its zygote's other children: the
+address-space layout of what the zygote loaded, and ``str``/``bytes`` hash
+randomisation (the hash secret is fixed when the interpreter starts, so a
+fork cannot draw its own; each zygote has its own, and gg retires a zygote
+after 100 programs). That residual is accepted: hash randomisation hardens
+a server against keys chosen by someone else (hash flooding); every program
+of a zygote is the same session's (one workspace, one model), and a program
+that learns the secret can slow down only what it could slow down anyway,
+within its own limits. Drawing a secret per program would need a fresh
+interpreter per program, which is the cost the zygote exists to avoid. The
+``random`` module is reseeded in each child; ``os.urandom``, ``secrets``
 and ``uuid`` read the kernel's generator and share nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import select
@@ -93,7 +107,7 @@ def _child(
     sys.argv = ["<program>"]
     if "random" in sys.modules:  # its state came from the zygote: every child reseeds
         sys.modules["random"].seed()
-    runner["run_sources"](msg["sdk"], msg["program"], msg["workspace"])
+    runner["run_primed"](str(msg.get("sdk") or ""), msg["workspace"])
     os._exit(0)
 
 
@@ -141,8 +155,51 @@ def _kept(path: str, keep: list[str]) -> bool:
     return any(k == path or k.startswith(path.rstrip("/") + "/") for k in keep)
 
 
-def _clean(boot: Any, places: list[str], drop: Any, keep: list[str]) -> bool:
-    """Empty the program's scratch places, as its uid when it had one; whether it worked."""
+def _untouched(places: list[str], keep: list[str]) -> bool:
+    """Whether every scratch place holds nothing but what is kept (then no sweep is needed)."""
+    for place in places:
+        try:
+            names = os.listdir(place)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+        if not all(_kept(os.path.join(place, name), keep) for name in names):
+            return False
+    return True
+
+
+def _children() -> list[int] | None:
+    """This process's live children, from ``/proc/self/task/*/children``; ``None``: unknown.
+
+    The zygote is a child subreaper, so every process a program left is its child by
+    the time the program's own process has been reaped: none means none is left.
+    """
+    found: list[int] = []
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children", "rb") as f:
+                found += [int(pid) for pid in f.read().split()]
+    except (OSError, ValueError):
+        return None
+    return found
+
+
+def _left(boot: Any) -> bool:
+    """Whether any process of the program's outlived it."""
+    children = _children()
+    if children is None:
+        return bool(boot._descendants(os.getpid(), boot._parents()))
+    return bool(children)
+
+
+def _clean(boot: Any, places: list[str], drop: Any, keep: list[str], left: bool) -> bool:
+    """Empty the program's scratch places, as its uid when it had one; whether it worked.
+
+    With nothing ``left`` running and nothing in the places, there is nothing to do.
+    """
+    if not left and _untouched(places, keep):
+        return True
     pid = os.fork()
     if pid == 0:
         try:
@@ -219,6 +276,7 @@ def serve(boot: Any, runner: dict[str, Any], bpf: Any, places: list[str]) -> Non
             _send(sock, {"kind": "exit", "status": 121})
             _send(sock, {"kind": "clean", "clean": False})
             continue
+        gc.freeze()  # what the child shares stays out of its collections (fewer copied pages)
         child = os.fork()
         if child == 0:
             sock.close()
@@ -227,13 +285,13 @@ def serve(boot: Any, runner: dict[str, Any], bpf: Any, places: list[str]) -> Non
             os.close(fd)
         status, alive = _watch(sock, child, bool(msg.get("reaper")), pending)
         keep = [str(msg.get("workspace", "/"))]
-        left = bool(boot._descendants(os.getpid(), boot._parents()))
+        left = _left(boot)
         if left:  # no process outlives its turn: these die before the turn goes on
-            clean = _clean(boot, places, msg.get("drop"), keep)
+            clean = _clean(boot, places, msg.get("drop"), keep, left)
         if alive:
             _send(sock, {"kind": "exit", "status": status})
         if not left:  # nothing runs: emptying the scratch places can follow the turn
-            clean = _clean(boot, places, msg.get("drop"), keep)
+            clean = _clean(boot, places, msg.get("drop"), keep, left)
         if not alive:
             os._exit(0)
         _send(sock, {"kind": "clean", "clean": clean})
