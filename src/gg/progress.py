@@ -30,6 +30,7 @@ reminder exactly as the uninterrupted session would have.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -42,16 +43,23 @@ __all__ = ["Progress", "call_key"]
 _PASSED = re.compile(r"\Aexit code: 0\b")
 _STALE_TURNS = 2
 _FLAGS = ("wrote", "checked", "fresh")
+_KEPT_COUNTS = 256
+"""Counts a checkpoint keeps at most (the latest calls): its size stays bounded."""
 
 
 def call_key(name: str, arguments: Any) -> str:
-    """The identity of a call: its name and its arguments as canonical JSON."""
+    """The identity of a call: its name and a digest of its arguments as canonical JSON.
+
+    Bounded (a few dozen characters, whatever the arguments), so a checkpoint that
+    keeps the counts stays small.
+    """
     if name == "submit_program" and isinstance(arguments, dict):
         program = arguments.get("program")
         if isinstance(program, str):
             arguments = {"program": program.strip()}
     text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=repr)
-    return f"{name}\x00{text}"
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"{name}\x00{digest}"
 
 
 @dataclass(slots=True, kw_only=True)
@@ -145,11 +153,12 @@ class Progress:
         """What a checkpoint keeps of this record (JSON): counts, flags, stale turns.
 
         Returns:
-            ``{"counts": {call key: times}, "wrote", "checked", "fresh": bool,
-            "stale": int, "last_read": str | None}``.
+            ``{"counts": {call key: times} (the latest 256), "wrote", "checked",
+            "fresh": bool, "stale": int, "last_read": str | None}``.
         """
+        latest = list(self._counts.items())[-_KEPT_COUNTS:]
         return {
-            "counts": dict(self._counts),
+            "counts": dict(latest),
             "wrote": self._wrote,
             "checked": self._checked,
             "fresh": self._fresh,
