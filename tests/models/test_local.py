@@ -7,6 +7,7 @@ they still run in CI. Timings are printed (``pytest -s``), never asserted.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import threading
 import time
@@ -458,3 +459,42 @@ async def test_a_cancelled_reply_leaves_the_model_usable(model: LocalModel) -> N
     again = await model.respond([SYSTEM, UserMessage(content="Read README.md.")], STANDARD)
     print(f"\nafter a cancel: {time.perf_counter() - started:.2f} s")
     assert_valid_call(again, STANDARD)
+
+
+def _grammar_accepts(model: LocalModel, tools: list[ToolSpec], text: str) -> bool:
+    """Whether llama.cpp's grammar sampler for ``tools`` takes ``text``, one character at a time.
+
+    Each character is fed as the model's own one-character token; a refused one ends it.
+    """
+    llm = model._llm
+    decoder = _Constrained(
+        _import_llama(), llm, model.grammar_for(tools), temperature=0, seed=0, repeat_penalty=1.0
+    )
+    try:
+        for ch in text:
+            tokens = llm.tokenize(ch.encode(), add_bos=False, special=False)
+            assert len(tokens) == 1, (ch, tokens)  # the test model has one-character tokens
+            probe = (decoder.lib.llama_token_data * 1)(
+                decoder.lib.llama_token_data(tokens[0], 0.0, 0.0)
+            )
+            decoder._apply(probe, 1)
+            if not math.isfinite(probe[0].logit):
+                return False
+            decoder.lib.llama_sampler_accept(decoder.sampler, tokens[0])
+        return True
+    finally:
+        decoder.lib.llama_sampler_free(decoder.sampler)
+
+
+@pytest.mark.slow
+def test_no_argument_starts_with_a_chat_template_marker(model: LocalModel) -> None:
+    """A small model echoing ``<tool_response>`` into a write's content is refused by grammar."""
+    write = [t for t in BUILTINS if t.name == "write_file"]
+
+    def call(content: str) -> str:
+        return '{"name": "write_file", "arguments": {"path": "a.html", "content": "' + content
+
+    for echoed in ("<tool_response>", "<tool_call>", "<tool_"):
+        assert not _grammar_accepts(model, write, call(echoed)), echoed
+    for fine in ("<table>", "<to do", "<tool", "x <tool_response>", "<!DOCTYPE html>", "<"):
+        assert _grammar_accepts(model, write, call(fine) + '"}}'), fine

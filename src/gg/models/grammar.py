@@ -73,6 +73,36 @@ LONG_STRING_PARAMS = frozenset({"content", "program", "code", "text", "body", "p
 
 _CHAR = r'[^"\\\x00-\x1f] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
 _LEAD = r'[^"\\\x00-\x20]'
+_ESCAPE = r'"\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
+MARKER_PREFIX = "<tool_"
+"""No required string argument starts with this: it opens the chat templates' own markers
+(``<tool_call>``, ``<tool_response>``), which a small model echoes into an argument instead
+of a value (Qwen2.5-Coder 1.5B wrote ``<tool_response>...`` as a file's content; issue 16)."""
+
+
+def _lead_rules(prefix: str) -> dict[str, str]:
+    """GBNF rules ``lead``, ``lead-1``...: a visible first character, never spelling ``prefix``.
+
+    ``lead`` may take up to ``len(prefix)`` characters (a string that starts like the prefix
+    and then leaves it), so a required string can be that many characters past its cap. A
+    string that is a proper prefix of ``prefix`` and nothing more (``"<"``) is
+    :func:`_prefix_strings`' part.
+    """
+    rules: dict[str, str] = {}
+    for depth, ch in enumerate(prefix):
+        lit = gbnf_literal(ch)
+        klass = "[^\"\\\\\\x00-\\x20" if depth == 0 else "[^\"\\\\\\x00-\\x1f"
+        other = f"{klass}{re.escape(ch) if ch in '^]-' else ch}]"
+        alts = [other] if depth == 0 else [other, _ESCAPE]
+        if depth + 1 < len(prefix):
+            alts.append(f"{lit} lead-{depth + 1}")
+        rules["lead" if depth == 0 else f"lead-{depth}"] = " | ".join(alts)
+    return rules
+
+
+def _prefix_strings(prefix: str, low: int) -> str:
+    """GBNF alternatives: the proper prefixes of ``prefix`` at least ``low`` long, or ``""``."""
+    return " | ".join(gbnf_literal(prefix[:n]) for n in range(max(low, 1), len(prefix)))
 _INTEGER = '"-"? ("0" | [1-9] [0-9]{0,9})'
 _INT_CAP = 10**10 - 1
 """Largest magnitude of an integer without a bound in its schema (10 digits)."""
@@ -171,7 +201,7 @@ class _Builder:
         self.limits = limits
         self.rules: dict[str, str] = {
             "char": _CHAR,
-            "lead": _LEAD,
+            **_lead_rules(MARKER_PREFIX),
             "integer": _INTEGER,
             "number": _NUMBER,
             "boolean": '"true" | "false"',
@@ -260,7 +290,9 @@ class _Builder:
         low = min(max(int(schema.get("minLength", 0)), int(nonempty)), top)
         if low == 0:
             return self.add(f"string-{top}", f'"\\"" char{{0,{top}}} "\\""')
-        body = f'"\\"" lead char{{{low - 1},{top - 1}}} "\\""'
+        short = _prefix_strings(MARKER_PREFIX, low)
+        inner = f"lead char{{{low - 1},{top - 1}}}" + (f" | {short}" if short else "")
+        body = f'"\\"" ({inner}) "\\""'
         return self.add(f"string-{low}-{top}", body)
 
     def number_rule(self, schema: dict[str, Any], *, integer: bool) -> str:
