@@ -197,10 +197,9 @@ async def edit_file(path: str, old: str, new: str, *, ctx: ToolContext) -> str:
     where = f"lines {done.first}-{last}" if last > done.first else f"line {done.first}"
     if done.exact:
         return f"edited {written}: {where} now read:\n" + "\n".join(done.lines)
-    kept = f", keeping {done.kept} line(s) you left out of old" if done.kept else ""
-    return (
-        f"old did not occur in {written} exactly as sent; it matched one place loosely, which "
-        f"was replaced{kept}. {where.capitalize()} now read:\n" + "\n".join(done.lines)
+    kept = f"; kept {done.kept} line(s) you left out" if done.kept else ""
+    return f"edited {written} (old matched loosely{kept}): {where} now read:\n" + "\n".join(
+        done.lines
     )
 
 
