@@ -197,7 +197,7 @@ class PostgresStore:
         if psycopg is None:
             raise UserError(
                 "board.store: a PostgreSQL store needs the 'postgres' extra "
-                "(pip install 'gg[postgres]')"
+                "(pip install 'gg-agent[postgres]')"
             )
         conninfo, name = _split(url)
         self.url = safe_url(url)

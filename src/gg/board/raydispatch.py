@@ -480,7 +480,7 @@ def dispatch(
         UserError: no ``ray`` extra, a store that is not PostgreSQL, no such remote.
     """
     if ray is None:
-        raise gg.UserError("--ray needs the 'ray' extra (pip install 'gg[ray]')")
+        raise gg.UserError("--ray needs the 'ray' extra (pip install 'gg-agent[ray]')")
     spec = board.settings.board.store
     if not is_postgres_url(spec):
         raise gg.UserError(

@@ -1,6 +1,6 @@
 """The PNG chart of a suite run: success rate and mean turns per configuration (SPEC M6).
 
-matplotlib is the ``eval`` extra (``pip install 'gg[eval]'``); it is imported only when
+matplotlib is the ``eval`` extra (``pip install 'gg-agent[eval]'``); it is imported only when
 a chart is asked for, with the non-interactive Agg backend.
 """
 
@@ -34,7 +34,7 @@ def write_chart(summaries: Sequence[Summary], path: Path, *, title: str = "gg ev
         from matplotlib import pyplot
     except ImportError:
         raise UserError(
-            "--chart needs matplotlib: install gg with the 'eval' extra (pip install 'gg[eval]')"
+            "--chart needs matplotlib: install gg with the 'eval' extra (pip install 'gg-agent[eval]')"
         ) from None
     labels = ["\n".join(textwrap.wrap(s.configuration, 22)) for s in summaries]
     width = max(6.0, 1.6 * len(summaries) * 2)

@@ -45,7 +45,7 @@ def _import_client() -> ModuleType:
     except ImportError as exc:
         raise ConfigError(
             f"[[tools.mcp]] needs the MCP SDK ({exc.name or 'mcp'} is missing): "
-            "pip install 'gg[mcp]'",
+            "pip install 'gg-agent[mcp]'",
             key="tools.mcp",
         ) from None
     return client

