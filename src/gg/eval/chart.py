@@ -34,7 +34,7 @@ def write_chart(summaries: Sequence[Summary], path: Path, *, title: str = "gg ev
         from matplotlib import pyplot
     except ImportError:
         raise UserError(
-            "--chart needs matplotlib: install gg with the 'eval' extra (pip install 'gg-agent[eval]')"
+            "--chart needs matplotlib: install the 'eval' extra (pip install 'gg-agent[eval]')"
         ) from None
     labels = ["\n".join(textwrap.wrap(s.configuration, 22)) for s in summaries]
     width = max(6.0, 1.6 * len(summaries) * 2)
