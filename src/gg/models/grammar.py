@@ -91,7 +91,7 @@ def _lead_rules(prefix: str) -> dict[str, str]:
     rules: dict[str, str] = {}
     for depth, ch in enumerate(prefix):
         lit = gbnf_literal(ch)
-        klass = "[^\"\\\\\\x00-\\x20" if depth == 0 else "[^\"\\\\\\x00-\\x1f"
+        klass = '[^"\\\\\\x00-\\x20' if depth == 0 else '[^"\\\\\\x00-\\x1f'
         other = f"{klass}{re.escape(ch) if ch in '^]-' else ch}]"
         alts = [other] if depth == 0 else [other, _ESCAPE]
         if depth + 1 < len(prefix):
@@ -103,6 +103,8 @@ def _lead_rules(prefix: str) -> dict[str, str]:
 def _prefix_strings(prefix: str, low: int) -> str:
     """GBNF alternatives: the proper prefixes of ``prefix`` at least ``low`` long, or ``""``."""
     return " | ".join(gbnf_literal(prefix[:n]) for n in range(max(low, 1), len(prefix)))
+
+
 _INTEGER = '"-"? ("0" | [1-9] [0-9]{0,9})'
 _INT_CAP = 10**10 - 1
 """Largest magnitude of an integer without a bound in its schema (10 digits)."""
