@@ -222,3 +222,13 @@ def test_a_block_sent_with_a_line_left_out_keeps_that_line(lines: list[str], dat
     want = [*lines[: i + 1], lines[i + 1], "ADDED", *lines[i + 2 :]]
     assert not done.exact and done.kept == 1
     assert done.text == "\n".join(want) + "\n"
+
+
+def test_hostile_shapes_get_a_plain_answer() -> None:
+    """Inputs built to make the loose rules slow are refused or answered without them."""
+    with pytest.raises(ToolError, match="occurs 8000 times"):
+        apply_edit("a\n" * 8000, "a", "a", name="f")
+    with pytest.raises(ToolError, match="read it and copy"):
+        apply_edit(("x" * 50_000 + "\n") * 3 + "def f():\n", "y" * 1600, "z", name="f")
+    with pytest.raises(ToolError, match="match 3851 places"):
+        apply_edit("    a\n" * 4000, "a\n" * 150, "b\n" * 150, name="f")

@@ -135,13 +135,15 @@ def test_the_span_tree_of_a_run_with_a_subagent_a_blocked_gate_and_a_ceiling(
     assert events(root).count("gg.gate_blocked") == 1
     assert events(root).count("gg.gate_passed") == 1
     blocked = next(e for e in root.events if e.name == "gg.gate_blocked")
-    assert blocked.attributes is not None and blocked.attributes["gg.reason"] == "the tests fail"
+    # content capture is off: what the hook and the model wrote stays off the spans
+    assert blocked.attributes is not None and "gg.reason" not in blocked.attributes
     ended = next(e for e in root.events if e.name == "gg.session_ended")
-    assert ended.attributes is not None
-    assert json.loads(str(ended.attributes["gg.ending"])) == {
-        "call": "finish",
-        "summary": "Done, really.",
-    }
+    assert ended.attributes is not None and "gg.ending" not in ended.attributes
+    for span in spans:
+        texts = [str(v) for v in (span.attributes or {}).values()]
+        texts += [str(span.status.description or "")]
+        texts += [str(v) for e in span.events for v in (e.attributes or {}).values()]
+        assert not any("the tests fail" in t or "Done, really." in t for t in texts), span.name
     assert root.status.status_code is StatusCode.UNSET
     assert root.attributes["gg.ending.call"] == "finish"
     # a chat span lasts the model call; every span ended inside the session's

@@ -272,3 +272,18 @@ def test_an_on_use_script_cannot_call_around_a_pre_tool_deny(ws: Path, via: str)
     assert not (ws / "a.txt").exists()  # the script's write was denied like the session's
     said = _tool_messages(model, 1)[-1].content
     assert "denied" in said or "refused" in said, said
+
+
+def test_a_matcher_for_write_file_covers_edit_file(ws: Path) -> None:
+    """A deny written for file writes holds for edit_file, the other way to write a file."""
+    deny = "echo 'no writes here' >&2; exit 2"
+    _toml(ws, ("pre_tool", "write_file", deny))
+    (ws / "app.py").write_text("x = 1\n")
+    model = ScriptedModel(
+        [call("edit_file", path="app.py", old="x = 1", new="x = 2"), call("finish", summary="t")]
+    )
+    result = gg.Agent(model=model, workspace=ws).run("edit")
+    assert result.status == "ended"
+    assert (ws / "app.py").read_text() == "x = 1\n"
+    told = [m.content for m in model.calls[1][0] if isinstance(m, ToolMessage)][-1]
+    assert "no writes here" in told

@@ -165,7 +165,7 @@ class OtelListener:
             self._end(session, event)
         elif event.type in _SESSION_EVENTS:
             target = session.innermost() if event.type.startswith("ending_") else session.span
-            target.add_event(f"gg.{event.type}", _event_attributes(event), _now())
+            target.add_event(f"gg.{event.type}", _event_attributes(event, self.capture), _now())
             if isinstance(event, CeilingTripped):
                 session.span.set_attribute("gg.ceiling", event.ceiling)
 
@@ -261,7 +261,8 @@ class OtelListener:
             span.set_attribute("gen_ai.tool.call.result", event.excerpt)
         if not event.ok:
             span.set_attribute("error.type", "tool_error")
-            span.set_status(Status(StatusCode.ERROR, event.excerpt[:300]))
+            text = event.excerpt[:300] if self.capture else "the tool call failed"
+            span.set_status(Status(StatusCode.ERROR, text))
         span.end(end_time=_now())
 
     def _end(self, session: _Session, event: SessionEnded) -> None:
@@ -272,7 +273,7 @@ class OtelListener:
         for _, span in reversed(session.tools):
             span.end(end_time=at)
         span = session.span
-        span.add_event("gg.session_ended", _event_attributes(event), at)
+        span.add_event("gg.session_ended", _event_attributes(event, self.capture), at)
         span.set_attribute("gg.turns", event.turns)
         span.set_attribute("gen_ai.usage.input_tokens", session.input_tokens)  # its turns'
         span.set_attribute("gen_ai.usage.output_tokens", session.output_tokens)
@@ -282,7 +283,8 @@ class OtelListener:
         else:
             span.set_attribute("gg.status", "stopped")
             span.set_attribute("error.type", event.ceiling or "stopped")
-            span.set_status(Status(StatusCode.ERROR, (event.diagnosis or "stopped")[:300]))
+            why = (event.diagnosis or "stopped")[:300] if self.capture else "stopped"
+            span.set_status(Status(StatusCode.ERROR, f"{event.ceiling or 'stopped'}: {why}"))
         span.end(end_time=at)
 
     def _end_run(self, run_id: str) -> None:
@@ -319,13 +321,22 @@ _SESSION_EVENTS = frozenset(
 """Event types that become span events (``gg.<type>``)."""
 
 _SKIPPED = frozenset({"type", "run_id", "at", "session_id"})
+_CONTENT = frozenset(
+    {"arguments", "diagnosis", "ending", "excerpt", "items", "message", "messages", "reason"}
+    | {"summary", "task", "text", "stop_reason", "hook", "call_text"}
+)
+"""Fields that carry what models, tools and hooks wrote: on spans only with content capture."""
 
 
-def _event_attributes(event: Event) -> dict[str, AttributeValue]:
-    """An event's own fields as span-event attributes ``gg.<field>`` (nested ones as JSON)."""
+def _event_attributes(event: Event, capture: bool) -> dict[str, AttributeValue]:
+    """An event's own fields as span-event attributes ``gg.<field>`` (nested ones as JSON).
+
+    Without ``capture``, the fields in :data:`_CONTENT` are left out (content capture is
+    off by default, per the GenAI conventions).
+    """
     out: dict[str, AttributeValue] = {}
     for name, value in event.model_dump(mode="json").items():
-        if name in _SKIPPED or value is None:
+        if name in _SKIPPED or value is None or (not capture and name in _CONTENT):
             continue
         if isinstance(value, bool | int | float | str):
             out[f"gg.{name}"] = value

@@ -166,6 +166,10 @@ async def session_context(
     return "\n\n".join(parts)
 
 
+_ALSO_MATCHED = {"edit_file": ("write_file",)}
+"""A call of the key is also matched by a matcher for these names."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ToolHook:
     """A command hook bound to ``pre-tool`` or ``post-tool`` for the tools it matches."""
@@ -189,10 +193,18 @@ class ToolHook:
         return cls(hook=hook, matcher=matcher)
 
     def matches(self, tool_name: str, role: Role) -> bool:
-        """Whether this hook covers a call of ``tool_name`` by a session of ``role``."""
+        """Whether this hook covers a call of ``tool_name`` by a session of ``role``.
+
+        A matcher that matches ``write_file`` also covers ``edit_file``, its other form (as
+        an arm that withholds ``write_file`` withholds ``edit_file``): a policy written
+        for file writes keeps covering them.
+        """
         if not self.hook.applies_to(role):
             return False
-        return self.matcher in ("", "*") or re.fullmatch(self.matcher, tool_name) is not None
+        if self.matcher in ("", "*"):
+            return True
+        names = (tool_name, *_ALSO_MATCHED.get(tool_name, ()))
+        return any(re.fullmatch(self.matcher, name) is not None for name in names)
 
 
 @dataclass(frozen=True, kw_only=True)

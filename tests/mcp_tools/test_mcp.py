@@ -19,10 +19,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 import gg
 from gg.errors import ConfigError
+from gg.mcp.tool import _without_patterns, check_schema
 from gg.models.base import ToolMessage
 from gg.stream import ToolResult, read_events
 from gg.testing import ScriptedModel, call
@@ -416,3 +418,35 @@ def test_ctrl_c_while_a_server_starts_stops_it_and_exits_130(ws: Path) -> None:
     while _alive(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(marker)
+
+
+def test_a_read_access_server_cannot_write_the_workspace(ws: Path) -> None:
+    """``access = "read"`` is enforced: the sandboxed server sees the workspace read-only."""
+    model = ScriptedModel(
+        [call("mcp__t__write_note", name="note.txt", text="mine"), call("approve", comments="ok")]
+    )
+    toml = _stdio(extra='access = "read"')
+    assert _agent(ws, toml, model, role="review").run("review").status == "ended"
+    assert not (ws / "note.txt").exists()
+    assert "Read-only file system" in _told(model, 1) or "rror" in _told(model, 1)
+    # the same server with write access does write (the check above can fail)
+    model = ScriptedModel(
+        [call("mcp__t__write_note", name="note.txt", text="mine"), call("finish", summary="ok")]
+    )
+    assert _agent(ws, _stdio(), model).run("write").status == "ended"
+    assert (ws / "note.txt").read_text() == "mine"
+
+
+def test_a_backtracking_pattern_in_a_servers_schema_cannot_hold_gg(ws: Path) -> None:
+    schema = check_schema(
+        "t", "x", {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}
+    )
+    started = time.monotonic()
+    stripped = _without_patterns(schema)
+    assert list(jsonschema.Draft202012Validator(stripped).iter_errors({"s": "a" * 40 + "!"})) == []
+    assert time.monotonic() - started < 5
+    deep: dict[str, object] = {"type": "object"}
+    for _ in range(400):
+        deep = {"type": "object", "properties": {"x": deep}}
+    with pytest.raises(gg.UserError, match="nested too deep|invalid input schema"):
+        check_schema("t", "deep", deep)

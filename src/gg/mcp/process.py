@@ -127,7 +127,10 @@ async def _sandboxed(server: McpServerSettings, sandbox: Sandbox, workspace: Pat
     env |= {k: os.environ[k] for k in server.pass_env if k in os.environ}
     binds = [*interpreter_prefixes(), *server_binds(server)]
     options = Options(
-        env=tuple(env.items()), binds=tuple(binds), protect=sandbox.protected(workspace)
+        env=tuple(env.items()),
+        binds=tuple(binds),
+        protect=sandbox.protected(workspace),
+        read_only=server.access == "read",  # what the operator said it does: enforced
     )
     stack = contextlib.ExitStack()
     try:

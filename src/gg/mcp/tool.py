@@ -57,7 +57,29 @@ def check_schema(server: str, tool: str, schema: object) -> dict[str, Any]:
             f"MCP server {server!r}: tool {tool!r} has an invalid input schema: "
             f"{cut(str(exc.message), 300)}"
         ) from None
+    except RecursionError:
+        raise UserError(
+            f"MCP server {server!r}: tool {tool!r} has an input schema nested too deep"
+        ) from None
     return {"type": "object", "properties": {}, **schema}
+
+
+def _without_patterns(schema: Any) -> Any:
+    """``schema`` with every ``pattern`` and ``patternProperties`` left out.
+
+    A server's regular expressions run in Python's backtracking ``re``; one written to
+    backtrack (``^(a+)+$``) would hold gg's event loop for as long as the attacker likes.
+    gg checks everything else of a server's schema; the server checks its own patterns.
+    """
+    if isinstance(schema, dict):
+        return {
+            k: _without_patterns(v)
+            for k, v in schema.items()
+            if k not in ("pattern", "patternProperties")
+        }
+    if isinstance(schema, list):
+        return [_without_patterns(v) for v in schema]
+    return schema
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,7 +99,7 @@ class McpTool(Tool):
     caller: Caller = field(repr=False, compare=False)
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Check the arguments against the server's input schema (SPEC S5).
+        """Check the arguments against the server's input schema (SPEC S5), patterns aside.
 
         Raises:
             ArgumentsError: not an object, or the schema's errors (at most five named).
@@ -86,7 +108,8 @@ class McpTool(Tool):
             problem = f"the arguments must be a JSON object, got {type(arguments).__name__}"
             raise self._error((problem,))
         values = dict(arguments)
-        checker = jsonschema.validators.validator_for(self.parameters)(self.parameters)
+        schema = _without_patterns(self.parameters)
+        checker = jsonschema.validators.validator_for(schema)(schema)
         problems: list[str] = []
         for err in checker.iter_errors(values):
             where = ".".join(str(p) for p in err.absolute_path)

@@ -75,9 +75,10 @@ _CHAR = r'[^"\\\x00-\x1f] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
 _LEAD = r'[^"\\\x00-\x20]'
 _ESCAPE = r'"\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
 MARKER_PREFIX = "<tool_"
-"""No required string argument starts with this: it opens the chat templates' own markers
-(``<tool_call>``, ``<tool_response>``), which a small model echoes into an argument instead
-of a value (Qwen2.5-Coder 1.5B wrote ``<tool_response>...`` as a file's content; issue 16)."""
+"""No required content-like argument (``content``, ``program``...) starts with this: it
+opens the chat templates' own markers (``<tool_call>``, ``<tool_response>``), which a small
+model echoes into an argument instead of a value (Qwen2.5-Coder 1.5B wrote
+``<tool_response>...`` as a file's content; issue 16)."""
 
 
 def _lead_rules(prefix: str) -> dict[str, str]:
@@ -204,6 +205,7 @@ class _Builder:
         self.rules: dict[str, str] = {
             "char": _CHAR,
             **_lead_rules(MARKER_PREFIX),
+            "lead-plain": _LEAD,
             "integer": _INTEGER,
             "number": _NUMBER,
             "boolean": '"true" | "false"',
@@ -292,9 +294,13 @@ class _Builder:
         low = min(max(int(schema.get("minLength", 0)), int(nonempty)), top)
         if low == 0:
             return self.add(f"string-{top}", f'"\\"" char{{0,{top}}} "\\""')
-        short = _prefix_strings(MARKER_PREFIX, low)
-        inner = f"lead char{{{low - 1},{top - 1}}}" + (f" | {short}" if short else "")
-        body = f'"\\"" ({inner}) "\\""'
+        if long and low == 1 and top > 2 * len(MARKER_PREFIX):
+            # a content-like value: never a template marker's start (at most a few
+            # characters past ``top``: the lead's own)
+            short = _prefix_strings(MARKER_PREFIX, low)
+            body = f'"\\"" (lead char{{0,{top - 1}}} | {short}) "\\""'
+            return self.add(f"text-{low}-{top}", body)
+        body = f'"\\"" lead-plain char{{{low - 1},{top - 1}}} "\\""'
         return self.add(f"string-{low}-{top}", body)
 
     def number_rule(self, schema: dict[str, Any], *, integer: bool) -> str:

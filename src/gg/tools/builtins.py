@@ -177,6 +177,8 @@ async def edit_file(path: str, old: str, new: str, *, ctx: ToolContext) -> str:
         raise ToolError(_READ_ONLY)
     check_path(path)
 
+    late = time.monotonic() + _FILE_DEADLINE_S  # past it the caller gave up: write nothing
+
     def edit() -> tuple[str, Edit]:
         with Beneath(ctx.workspace) as root:
             data = read_beneath(ctx.workspace, path, cap=_READ_LIMIT)
@@ -190,6 +192,8 @@ async def edit_file(path: str, old: str, new: str, *, ctx: ToolContext) -> str:
                 raise ToolError(
                     f"{path!r} is not UTF-8 text (or new is not): nothing was changed"
                 ) from None
+            if time.monotonic() > late:
+                raise ToolError("edit_file took too long: nothing was changed")
             return root.write(path, encoded, guard=_protected_guard(ctx, root)), done
 
     written, done = await _off_loop(edit, "edit_file")

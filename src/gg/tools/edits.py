@@ -23,7 +23,9 @@ sees what it changed. Pure text work: the caller reads and writes the file
 
 from __future__ import annotations
 
+import bisect
 import difflib
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -39,6 +41,10 @@ SHOW_WHOLE = 3_000
 edits without reading first sees what is there); a larger one shows its closest lines."""
 
 _SEARCH_LINES = 5_000  # a loose match or a hint is only looked for in files this long
+_SEARCH_CHARS = 500_000  # ... and this large
+_PIECE_LINES = 200  # ... for an old or new of at most this many lines
+_HINT_LINE = 400  # characters of a line compared for the closest-lines hint
+_OCCURRENCES = 1_000  # occurrences of old / new looked at for "made before"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +100,9 @@ def apply_edit(text: str, old: str, new: str, *, name: str) -> Edit:
         raise ToolError(
             f"old occurs {count} times in {name}; add the lines around it so it occurs once"
         )
-    lines = text.splitlines()
-    if "\r" in text or len(lines) > _SEARCH_LINES:
+    if not _searchable(text, old, new):
         raise ToolError(f"old was not found in {name}; copy the exact lines to replace into old")
+    lines = text.splitlines()
     loose = _loose(lines, old, new, name)
     if loose is not None:
         start, end, merged, kept = loose
@@ -129,15 +135,16 @@ def _already(text: str, old: str, new: str) -> int | None:
     core = new.strip("\n")
     if not core.strip():
         return None
-    spans = [m.span() for m in re.finditer(rf"(?m)^{re.escape(core)}$", text)]
+    spans = list(itertools.islice(re.finditer(rf"(?m)^{re.escape(core)}$", text), _OCCURRENCES))
     if spans:
-        olds = [m.start() for m in re.finditer(re.escape(old), text)]
-        if all(any(a <= o and o + len(old) <= b for a, b in spans) for o in olds):
-            return text.count("\n", 0, spans[0][0]) + 1
+        olds = list(itertools.islice(re.finditer(re.escape(old), text), _OCCURRENCES))
+        bounds = [m.span() for m in spans]
+        if len(olds) < _OCCURRENCES and all(_inside(o.start(), len(old), bounds) for o in olds):
+            return text.count("\n", 0, bounds[0][0]) + 1
+        return None
+    if old in text or not _searchable(text, old, new) or len(core.splitlines()) < 2:
         return None
     lines = text.splitlines()
-    if old in text or len(lines) > _SEARCH_LINES or len(core.splitlines()) < 2:
-        return None
     placed = _runs(lines, new)
     if len(placed) != 1:
         return None
@@ -145,12 +152,30 @@ def _already(text: str, old: str, new: str) -> int | None:
     return placed[0][0] + 1 if all(set(r) <= inside for r in _runs(lines, old)) else None
 
 
+def _inside(at: int, size: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether ``[at, at + size)`` lies inside one of the sorted, disjoint ``spans``."""
+    k = bisect.bisect_right(spans, (at, float("inf"))) - 1
+    return k >= 0 and spans[k][0] <= at and at + size <= spans[k][1]
+
+
+def _searchable(text: str, old: str, new: str) -> bool:
+    """Whether the loose rules may look at this edit: bounded files and pieces, LF lines."""
+    return (
+        "\r" not in text
+        and len(text) <= _SEARCH_CHARS
+        and text.count("\n") <= _SEARCH_LINES
+        and old.count("\n") <= _PIECE_LINES
+        and new.count("\n") <= _PIECE_LINES
+    )
+
+
 def _runs(lines: list[str], piece: str) -> list[list[int]]:
     """Every loose run of ``piece``'s lines in ``lines`` (see :func:`_run_from`)."""
     want = [w.strip() for w in piece.strip("\n").splitlines()]
     if not want:
         return []
-    return [r for r in (_run_from(lines, want, s) for s in range(len(lines))) if r]
+    flat = [line.strip() for line in lines]
+    return [r for r in (_run_from(flat, want, s) for s in range(len(flat))) if r]
 
 
 def _loose(
@@ -186,15 +211,15 @@ def _loose(
     return at[0], at[-1], merged, kept
 
 
-def _run_from(lines: list[str], want: list[str], start: int) -> list[int] | None:
-    """Indexes of ``want``'s lines in ``lines`` from ``start``, nearest first; or ``None``."""
-    if lines[start].strip() != want[0]:
+def _run_from(flat: list[str], want: list[str], start: int) -> list[int] | None:
+    """Indexes of ``want``'s lines in ``flat`` (lines stripped) from ``start``; or ``None``."""
+    if flat[start] != want[0]:
         return None
     found = [start]
     for w in want[1:]:
         last = found[-1]
-        stop = min(last + MAX_GAP + 2, len(lines))
-        nxt = next((j for j in range(last + 1, stop) if lines[j].strip() == w), None)
+        stop = min(last + MAX_GAP + 2, len(flat))
+        nxt = next((j for j in range(last + 1, stop) if flat[j] == w), None)
         if nxt is None:
             return None
         found.append(nxt)
@@ -240,7 +265,11 @@ def _shifted(line: str, shift: int) -> str:
 
 
 def _ratio(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, a, b.strip(), autojunk=False).ratio()
+    """The difflib ratio of two lines, each cut to :data:`_HINT_LINE` characters."""
+    matcher = difflib.SequenceMatcher(None, a[:_HINT_LINE], b.strip()[:_HINT_LINE], autojunk=False)
+    if matcher.real_quick_ratio() <= 0.5 or matcher.quick_ratio() <= 0.5:
+        return 0.0
+    return matcher.ratio()
 
 
 def _closest(lines: list[str], old: str) -> str:
