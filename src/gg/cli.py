@@ -117,7 +117,8 @@ _ModelSpec = Annotated[
     str | None,
     typer.Option(
         help="local | local:NAME | local:PATH | scripted:PATH | openai:MODEL | "
-        "anthropic:MODEL | openai-compat:MODEL@URL (default: [model] spec, 'local')."
+        "openai-responses:MODEL | anthropic:MODEL | openai-compat:MODEL@URL "
+        "(default: [model] spec, 'local')."
     ),
 ]
 _Mode = Annotated[str | None, typer.Option(help="tool-calling | code")]

@@ -589,6 +589,7 @@ _DEFAULT_TOML = """\
 
 [model]
 spec = "local"            # local | scripted:PATH | openai:MODEL | anthropic:MODEL
+                          # | openai-responses:MODEL
                           # | openai-compat:MODEL@BASE_URL  (keys from env vars only)
 # local = "qwen2.5-coder-0.5b"  # local model from the catalogue (default: qwen2.5-coder-1.5b)
 # path = "model.gguf"     # or any GGUF file for the local model

@@ -357,7 +357,7 @@ def migrate(
     config: Config = None,
     json_out: JsonOut = False,
 ) -> None:
-    """Copy this workspace's SQLite board into an empty PostgreSQL board (issue 17).
+    """Copy this workspace's SQLite board into an empty PostgreSQL board.
 
     Every issue with its sessions, verdicts and history is copied in one
     transaction; the SQLite file is left as it was. Then set [board] store to

