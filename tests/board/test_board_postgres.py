@@ -11,7 +11,7 @@ import pytest
 
 import gg
 from gg.board import BoardError, IssueState, SqliteStore, open_store
-from gg.board.postgres import PG_MIGRATIONS, PostgresStore, StoreLost, safe_url
+from gg.board.postgres import PG_MIGRATIONS, PostgresStore, StoreLost, safe_url, without_secrets
 from gg.board.sqlite import MIGRATIONS
 from gg.board.store import Store
 from pgcluster import PgCluster
@@ -221,3 +221,13 @@ def test_without_the_extra_the_store_names_it(monkeypatch: pytest.MonkeyPatch, p
         gg.UserError, match=r"needs the 'postgres' extra \(pip install 'gg\[postgres\]'\)"
     ):
         PostgresStore(pg_url)
+
+
+def test_passwords_are_masked_wherever_libpq_reads_them() -> None:
+    """The user:password part, a password= parameter, and libpq's own quoting of either."""
+    assert safe_url("postgresql://u:pw@h:5/db") == "postgresql://u:***@h:5/db"
+    assert "S3CR3T" not in safe_url("postgresql://u@h/db?password=S3CR3T&board=x")
+    bad = "postgresql://u:hunter2%zzSECRET@127.0.0.1/db"
+    text = without_secrets('invalid percent-encoded token: "hunter2%zzSECRET"', bad)
+    assert "hunter2" not in text and "SECRET" not in text
+    assert "S3CR3T" not in without_secrets("for S3CR3T", "postgresql://u@h/db?password=S3CR3T")

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from gg import UserError
 from gg.board.errors import BoardError
@@ -103,12 +103,46 @@ def is_postgres_url(spec: str) -> bool:
 
 
 def safe_url(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for messages)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    """``url`` with any password replaced by ``***`` (for messages).
+
+    Both places libpq reads one are masked: the ``user:password@`` part and a
+    ``password=`` query parameter.
+    """
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "(a PostgreSQL URL that cannot be parsed)"
+    if password is not None:
+        host = parts.netloc.rsplit("@", 1)[1]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(k == "password" for k, _ in query):
+        masked = [(k, "***" if k == "password" else v) for k, v in query]
+        parts = parts._replace(query=urlencode(masked, safe="*"))
+    return urlunsplit(parts)
+
+
+def without_secrets(text: str, url: str) -> str:
+    """``text`` (a libpq or psycopg message) with every spelling of ``url``'s password masked.
+
+    libpq quotes a malformed URL's parts in its errors (``invalid percent-encoded token:
+    "hunter2%zz"``), so the password is taken out as written and as decoded.
+    """
+    secrets: set[str] = set()
+    raw = url.split("://", 1)[-1].split("/", 1)[0]
+    if "@" in raw and ":" in raw.rsplit("@", 1)[0]:
+        secrets.add(raw.rsplit("@", 1)[0].split(":", 1)[1])
+    with contextlib.suppress(ValueError):
+        parts = urlsplit(url)
+        if parts.password:
+            secrets.add(parts.password)
+        secrets.update(v for k, v in parse_qsl(parts.query) if k == "password" and v)
+    for secret in sorted(secrets, key=len, reverse=True):
+        for spelling in {secret, unquote(secret)}:
+            if spelling:
+                text = text.replace(spelling, "***")
+    return text
 
 
 def _split(url: str) -> tuple[str, str]:
@@ -201,6 +235,7 @@ class PostgresStore:
             )
         conninfo, name = _split(url)
         self.url = safe_url(url)
+        self._raw_url = url  # only to mask its password in libpq's messages
         self.board_name = board or name
         self._conninfo = conninfo
         self._timeout = connect_timeout
@@ -261,7 +296,8 @@ class PostgresStore:
                     self._drop()
                 except psycopg.Error as e:
                     raise BoardError(
-                        f"the PostgreSQL board store {self.url!r} refused to {what}: {e}",
+                        f"the PostgreSQL board store {self.url!r} refused to {what}: "
+                        + without_secrets(str(e), self._raw_url),
                         code="store",
                         operation=what,
                     ) from None
@@ -270,7 +306,7 @@ class PostgresStore:
             self._lost = (
                 f"{verb} the PostgreSQL board store {self.url!r}: could not {what} in {tries} "
                 f"tries over {sum(self._delays):g}s ({type(last).__name__}: "
-                f"{' '.join(str(last).split())})"
+                f"{without_secrets(' '.join(str(last).split()), self._raw_url)})"
             )
             raise StoreLost(self._lost)
 

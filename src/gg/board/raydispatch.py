@@ -52,6 +52,7 @@ from gg.board.git import branch_name
 from gg.board.gitsafe import GIT_IDENTITY, config_args
 from gg.board.postgres import PostgresStore, is_postgres_url
 from gg.board.store import Issue, IssueDetail, IssueState, SessionKind, SessionStatus, Verdict
+from gg.shell import scrubbed_env
 from gg.state import private_dir, workspace_state
 
 try:
@@ -141,12 +142,20 @@ class DispatchResult:
 def _git(repo: Path, *args: str) -> str:
     """Run git in the worker's own clone with gg's safe settings, the remote allowed.
 
+    The environment is gg's scrubbed one plus ``SSH_AUTH_SOCK``, without the global and
+    system git configuration (so a push to the remote uses ssh's agent or the URL, never
+    a credential helper of the worker's ``~/.gitconfig``).
+
     Raises:
         BoardError: git failed (code ``"git"``, retryable: the remote may be back).
     """
     allow = ["-c", "protocol.allow=always", "-c", "protocol.file.allow=always"]
     allow += ["-c", "core.sshCommand=ssh"]
-    env = {**os.environ, **GIT_IDENTITY, "GIT_TERMINAL_PROMPT": "0"}
+    # gg's scrubbed environment (no API keys), ssh's agent, and no global or system git
+    # config: a filter or driver defined there would run for the agent's .gitattributes
+    env = scrubbed_env(("SSH_AUTH_SOCK",))
+    env |= {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    env |= {**GIT_IDENTITY, "GIT_TERMINAL_PROMPT": "0"}
     done = subprocess.run(
         ["git", *config_args(), *allow, *args],
         cwd=repo,
