@@ -19,10 +19,9 @@ from gg.stream import ErrorTurn, StreamWriter, ToolCalled, ToolResult
 
 
 def _call(i: int) -> list[ToolCalled | ToolResult]:
-    ids = {"run_id": "r", "session_id": "s1", "turn": 1}
     return [
-        ToolCalled(**ids, name="noop", arguments={"i": i}),
-        ToolResult(**ids, name="noop", ok=True, excerpt=f"ok {i}"),
+        ToolCalled(run_id="r", session_id="s1", turn=1, name="noop", arguments={"i": i}),
+        ToolResult(run_id="r", session_id="s1", turn=1, name="noop", ok=True, excerpt=f"ok {i}"),
     ]
 
 
