@@ -218,7 +218,7 @@ def test_without_the_extra_the_store_names_it(monkeypatch: pytest.MonkeyPatch, p
 
     monkeypatch.setattr(module, "psycopg", None)
     with pytest.raises(
-        gg.UserError, match=r"needs the 'postgres' extra \(pip install 'gg\[postgres\]'\)"
+        gg.UserError, match=r"needs the 'postgres' extra \(pip install 'gg-agent\[postgres\]'\)"
     ):
         PostgresStore(pg_url)
 

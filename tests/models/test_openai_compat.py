@@ -503,7 +503,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``python -m llama_cpp.server`` with Gemma 3 270M; yields its ``/v1`` URL."""
     # A missing part is a set-up bug (scripts/setup installs gg[local]): fail, never skip.
     if importlib.util.find_spec("llama_cpp") is None:
-        pytest.fail("llama-cpp-python is not installed (pip install 'gg[local]')")
+        pytest.fail("llama-cpp-python is not installed (pip install 'gg-agent[local]')")
     for dep in ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
         if importlib.util.find_spec(dep) is None:
             pytest.fail(f"llama_cpp.server needs {dep!r} (llama-cpp-python's 'server' extra)")

@@ -16,7 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import jsonschema  # type: ignore[import-untyped]  # the mcp extra's; no stubs installed
+try:  # the mcp extra's (no stubs installed); without it no MCP tool is ever made
+    import jsonschema  # type: ignore[import-untyped]
+except ImportError:  # pragma: no cover - gg imports this module whatever the extras
+    jsonschema = None
 
 from gg.errors import UserError
 from gg.text import cut, redact
