@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field
 
+import gg.tools.safefs as safefs
 from gg.errors import ToolError, UserError, WorkspaceEscape
 from gg.models.base import ToolSpec
 from gg.text import cut
@@ -547,3 +549,32 @@ async def test_run_command_missing_workspace_is_a_tool_error(tmp_path: Path) -> 
     gone = ToolContext(workspace=tmp_path / "gone")
     with pytest.raises(ToolError, match="could not start"):
         await run(run_command_tool(), gone, command="true")
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_write_killed_midway_leaves_nothing_named(tmp_path: Path, existing: bool) -> None:
+    """SIGKILL in the middle of a write: no temporary file, the old content or no file (issue 12).
+
+    A forked child writes through the real ``Beneath.write`` and is killed by a real
+    SIGKILL half way through its data.
+    """
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    if existing:
+        (ws / "f.txt").write_text("old\n")
+    pid = os.fork()
+    if pid == 0:  # the child: write, dying half way
+
+        def half_then_die(fd: int, data: bytes) -> None:
+            os.write(fd, data[: len(data) // 2])
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        safefs._write_all = half_then_die
+        with Beneath(ws) as root:
+            root.write("f.txt", b"new content\n" * 1000)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert sorted(p.name for p in ws.iterdir()) == (["f.txt"] if existing else [])
+    if existing:
+        assert (ws / "f.txt").read_text() == "old\n"

@@ -450,7 +450,7 @@ def read_capped(fd: int, cap: int) -> bytes | None:
 
 
 def _replace(walk: _Walk, dir_fd: int, name: str, data: bytes) -> str:
-    """Write ``data`` over ``name`` in ``dir_fd`` by a temporary file and a rename."""
+    """Write ``data`` over ``name`` in ``dir_fd``: unnamed until whole, else temp and rename."""
     if name in (".", ".."):
         raise ToolError(f"{walk.rel(name)!r} is a directory; give a file path")
     try:
@@ -461,6 +461,8 @@ def _replace(walk: _Walk, dir_fd: int, name: str, data: bytes) -> str:
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))  # _final resolves it
     if old is not None and not stat.S_ISREG(old.st_mode):
         raise ToolError(f"{walk.rel(name)!r} is {_kind(old.st_mode)}; give a regular file path")
+    if _write_unnamed(dir_fd, name, data, old):
+        return walk.rel(name)
     temp = f".gg-write-{secrets.token_hex(8)}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o666, dir_fd=dir_fd)  # fmt: skip
@@ -477,6 +479,54 @@ def _replace(walk: _Walk, dir_fd: int, name: str, data: bytes) -> str:
             os.unlink(temp, dir_fd=dir_fd)
         raise
     return walk.rel(name)
+
+
+def _write_unnamed(dir_fd: int, name: str, data: bytes, old: os.stat_result | None) -> bool:
+    """Write ``data`` as an unnamed file (``O_TMPFILE``), then give it its name; ``False``: cannot.
+
+    Nothing has a name in the directory until the file is whole, so a gg killed mid-write
+    leaves nothing behind (issue 12). A new file is linked straight to ``name``; a file
+    that replaces one is linked to a temporary name and renamed over it at once (a window
+    of two calls, not of the whole write). ``False`` when the filesystem has no
+    ``O_TMPFILE`` or ``/proc`` is not there: the caller writes the named way.
+    """
+    try:
+        fd = os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+            return False
+        raise
+    try:
+        _write_all(fd, data)
+        if old is not None:
+            _keep_owner(fd, old)
+        source = f"/proc/self/fd/{fd}"
+        if old is None:
+            try:
+                os.link(source, name, dst_dir_fd=dir_fd, follow_symlinks=True)
+                return True
+            except FileExistsError:
+                pass  # made meanwhile: replace it as below
+            except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.EPERM, errno.EACCES, errno.EXDEV):
+                    return False
+                raise
+        temp = f".gg-write-{secrets.token_hex(8)}.tmp"
+        try:
+            os.link(source, temp, dst_dir_fd=dir_fd, follow_symlinks=True)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.EPERM, errno.EACCES, errno.EXDEV):
+                return False
+            raise
+        try:
+            os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=dir_fd)
+            raise
+        return True
+    finally:
+        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
