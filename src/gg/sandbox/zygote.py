@@ -343,8 +343,13 @@ class Primed:
         self.slot.close()
 
     def close(self) -> None:
-        """Close gg's ends of the pipes (the child sees EOF and exits) and let the slot go."""
-        for fd in self.fds:
+        """Close gg's ends of the pipes (the child sees EOF and exits) and let the slot go.
+
+        Once only: a second call closes nothing (a descriptor number closed twice could by
+        then name another file of gg's).
+        """
+        fds, self.fds = self.fds, ()  # type: ignore[assignment]
+        for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.release()
