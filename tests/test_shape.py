@@ -47,6 +47,10 @@ EXTRA_LOADERS: dict[tuple[str, str, str], str] = {
         "the HTTP providers need the 'providers' extra (the openai or anthropic SDK);"
         " a provider module is imported only when its scheme is chosen"
     ),
+    ("gg.cli", "_import_web", "gg.web.server"): (
+        "gg serve needs the 'web' extra (starlette and uvicorn); gg.web is imported only"
+        " when the command runs"
+    ),
     ("gg.telemetry", "_import_otel", "gg.otel"): (
         "OpenTelemetry needs the 'otel' extra (opentelemetry-api and -sdk); gg.otel is"
         " imported only when tracing is on (Agent(otel=True) or the OTEL_* environment)"

@@ -19,6 +19,7 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Literal
 
 import typer
@@ -459,6 +460,63 @@ def watch(
     if code == 0 and (last is None or last.type != "run_ended"):
         code = 1
     raise typer.Exit(code)
+
+
+def _say_out(text: str) -> None:
+    Console(highlight=False, soft_wrap=True).print(line(text))
+    sys.stdout.flush()
+
+
+def _say_err(text: str) -> None:
+    Console(stderr=True, highlight=False, soft_wrap=True).print(line((text, "bold yellow")))
+
+
+def _import_web() -> ModuleType:
+    """Load :mod:`gg.web.server` (the ``web`` extra: starlette and uvicorn).
+
+    Raises:
+        typer.Exit: exit 2, naming the extra to install, when it is missing.
+    """
+    try:
+        import gg.web.server as server
+    except ImportError as e:
+        raise _fail(
+            f"gg serve needs the 'web' extra ({e.name or e}): pip install 'gg-agent[web]'"
+        ) from None
+    return server
+
+
+@app.command()
+def serve(
+    workspace: Annotated[
+        Path, typer.Option("--workspace", "-w", help="The workspace (default: current).")
+    ] = Path("."),
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Address to listen on. Loopback by default; any other address is reachable "
+            "from other machines and is warned about (there is no authentication)."
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(help="TCP port; 0 picks a free one (the URL printed says which).")
+    ] = 8765,
+) -> None:
+    """Show the workspace's board and runs in a live, read-only web page.
+
+    The board page has one column per issue state (each issue with its rounds, the
+    reviewers' verdicts and items, the merge result) and the list of runs; a run's
+    page shows its stream with the tamper check's verdict. Both follow the files as
+    they are written (a board run in another process too). Every text from models,
+    programs, tools and hooks is escaped. Prints the URL, then serves until Ctrl-C.
+
+    Example: gg serve -w . --port 0
+    """
+    server = _import_web()
+    try:
+        server.serve(workspace, host=host, port=port, say=_say_out, warn=_say_err)
+    except UserError as e:
+        raise _fail(str(e)) from None
 
 
 @app.command()

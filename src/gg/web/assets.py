@@ -1,0 +1,124 @@
+"""The pages' own CSS and JavaScript, served from ``/static/`` (no CDN, no build step).
+
+The script follows the page's live feed (``data-live`` on ``<body>``: an EventSource URL)
+and puts what the server sends into the page: a board fragment replaces the board, a run
+event is appended to its session. What arrives is HTML the server escaped; the script
+still parses it in a detached document, drops any ``<script>`` element and inline handler
+before moving nodes in, and sets every other text with ``textContent`` (issue 15 item 3).
+"""
+
+from __future__ import annotations
+
+__all__ = ["APP_CSS", "APP_JS"]
+
+APP_CSS = """
+:root{--fg:#1d2330;--muted:#667085;--line:#d0d5dd;--bg:#f6f7f9;--card:#fff;
+--ok:#12805c;--bad:#b42318;--warn:#b54708;--accent:#175cd3}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);
+background:var(--bg)}
+header.top{display:flex;gap:1em;align-items:baseline;padding:.6em 1em;background:#101828;
+color:#fff}
+header.top a{color:#fff;text-decoration:none;font-weight:600}
+header.top .ws{color:#d0d5dd;font-family:monospace;overflow-wrap:anywhere}
+#live{margin-left:auto;font-size:12px;padding:1px 8px;border-radius:9px;background:#475467}
+#live.on{background:var(--ok)}
+main{padding:1em}
+h1{font-size:18px;margin:.2em 0 .6em}
+.board{display:grid;grid-template-columns:repeat(6,minmax(170px,1fr));gap:10px;
+align-items:start}
+.column{background:#eaecf0;border-radius:8px;padding:6px;min-height:80px}
+.column h2{font-size:13px;text-transform:uppercase;letter-spacing:.04em;margin:4px 4px 8px;
+color:#344054}
+.column .count{float:right;color:var(--muted)}
+.card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:8px;
+margin-bottom:8px;overflow-wrap:anywhere}
+.card h3{font-size:14px;margin:0 0 4px}
+.card .meta{color:var(--muted);margin:0 0 4px;font-size:12px}
+.card .body,.card .summary{margin:4px 0;white-space:pre-wrap}
+.card .summary{border-left:3px solid var(--accent);padding-left:6px}
+.round summary{cursor:pointer;font-weight:600;font-size:12px}
+.verdict{margin:4px 0;padding:4px 6px;border-radius:4px;background:#f2f4f7}
+.verdict.v-approve{background:#ecfdf3;color:var(--ok)}
+.verdict.v-request_changes{background:#fffaeb;color:var(--warn)}
+.verdict .items{margin:2px 0 0 0;padding-left:18px;color:var(--fg)}
+.sessions{list-style:none;padding:0;margin:4px 0;font-size:12px;color:#475467}
+.sess.st-stopped,.sess.st-abandoned{color:var(--bad)}
+.result{margin:6px 0 0;font-weight:600}
+.result.merged{color:var(--ok)}
+.diag,.result.diag{color:var(--bad);white-space:pre-wrap}
+table.runs{border-collapse:collapse;width:100%;background:var(--card);margin-top:.5em}
+table.runs th,table.runs td{border-bottom:1px solid var(--line);padding:4px 8px;
+text-align:left;font-size:13px}
+table.runs td.id{font-family:monospace}
+.st-ended{color:var(--ok)} .st-stopped{color:var(--bad)} .st-unended{color:var(--warn)}
+.note{color:var(--muted)} .error{color:var(--bad);white-space:pre-wrap}
+.verdict-line{padding:6px 10px;border-radius:6px;background:#ecfdf3;color:var(--ok);
+font-weight:600;overflow-wrap:anywhere}
+.verdict-line.bad{background:#fef3f2;color:var(--bad)}
+"""
+
+APP_JS = r"""
+(function () {
+  "use strict";
+  var body = document.body;
+  var url = body.getAttribute("data-live");
+  var badge = document.getElementById("live");
+  var seen = { events: 0, boards: 0 };
+  window.ggLive = seen;
+  function say(text, on) {
+    if (!badge) { return; }
+    badge.textContent = text;
+    badge.className = on ? "on" : "";
+  }
+  function fragment(html) {
+    var doc = new DOMParser().parseFromString("<body>" + html + "</body>", "text/html");
+    var bad = doc.querySelectorAll("script,iframe,object,embed,base,meta,link");
+    Array.prototype.forEach.call(bad, function (el) { el.remove(); });
+    Array.prototype.forEach.call(doc.body.querySelectorAll("*"), function (el) {
+      Array.prototype.slice.call(el.attributes).forEach(function (a) {
+        if (/^on/i.test(a.name)) { el.removeAttribute(a.name); }
+      });
+    });
+    return Array.prototype.slice.call(doc.body.childNodes);
+  }
+  function replaceBoard(html) {
+    var target = document.getElementById("board-live");
+    if (!target) { return; }
+    var nodes = fragment(html);
+    target.replaceChildren.apply(target, nodes);
+    seen.boards += 1;
+    document.dispatchEvent(new CustomEvent("gg:board"));
+  }
+  function containerFor(sid) {
+    var sel = '[data-session-events="' + CSS.escape(sid) + '"]';
+    return document.querySelector(sel) ||
+      document.querySelector('[data-session-events=""]') ||
+      document.getElementById("run-events");
+  }
+  function place(html, id) {
+    fragment(html).forEach(function (node) {
+      if (node.nodeType !== 1) { return; }
+      var box = containerFor(node.getAttribute("data-session") || "");
+      if (box) { box.appendChild(node); }
+      document.dispatchEvent(new CustomEvent("gg:event", { detail: node }));
+    });
+    seen.events += 1;
+    if (id) { body.setAttribute("data-last-line", id); }
+  }
+  function verdict(text) {
+    var line = document.getElementById("verdict");
+    if (!line) { return; }
+    line.textContent = text;
+    line.className = /^stream intact/.test(text) ? "verdict-line" : "verdict-line bad";
+  }
+  if (!url || !window.EventSource) { return; }
+  var source = new EventSource(url);
+  source.onopen = function () { say("live", true); };
+  source.onerror = function () { say("reconnecting", false); };
+  source.addEventListener("board", function (m) { replaceBoard(m.data); });
+  source.addEventListener("event", function (m) { place(m.data, m.lastEventId); });
+  source.addEventListener("verdict", function (m) { verdict(m.data); });
+  source.addEventListener("end", function () { source.close(); say("run over", false); });
+})();
+"""

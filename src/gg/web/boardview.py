@@ -1,0 +1,188 @@
+"""The board read from its store and rendered as columns by state (issue 15 item 1, SPEC B1-B5).
+
+:class:`BoardReader` opens the workspace's board store (``<state>/board.sqlite3``, the
+default ``[board] store``) when it exists, never creating it, and tells by the files'
+sizes and times when it changed (a board run in another process writes it).
+:func:`board_html` renders the issues as one column per :class:`~gg.board.store.IssueState`,
+each card with its rounds, the reviewers' verdicts and their items, and the merge result.
+Titles, bodies, items, summaries and diagnoses are written by agents or whoever filed the
+issue: all are escaped and cut.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gg.board.errors import BoardError
+from gg.board.sqlite import SqliteStore
+from gg.board.store import IssueDetail, IssueState, SessionRecord, Verdict
+from gg.errors import GGError
+from gg.state import state_path
+from gg.web.escape import h
+
+__all__ = ["MAX_ISSUES", "BoardReader", "BoardSnapshot", "board_html"]
+
+MAX_ISSUES = 500
+"""The most issues read from a store for one page (the lowest numbers)."""
+
+_COLUMNS: tuple[tuple[IssueState, str], ...] = (
+    (IssueState.OPEN, "Open"),
+    (IssueState.IMPLEMENTING, "Implementing"),
+    (IssueState.REVIEWING, "In review"),
+    (IssueState.MERGING, "Merging"),
+    (IssueState.DONE, "Done"),
+    (IssueState.STUCK, "Stuck"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BoardSnapshot:
+    """The board as read once: each issue's detail, or why the store could not be read."""
+
+    details: tuple[IssueDetail, ...] = ()
+    error: str | None = None
+    exists: bool = False
+
+
+class BoardReader:
+    """Reads one workspace's board store, opened on first use and kept open.
+
+    Args:
+        workspace: the repository whose board is shown.
+    """
+
+    def __init__(self, workspace: Path) -> None:
+        self.path = state_path(workspace) / "board.sqlite3"
+        self._store: SqliteStore | None = None
+
+    def signature(self) -> tuple[tuple[int, int] | None, ...]:
+        """Sizes and change times of the store's files: it changed when this did."""
+        out: list[tuple[int, int] | None] = []
+        for suffix in ("", "-wal"):
+            try:
+                st = os.lstat(f"{self.path}{suffix}")
+                out.append((st.st_size, st.st_mtime_ns))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def _open(self) -> SqliteStore | None:
+        if self._store is None:
+            try:
+                if not stat.S_ISREG(os.lstat(self.path).st_mode):
+                    return None
+            except OSError:
+                return None
+            self._store = SqliteStore(self.path)
+        return self._store
+
+    def snapshot(self) -> BoardSnapshot:
+        """Every issue with its sessions, verdicts and history (at most :data:`MAX_ISSUES`).
+
+        Returns:
+            The snapshot; an unreadable store gives one with ``error`` set, never raises.
+        """
+        try:
+            store = self._open()
+            if store is None:
+                return BoardSnapshot()
+            issues = store.issues()[:MAX_ISSUES]
+            return BoardSnapshot(tuple(store.detail(i.number) for i in issues), exists=True)
+        except (GGError, BoardError, sqlite3.Error, ValueError, TypeError, KeyError) as e:
+            return BoardSnapshot(error=f"the board store cannot be read: {e}", exists=True)
+
+    def close(self) -> None:
+        """Close the store. Idempotent."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+def _session_line(s: SessionRecord) -> str:
+    who = f"reviewer {s.reviewer}" if s.kind == "reviewer" else s.kind
+    link = f'<a href="/runs/{h(s.run_id)}">{h(s.session_id or "-")}</a>'
+    why = f' <span class="diag">{h(s.diagnosis, 300)}</span>' if s.diagnosis else ""
+    return (
+        f'<li class="sess st-{h(s.status)}">round {s.round} · {h(who)} · {link} · '
+        f"{h(s.status)}{why}</li>"
+    )
+
+
+def _verdict_html(v: Verdict) -> str:
+    items = "".join(f"<li>{h(item, 500)}</li>" for item in v.items[:50])
+    more = f"<li>… {len(v.items) - 50} more</li>" if len(v.items) > 50 else ""
+    listing = f'<ol class="items">{items}{more}</ol>' if items else ""
+    return (
+        f'<div class="verdict v-{h(v.call)}" data-verdict="{h(v.call)}">'
+        f"reviewer {v.reviewer}: <b>{h(v.call)}</b>{listing}</div>"
+    )
+
+
+def _rounds_html(d: IssueDetail) -> str:
+    rounds = sorted({v.round for v in d.verdicts} | {s.round for s in d.sessions})
+    out: list[str] = []
+    for r in rounds:
+        verdicts = "".join(_verdict_html(v) for v in d.verdicts if v.round == r)
+        sessions = "".join(_session_line(s) for s in d.sessions if s.round == r)
+        out.append(
+            f'<details class="round" open><summary>round {r}</summary>'
+            f'{verdicts}<ul class="sessions">{sessions}</ul></details>'
+        )
+    return "".join(out)
+
+
+def _result_html(d: IssueDetail) -> str:
+    i = d.issue
+    if i.state is IssueState.DONE:
+        what = f"merged {h(i.merge_sha[:12])}" if i.merge_sha else "nothing to merge"
+        return f'<p class="result merged">{what}</p>'
+    if i.diagnosis:
+        return f'<p class="result diag">{h(i.diagnosis, 1000)}</p>'
+    return ""
+
+
+def _card(d: IssueDetail) -> str:
+    i = d.issue
+    summary = f'<p class="summary">{h(i.summary, 600)}</p>' if i.summary else ""
+    body = f'<p class="body">{h(i.body, 400)}</p>' if i.body else ""
+    branch = f" · {h(i.branch)}" if i.branch else ""
+    return (
+        f'<article class="card" data-issue="{i.number}" data-state="{h(i.state.value)}">'
+        f'<h3>#{i.number} <span class="title">{h(i.title, 200)}</span></h3>'
+        f'<p class="meta">round {i.round}{branch}</p>{body}{summary}'
+        f"{_rounds_html(d)}{_result_html(d)}</article>"
+    )
+
+
+def board_html(snapshot: BoardSnapshot) -> str:
+    """The board's columns, one per state in workflow order, as an HTML fragment.
+
+    Args:
+        snapshot: what :meth:`BoardReader.snapshot` read.
+
+    Returns:
+        ``<section class="board">`` with a ``<div class="column" data-state=...>`` per
+        state (each card an ``<article data-issue=N>``), or a note when there is no board.
+    """
+    if snapshot.error is not None:
+        return f'<p class="error">{h(snapshot.error, 2000)}</p>'
+    if not snapshot.exists:
+        return '<p class="note">This workspace has no board yet (gg board add TITLE).</p>'
+    columns: list[str] = []
+    for state, label in _COLUMNS:
+        cards = [_card(d) for d in snapshot.details if d.issue.state is state]
+        columns.append(
+            f'<div class="column" data-state="{state.value}"><h2>{label} '
+            f'<span class="count">{len(cards)}</span></h2>{"".join(cards)}</div>'
+        )
+    return f'<section class="board">{"".join(columns)}</section>'
+
+
+def issue_count(snapshot: BoardSnapshot) -> Sequence[int]:
+    """The issue numbers of a snapshot (for tests and the page title)."""
+    return [d.issue.number for d in snapshot.details]

@@ -1,0 +1,171 @@
+"""Server-sent events that follow the workspace as it is written (issue 15 item 1).
+
+The files are polled (a ``stat`` and a bounded read of what was appended, every
+:data:`POLL_S` seconds), so a board run or a ``gg run`` in another process shows up
+within a fraction of a second, with nothing to install.
+
+- :class:`WorkspaceView` keeps the board page's state: the board store's signature and a
+  :class:`~gg.web.streams.RunSummary` per run; its :attr:`~WorkspaceView.version` grows
+  each time something shown changed. All board feeds share one view.
+- :func:`board_feed` sends the fresh board fragment (``event: board``) on each change.
+- :func:`run_feed` sends each new event of one run, checked against its seal, as the
+  run page's HTML (``event: event``, ``id:`` its line number), then the tamper check's
+  verdict (``event: verdict``) and ``event: end`` once the run ended or the stream fails
+  its check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from gg.web.boardview import BoardReader, BoardSnapshot
+from gg.web.pages import board_fragment
+from gg.web.runpage import render_event
+from gg.web.streams import RunFile, RunSummary, SealedTail, list_runs, summary_of
+
+__all__ = ["KEEPALIVE_S", "POLL_S", "WorkspaceView", "board_feed", "run_feed", "sse"]
+
+POLL_S = 0.12
+"""Seconds between two looks at the files."""
+KEEPALIVE_S = 15.0
+"""Seconds of silence after which a feed sends a comment (keeps proxies from closing it)."""
+
+_BREAKS = re.compile(r"\r\n|\r|\n")
+
+
+def sse(kind: str, data: str, *, event_id: int | None = None) -> str:
+    """One server-sent event: ``event:``, optional ``id:``, one ``data:`` per line.
+
+    Args:
+        kind: the event's name (gg's own word).
+        data: the payload; every line break (CR, LF, CRLF) starts a new ``data:`` line,
+            so no text can forge a field of its own.
+        event_id: the ``id:`` field (a stream line number), or ``None``.
+
+    Returns:
+        The event's text, ending with its blank line.
+    """
+    head = f"event: {kind}\n" + (f"id: {event_id}\n" if event_id is not None else "")
+    return head + "".join(f"data: {part}\n" for part in _BREAKS.split(data)) + "\n"
+
+
+class WorkspaceView:
+    """What the board page shows, re-read when the files change.
+
+    Args:
+        workspace: the workspace (its state directory is read, never written).
+    """
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self.reader = BoardReader(workspace)
+        self.version = 0
+        self._signature: object = None
+        self._runs: dict[str, RunSummary] = {}
+        self._snapshot = BoardSnapshot()
+        self._html = ""
+        self._html_version = -1
+        self._looked = 0.0
+
+    def refresh(self) -> int:
+        """Look at the files (at most once per :data:`POLL_S`); the version after.
+
+        Returns:
+            :attr:`version`, one higher than before when anything shown changed.
+        """
+        now = time.monotonic()
+        if now - self._looked < POLL_S * 0.8 and self._html_version >= 0:
+            return self.version
+        self._looked = now
+        changed = self._refresh_runs()
+        signature = self.reader.signature()
+        if signature != self._signature:
+            self._signature = signature
+            self._snapshot = self.reader.snapshot()
+            changed = True
+        if changed:
+            self.version += 1
+        return self.version
+
+    def _refresh_runs(self) -> bool:
+        runs = {r.run_id: r for r in list_runs(self.workspace)}
+        changed = runs.keys() != self._runs.keys()
+        self._runs = {
+            rid: self._runs[rid] if rid in self._runs else summary_of(run)
+            for rid, run in runs.items()
+        }
+        for summary in self._runs.values():
+            polled, state = summary.poll(), summary.state()
+            if polled or state != summary.shown:
+                summary.shown = state
+                changed = True
+        return changed
+
+    def html(self) -> str:
+        """The board fragment for the current version (rendered once per version)."""
+        self.refresh()
+        if self._html_version != self.version:
+            summaries = list(self._runs.values())
+            self._html = board_fragment(self._snapshot, summaries)
+            self._html_version = self.version
+        return self._html
+
+    def close(self) -> None:
+        """Close the board store."""
+        self.reader.close()
+
+
+async def board_feed(view: WorkspaceView) -> AsyncIterator[str]:
+    """The board page's feed: the board fragment each time it changes.
+
+    The first event is the fragment as it is now (a reconnecting page catches up).
+    """
+    sent = -1
+    quiet = 0.0
+    while True:
+        version = view.refresh()
+        if version != sent:
+            sent = version
+            quiet = 0.0
+            yield sse("board", view.html())
+        elif quiet >= KEEPALIVE_S:
+            quiet = 0.0
+            yield ": keepalive\n\n"
+        await asyncio.sleep(POLL_S)
+        quiet += POLL_S
+
+
+async def run_feed(run: RunFile, after: int) -> AsyncIterator[str]:
+    """One run's feed: its events after line ``after``, as they are written.
+
+    Every line is checked against the run's seal from the first (so a forged line
+    appended later is caught too); nothing after a line that fails is sent.
+
+    Args:
+        run: the run to follow.
+        after: the stream lines the page already shows (its ``?after=``).
+    """
+    sealed = SealedTail(run)
+    ended, quiet = False, 0.0
+    while True:
+        batch = sealed.poll()
+        for number, event in batch:
+            ended = ended or event.type == "run_ended"
+            if number > after:
+                yield sse("event", render_event(event), event_id=number)
+        if sealed.failure is not None or (ended and not batch):
+            yield sse("verdict", sealed.verdict())
+            yield sse("end", "")
+            return
+        if batch:
+            quiet = 0.0
+            continue
+        if quiet >= KEEPALIVE_S:
+            quiet = 0.0
+            yield ": keepalive\n\n"
+        await asyncio.sleep(POLL_S)
+        quiet += POLL_S
