@@ -2,9 +2,10 @@
 
 The script follows the page's live feed (``data-live`` on ``<body>``: an EventSource URL)
 and puts what the server sends into the page: a board fragment replaces the board, a run
-event is appended to its session. What arrives is HTML the server escaped; the script
-still parses it in a detached document, drops any ``<script>`` element and inline handler
-before moving nodes in, and sets every other text with ``textContent`` (issue 15 item 3).
+event is appended to its session (through the run page's ``ggAppendEvent`` when present).
+What arrives is HTML the server escaped; the script still parses it in a detached
+document, drops any ``<script>`` element and inline handler before moving nodes in, and
+sets every other text with ``textContent`` (issue 15 item 3).
 """
 
 from __future__ import annotations
@@ -53,9 +54,6 @@ text-align:left;font-size:13px}
 table.runs td.id{font-family:monospace}
 .st-ended{color:var(--ok)} .st-stopped{color:var(--bad)} .st-unended{color:var(--warn)}
 .note{color:var(--muted)} .error{color:var(--bad);white-space:pre-wrap}
-.verdict-line{padding:6px 10px;border-radius:6px;background:#ecfdf3;color:var(--ok);
-font-weight:600;overflow-wrap:anywhere}
-.verdict-line.bad{background:#fef3f2;color:var(--bad)}
 """
 
 APP_JS = r"""
@@ -91,26 +89,34 @@ APP_JS = r"""
     document.dispatchEvent(new CustomEvent("gg:board"));
   }
   function containerFor(sid) {
-    var sel = '[data-session-events="' + CSS.escape(sid) + '"]';
-    return document.querySelector(sel) ||
-      document.querySelector('[data-session-events=""]') ||
-      document.getElementById("run-events");
+    var sel = '[data-events-of="' + CSS.escape(sid) + '"]';
+    return document.querySelector(sel) || document.getElementById("run-events");
   }
   function place(html, id) {
+    if (typeof window.ggAppendEvent === "function") {
+      var added = window.ggAppendEvent(html);
+      if (added) { document.dispatchEvent(new CustomEvent("gg:event", { detail: added })); }
+    } else {
+      append(html);
+    }
+    seen.events += 1;
+    if (id) { body.setAttribute("data-last-line", id); }
+  }
+  function append(html) {
     fragment(html).forEach(function (node) {
       if (node.nodeType !== 1) { return; }
       var box = containerFor(node.getAttribute("data-session") || "");
       if (box) { box.appendChild(node); }
       document.dispatchEvent(new CustomEvent("gg:event", { detail: node }));
     });
-    seen.events += 1;
-    if (id) { body.setAttribute("data-last-line", id); }
   }
   function verdict(text) {
-    var line = document.getElementById("verdict");
+    var line = document.querySelector(".run-head .verdict");
     if (!line) { return; }
     line.textContent = text;
-    line.className = /^stream intact/.test(text) ? "verdict-line" : "verdict-line bad";
+    var kind = /^stream intact but/.test(text) ? "warn" :
+      /^stream intact/.test(text) ? "ok" : "bad";
+    line.className = "verdict " + kind;
   }
   if (!url || !window.EventSource) { return; }
   var source = new EventSource(url);

@@ -22,6 +22,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from gg.stream import Checkpoint, SessionStarted
 from gg.web.boardview import BoardReader, BoardSnapshot
 from gg.web.pages import board_fragment
 from gg.web.runpage import render_event
@@ -143,7 +144,8 @@ async def run_feed(run: RunFile, after: int) -> AsyncIterator[str]:
     """One run's feed: its events after line ``after``, as they are written.
 
     Every line is checked against the run's seal from the first (so a forged line
-    appended later is caught too); nothing after a line that fails is sent.
+    appended later is caught too); nothing after a line that fails is sent. Checkpoints
+    are not sent (the page does not show them; they hold whole conversations).
 
     Args:
         run: the run to follow.
@@ -151,12 +153,16 @@ async def run_feed(run: RunFile, after: int) -> AsyncIterator[str]:
     """
     sealed = SealedTail(run)
     ended, quiet = False, 0.0
+    languages: dict[str, str] = {}
     while True:
         batch = sealed.poll()
         for number, event in batch:
             ended = ended or event.type == "run_ended"
-            if number > after:
-                yield sse("event", render_event(event), event_id=number)
+            if isinstance(event, SessionStarted) and event.session_id:
+                languages[event.session_id] = event.language
+            if number > after and not isinstance(event, Checkpoint):
+                language = languages.get(event.session_id or "")
+                yield sse("event", render_event(event, language=language), event_id=number)
         if sealed.failure is not None or (ended and not batch):
             yield sse("verdict", sealed.verdict())
             yield sse("end", "")

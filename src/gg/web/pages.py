@@ -87,19 +87,13 @@ def run_page(
         workspace: the workspace (for the header).
         run_id: the run's id (a checked directory name; escaped anyway).
         events: the trusted events read so far.
-        verdict: the tamper check's text.
+        verdict: the tamper check's text (in the run's header; the live feed updates it).
         lines: the stream lines already read (the live feed sends the ones after).
 
     Returns:
         The page.
     """
-    bad = "" if verdict.startswith("stream intact") else " bad"
-    rid = h(run_id)
-    body = (
-        f'<h1>Run <span class="id">{rid}</span></h1>'
-        f'<p id="verdict" class="verdict-line{bad}">{h(verdict, 2000)}</p>'
-        f'<div id="run-events">{render_run(events, verdict=verdict)}</div>'
-    )
+    body = f'<div id="run-events">{render_run(events, verdict=verdict)}</div>'
     extra = (
         '<link rel="stylesheet" href="/static/run.css"><script src="/static/run.js" defer></script>'
     )

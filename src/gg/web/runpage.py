@@ -1,35 +1,548 @@
-"""A run's stream as HTML (issue 15 item 2): a stand-in until the run page's renderer lands.
+"""A run's stream as an HTML page body, like ``gg show`` prints it (SPEC O1, O2; issue 15 item 2).
 
-Only the contract is kept here: :func:`render_run`, :func:`render_event`, :data:`RUN_CSS`
-and :data:`RUN_JS`. Every text is escaped.
+:func:`render_run` draws a finished or growing run from its events: a header (the
+run, its model and mode, when, how it ended, the tamper check's verdict), the
+sessions as a tree (a subagent under its parent; a board's implementer, reviewers
+and merge agent side by side) each with its role, mode, turns, error turns,
+declarations (the ending declared, refusals, superseded and revoked ones), the
+ending gate's results, the ceilings tripped with their diagnoses and how it
+ended; then each session's events in order (:func:`render_event`); then a
+turns-over-time chart per session (:mod:`gg.web.chart`, inline SVG).
+
+The app (:mod:`gg.web`) wraps the fragment in its page and inlines :data:`RUN_CSS`
+and :data:`RUN_JS`; live, it appends each new event's :func:`render_event`
+fragment with ``ggAppendEvent(html)`` from :data:`RUN_JS`. Every text from a model,
+a program, a tool, a hook or the stream itself is escaped (:mod:`gg.web.markup`).
 """
 
 from __future__ import annotations
 
-import json
+import re
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 
-from gg.stream import Event
-from gg.web.escape import h
+from gg.stream import (
+    CeilingTripped,
+    Checkpoint,
+    EndingDeclared,
+    EndingRefused,
+    EndingRevoked,
+    EndingSuperseded,
+    ErrorTurn,
+    Event,
+    GateBlocked,
+    GatePassed,
+    IssueStateChanged,
+    RunEnded,
+    RunStarted,
+    SessionEnded,
+    SessionStarted,
+    TurnEvent,
+)
+from gg.web.chart import TurnPoint, turns_chart
+from gg.web.highlight import CODE_CSS
+from gg.web.markup import Child, Markup, el, fold, join, short
+from gg.web.runevents import ending_html, model_spec, plural, render_event
 
-__all__ = ["RUN_CSS", "RUN_JS", "render_event", "render_run"]
+__all__ = ["MAX_EVENTS_SHOWN", "RUN_CSS", "RUN_JS", "render_event", "render_run"]
 
-RUN_CSS = ".ev{font-family:monospace;white-space:pre-wrap;margin:2px 0}"
-RUN_JS = ""
+MAX_EVENTS_SHOWN = 5000
+"""Most events listed per session on one page (the rest are counted: ``gg show`` has all)."""
+_MAX_DEPTH = 24
+"""Deeper subagents are listed at this depth (a forged stream may chain thousands)."""
 
 
-def render_event(event: Event) -> str:
-    """One event as an ``<li class="ev" data-session=...>`` fragment, every text escaped."""
-    fields = event.model_dump(mode="json", exclude={"run_id", "at"})
-    text = json.dumps(fields, ensure_ascii=False)
-    return (
-        f'<li class="ev ev-{h(event.type)}" data-session="{h(event.session_id or "")}">'
-        f"<b>{h(event.type)}</b> {h(text, 4000)}</li>"
+@dataclass(slots=True, kw_only=True)
+class _Session:
+    """What the page says of one session, gathered from its events."""
+
+    sid: str
+    started: SessionStarted | None = None
+    events: list[Event] = field(default_factory=list)
+    turns: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    declared: list[EndingDeclared] = field(default_factory=list)
+    refused: list[EndingRefused] = field(default_factory=list)
+    superseded: int = 0
+    revoked: list[EndingRevoked] = field(default_factory=list)
+    passed: int = 0
+    blocked: list[GateBlocked] = field(default_factory=list)
+    ceilings: list[CeilingTripped] = field(default_factory=list)
+    ended: SessionEnded | None = None
+    points: list[TurnPoint] = field(default_factory=list)
+
+
+def _note(s: _Session, e: Event) -> None:
+    """Count ``e`` into its session's summary."""
+    s.events.append(e)
+    match e:
+        case SessionStarted():
+            s.started = s.started or e
+        case TurnEvent():
+            s.turns = max(s.turns, e.turn or 0, len(s.points) + 1)
+            tokens = e.usage.input_tokens + e.usage.output_tokens
+            s.points.append(
+                TurnPoint(
+                    turn=e.turn or len(s.points) + 1, tokens=tokens, seconds=e.seconds, at=e.at
+                )
+            )
+        case ErrorTurn():
+            s.errors[e.kind] += 1
+        case EndingDeclared():
+            s.declared.append(e)
+        case EndingRefused():
+            s.refused.append(e)
+        case EndingSuperseded():
+            s.superseded += max(0, e.count)
+        case EndingRevoked():
+            s.revoked.append(e)
+        case GatePassed():
+            s.passed += 1
+        case GateBlocked():
+            s.blocked.append(e)
+        case CeilingTripped():
+            s.ceilings.append(e)
+        case SessionEnded():
+            s.ended = e
+            s.turns = max(s.turns, e.turns)
+        case _:
+            pass  # calls, results, checkpoints, retries: listed, not summed up
+
+
+def _sessions(events: Sequence[Event]) -> dict[str, _Session]:
+    """Each session's summary, in the order the sessions first appear."""
+    out: dict[str, _Session] = {}
+    for e in events:
+        if e.session_id is not None:
+            _note(out.setdefault(e.session_id, _Session(sid=e.session_id)), e)
+    return out
+
+
+_BOARD_TASK = re.compile(r"(Implement|Review|Merge) issue #(\d+)")
+_BOARD_ROLE = {"Implement": "implementer", "Review": "reviewer", "Merge": "merge agent"}
+
+
+def _board_label(s: _Session, board: bool) -> str | None:
+    """On a board run, the session's board role read off its task (``reviewer of issue #2``)."""
+    if not board or s.started is None:
+        return None
+    m = _BOARD_TASK.match(s.started.task)
+    if m:
+        return f"{_BOARD_ROLE[m.group(1)]} of issue #{m.group(2)}"
+    if s.started.task.startswith("The reviewers requested changes"):
+        return "implementer (changes requested)"
+    return None
+
+
+def _fact(name: str, *value: Child) -> Markup:
+    """One ``<dt>``/``<dd>`` pair of a summary."""
+    return join([el("dt", None, name), el("dd", None, *value)])
+
+
+def _how_ended(s: _Session) -> Markup:
+    """A session's end: the ending and its arguments, stopped by a ceiling, or unfinished."""
+    e = s.ended
+    if e is None:
+        return el("span", {"class": "tag quiet"}, "not ended (still going, or its run was killed)")
+    if e.ending:
+        call = str(e.ending.get("call", "?"))
+        args = {k: v for k, v in e.ending.items() if k != "call"}
+        return join([el("span", {"class": "tag ok"}, f"ended by {call}"), ending_html(call, args)])
+    why = e.ceiling or "model"
+    said = [fold(e.diagnosis, lines=4)] if e.diagnosis and not e.ceiling else []
+    return join([el("span", {"class": "tag bad"}, f"stopped ({why})"), *said])
+
+
+def _declarations(s: _Session) -> Markup:
+    """The declarations: each ending declared, refusals, superseded count, revocations."""
+    calls = Counter(d.call for d in s.declared)
+    parts: list[Child] = [
+        ", ".join(f"{c} x{n}" if n > 1 else c for c, n in calls.items()) or "none"
+    ]
+    if s.refused:
+        parts.append(el("span", {"class": "tag bad"}, f"{len(s.refused)} refused"))
+    if s.superseded:
+        said = f"{plural(s.superseded, 'declaration')} superseded"
+        parts.append(el("span", {"class": "tag warn superseded"}, said))
+    revoked = [
+        el(
+            "li",
+            {"class": "revoked"},
+            el("span", {"class": "tag warn"}, f"{r.call} revoked"),
+            ": ",
+            short(r.error, 200),
+        )
+        for r in s.revoked[:20]
+    ]
+    if revoked:
+        parts.append(el("ul", {"class": "revocations"}, *revoked))
+    return join(parts)
+
+
+def _gate(s: _Session) -> Markup:
+    """The ending gate's results: how often it passed, and each block with its reason."""
+    parts: list[Child] = [el("span", {"class": "tag ok"}, f"passed {s.passed}")] if s.passed else []
+    if s.blocked:
+        parts.append(el("span", {"class": "tag bad"}, f"blocked {len(s.blocked)}"))
+        rows = []
+        for b in s.blocked[:20]:
+            broken = (
+                [el("span", {"class": "tag bad"}, "the hook itself failed")] if b.failed else []
+            )
+            hook = el("code", None, short(b.hook, 200))
+            rows.append(
+                el(
+                    "li",
+                    {"class": "blocked"},
+                    "blocked by ",
+                    hook,
+                    *broken,
+                    ": ",
+                    el("span", {"class": "reason"}, short(b.reason, 300)),
+                )
+            )
+        if len(s.blocked) > 20:
+            rows.append(el("li", {"class": "cut"}, f"… {len(s.blocked) - 20} more"))
+        parts.append(el("ul", {"class": "blocks"}, *rows))
+    return join(parts or ["not reached"])
+
+
+def _ceilings(s: _Session) -> Markup:
+    """Each ceiling tripped, with its diagnosis."""
+    return join(
+        el(
+            "div",
+            {"class": "ceiling", "data-ceiling": c.ceiling},
+            el("span", {"class": "tag bad"}, c.ceiling),
+            el("div", {"class": "diagnosis"}, fold(c.diagnosis, lines=10)),
+        )
+        for c in s.ceilings[:10]
     )
 
 
+def _card(s: _Session, board: bool) -> Markup:
+    """A session's summary card in the tree."""
+    st = s.started
+    errors = ", ".join(f"{k} x{n}" for k, n in s.errors.most_common())
+    facts = [
+        _fact("role", st.role if st else "?"),
+        _fact("mode", f"{st.mode} ({st.language})" if st else "?"),
+        _fact("model", st.model if st else "?"),
+        _fact("turns", str(s.turns)),
+        _fact("error turns", str(sum(s.errors.values())), f" ({errors})" if errors else ""),
+        _fact("declarations", _declarations(s)),
+        _fact("ending gate", _gate(s)),
+    ]
+    if s.ceilings:
+        facts.append(_fact("ceiling", _ceilings(s)))
+    facts.append(_fact("ended", _how_ended(s)))
+    label = _board_label(s, board)
+    title: list[Child] = [el("a", {"href": f"#session-{s.sid}", "class": "sid"}, s.sid)]
+    if label:
+        title += [" ", el("span", {"class": "board-role"}, label)]
+    if st and st.task:
+        title += [" ", el("span", {"class": "task-line"}, short(st.task, 120))]
+    return el(
+        "div",
+        {"class": "card", "data-session": s.sid},
+        el("div", {"class": "card-title"}, *title),
+        el("dl", {"class": "facts"}, *facts),
+    )
+
+
+def _tree(sessions: dict[str, _Session], board: bool) -> Markup:
+    """The sessions as nested lists: each subagent under its parent.
+
+    Sessions whose parent is not in the stream, and those of a (forged) parent
+    cycle, are listed at the top; nesting stops at :data:`_MAX_DEPTH`.
+    """
+    children: dict[str, list[str]] = {}
+    roots: list[str] = []
+    for sid, s in sessions.items():
+        parent = s.started.parent if s.started else None
+        if parent is not None and parent in sessions and parent != sid:
+            children.setdefault(parent, []).append(sid)
+        else:
+            roots.append(sid)
+    seen: set[str] = set()
+
+    def branch(sid: str, depth: int) -> Markup:
+        seen.add(sid)
+        kids = [k for k in children.get(sid, []) if k not in seen]
+        if depth >= _MAX_DEPTH:
+            kids_html = join(branch(k, depth) for k in kids)
+            return (
+                el("li", {"class": "node", "data-session": sid}, _card(sessions[sid], board))
+                + kids_html
+            )
+        sub = el("ul", {"class": "tree"}, *(branch(k, depth + 1) for k in kids)) if kids else ""
+        return el("li", {"class": "node", "data-session": sid}, _card(sessions[sid], board), sub)
+
+    items = [branch(r, 0) for r in roots]
+    items += [branch(sid, 0) for sid in sessions if sid not in seen]  # a parent cycle
+    return el("ul", {"class": "tree root"}, *items)
+
+
+def _stamp(at: str) -> datetime | None:
+    """An ISO 8601 stamp parsed, or ``None`` (a forged stream may hold anything)."""
+    try:
+        return datetime.fromisoformat(at[:40].replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _when(first: Event, last: Event) -> str:
+    """``2026-12-01 18:12:20 UTC, 0.1 s`` from the first event to the last."""
+    start, end = _stamp(first.at), _stamp(last.at)
+    if start is None:
+        return short(first.at, 40)
+    said = start.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if end is not None and end >= start:
+        said += f", {(end - start).total_seconds():.1f} s"
+    return said
+
+
+def _mode(settings: object) -> str:
+    """The root session's mode and language from the run's settings (``code (python)``)."""
+    session = settings.get("session") if isinstance(settings, dict) else None
+    if not isinstance(session, dict):
+        return "?"
+    return f"{session.get('mode', '?')} ({session.get('language', '?')})"
+
+
+def _verdict(verdict: str) -> Markup:
+    """The tamper check's verdict (:meth:`gg.seal.Intact.message` and its peers), coloured."""
+    if verdict.startswith("stream intact but"):
+        cls = "warn"
+    elif verdict.startswith("stream intact"):
+        cls = "ok"
+    else:
+        cls = "bad"  # STREAM ALTERED, TRUNCATED, UNVERIFIED: the stream cannot be trusted
+    return el("p", {"class": f"verdict {cls}"}, short(verdict, 1000))
+
+
+def _ended(events: Sequence[Event]) -> Markup:
+    """How the run ended: ``ended (exit 0)``, ``stopped (exit 1)`` and its diagnosis, or not."""
+    end = next((e for e in reversed(events) if isinstance(e, RunEnded)), None)
+    if end is None:
+        return el(
+            "span",
+            {"class": "tag warn"},
+            "no run_ended: the run is still going, or its process was killed or crashed",
+        )
+    cls = "ok" if end.status == "ended" else "bad"
+    mark = el("span", {"class": f"tag {cls}"}, f"{end.status} (exit {end.exit_code})")
+    return join([mark, fold(end.diagnosis, lines=6)] if end.diagnosis else [mark])
+
+
+def _header(events: Sequence[Event], verdict: str | None) -> Markup:
+    """The run's header: id, model, mode, when, how it ended, the verdict."""
+    start = next((e for e in events if isinstance(e, RunStarted)), None)
+    run_id = start.run_id if start else (events[0].run_id if events else "?")
+    facts = [_fact("model", model_spec(start.settings) if start else "?")]
+    facts.append(_fact("mode", _mode(start.settings) if start else "?"))
+    if events:
+        facts.append(_fact("when", _when(events[0], events[-1])))
+    if start:
+        facts.append(_fact("sandbox", start.isolation))
+        facts.append(_fact("workspace", start.workspace))
+    facts.append(_fact("ended", _ended(events)))
+    parts: list[Child] = [el("h1", None, "run ", el("span", {"class": "run-id"}, run_id))]
+    if verdict is not None:
+        parts.append(_verdict(verdict))
+    parts.append(el("dl", {"class": "facts"}, *facts))
+    return el("header", {"class": "run-head", "data-run": run_id}, *parts)
+
+
+def _listed(events: Sequence[Event], language: str | None) -> list[Markup]:
+    """The events of one group as fragments (checkpoints left out, at most the cap)."""
+    shown = [e for e in events if not isinstance(e, Checkpoint)]
+    out = [render_event(e, language=language) for e in shown[:MAX_EVENTS_SHOWN]]
+    if len(shown) > MAX_EVENTS_SHOWN:
+        more = len(shown) - MAX_EVENTS_SHOWN
+        out.append(el("p", {"class": "cut"}, f"… {more} more events (gg show has them all)"))
+    return [Markup(x) for x in out]
+
+
+def _event_sections(events: Sequence[Event], sessions: dict[str, _Session]) -> Markup:
+    """The run's own events, then each session's, in order."""
+    run_events = [e for e in events if e.session_id is None]
+    parts = [
+        el(
+            "section",
+            {"class": "session-events run-events"},
+            el("h2", None, "run"),
+            el("div", {"class": "events", "data-events-of": ""}, *_listed(run_events, None)),
+        )
+    ]
+    for sid, s in sessions.items():
+        st = s.started
+        what = f" · {st.role} · {st.mode} ({st.language})" if st else ""
+        parts.append(
+            el(
+                "section",
+                {"class": "session-events", "id": f"session-{sid}"},
+                el("h2", None, f"session {sid}", el("small", None, what)),
+                el(
+                    "div",
+                    {"class": "events", "data-events-of": sid},
+                    *_listed(s.events, st.language if st else None),
+                ),
+            )
+        )
+    return el("div", {"id": "gg-events"}, *parts)
+
+
+def _charts(sessions: dict[str, _Session]) -> Markup:
+    """A turns-over-time chart per session."""
+    figures = [
+        el(
+            "div",
+            {"class": "session-chart", "data-session": sid},
+            el("h3", None, f"session {sid}: {plural(len(s.points), 'turn')}"),
+            turns_chart(s.points, title=f"session {sid}: tokens and seconds per turn"),
+        )
+        for sid, s in sessions.items()
+    ]
+    return el("section", {"class": "charts"}, el("h2", None, "turns over time"), *figures)
+
+
 def render_run(events: Sequence[Event], *, verdict: str | None) -> str:
-    """The run's events in one list, after the tamper check's verdict."""
-    head = f'<p class="verdict">{h(verdict)}</p>' if verdict else ""
-    items = "".join(render_event(e) for e in events)
-    return f'{head}<ol class="events" data-session-events="">{items}</ol>'
+    """A run's page body: header, session tree, each session's events, charts (issue 15 item 2).
+
+    Args:
+        events: the run's stream events in order (:func:`gg.stream.read_events`;
+            for a damaged stream, the ones before the damage), perhaps none yet.
+        verdict: the tamper check's verdict line (:meth:`gg.seal.Intact.message` and
+            its peers), or ``None`` when the stream was not checked.
+
+    Returns:
+        An HTML fragment (``<div class="gg-run">``): every text in it escaped, long
+        ones folded. It needs :data:`RUN_CSS` (and :data:`RUN_JS` for live appends and
+        the fold buttons) inlined in the page.
+    """
+    sessions = _sessions(events)
+    board = any(isinstance(e, IssueStateChanged) for e in events)
+    tools = el(
+        "div",
+        {"class": "fold-tools"},
+        el("button", {"type": "button", "data-fold-all": "open"}, "unfold all"),
+        el("button", {"type": "button", "data-fold-all": "close"}, "fold all"),
+    )
+    return el(
+        "div",
+        {"class": "gg-run"},
+        _header(events, verdict),
+        el("section", {"class": "sessions"}, el("h2", None, "sessions"), _tree(sessions, board)),
+        tools,
+        _event_sections(events, sessions),
+        _charts(sessions),
+    )
+
+
+RUN_JS: str = """
+(function () {
+  "use strict";
+  function eventsOf(sid) {
+    var all = document.querySelectorAll("[data-events-of]");
+    for (var i = 0; i < all.length; i++) {
+      if (all[i].getAttribute("data-events-of") === sid) { return all[i]; }
+    }
+    return null;
+  }
+  function newSession(sid) {
+    var root = document.getElementById("gg-events");
+    if (!root) { return null; }
+    var section = document.createElement("section");
+    section.className = "session-events";
+    section.id = "session-" + sid;
+    var title = document.createElement("h2");
+    title.textContent = "session " + sid;
+    var box = document.createElement("div");
+    box.className = "events";
+    box.setAttribute("data-events-of", sid);
+    section.appendChild(title);
+    section.appendChild(box);
+    root.appendChild(section);
+    return box;
+  }
+  /* Append one render_event() fragment (HTML made and escaped by gg) to its session. */
+  window.ggAppendEvent = function (fragment) {
+    var holder = document.createElement("template");
+    holder.innerHTML = fragment;
+    var ev = holder.content.firstElementChild;
+    if (!ev) { return null; }
+    var sid = ev.getAttribute("data-session") || "";
+    var box = eventsOf(sid) || newSession(sid);
+    if (!box) { return null; }
+    box.appendChild(ev);
+    return ev;
+  };
+  document.addEventListener("click", function (e) {
+    var button = e.target && e.target.closest ? e.target.closest("[data-fold-all]") : null;
+    if (!button) { return; }
+    var open = button.getAttribute("data-fold-all") === "open";
+    document.querySelectorAll(".gg-run details.fold").forEach(function (d) { d.open = open; });
+  });
+})();
+"""
+"""The run page's script: ``ggAppendEvent(html)`` for live appends, the fold-all buttons."""
+
+_CSS = """
+.gg-run { font-family: system-ui, sans-serif; font-size: 14px; color: #1d1d1f; }
+.gg-run h1 { font-size: 20px; margin: 0 0 6px; }
+.gg-run h2 { font-size: 16px; margin: 18px 0 6px; border-bottom: 1px solid #ddd; }
+.gg-run h2 small { font-weight: normal; color: #666; margin-left: 6px; }
+.gg-run pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0;
+  padding: 4px 6px; background: #f6f6f6; border-radius: 3px; max-height: 40em; overflow: auto; }
+.gg-run dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 10px;
+  margin: 4px 0; }
+.gg-run dl.facts dt { color: #666; }
+.gg-run dl.facts dd { margin: 0; }
+.gg-run .tag { display: inline-block; padding: 0 5px; border-radius: 3px; margin-right: 4px;
+  background: #eee; font-weight: 600; }
+.gg-run .tag.ok { background: #e3f5e1; color: #176c12; }
+.gg-run .tag.bad { background: #fde4e1; color: #a4160b; }
+.gg-run .tag.warn { background: #fff2d6; color: #8a5300; }
+.gg-run .tag.quiet { background: none; color: #888; font-weight: normal; }
+.gg-run .tag.declared { background: #f2e6fa; color: #6b1f93; }
+.gg-run .tag.session, .gg-run .tag.run { background: #e1effd; color: #0c4f91; }
+.gg-run .verdict { padding: 4px 8px; border-radius: 3px; font-weight: 600; }
+.gg-run .verdict.ok { background: #e3f5e1; color: #176c12; }
+.gg-run .verdict.warn { background: #fff2d6; color: #8a5300; }
+.gg-run .verdict.bad { background: #a4160b; color: #fff; }
+.gg-run ul.tree { list-style: none; padding-left: 18px; margin: 4px 0;
+  border-left: 1px dotted #bbb; }
+.gg-run ul.tree.root { padding-left: 0; border-left: none; }
+.gg-run .card { border: 1px solid #ddd; border-radius: 4px; padding: 6px 8px; margin: 4px 0; }
+.gg-run .card-title .sid { font-weight: 700; }
+.gg-run .card-title .board-role { color: #0c4f91; font-weight: 600; }
+.gg-run .card-title .task-line { color: #666; }
+.gg-run .ev { border-left: 3px solid #ddd; padding: 2px 8px; margin: 3px 0; }
+.gg-run .ev time { color: #888; font-family: ui-monospace, monospace; font-size: 12px; }
+.gg-run .ev.error-turn, .gg-run .ev.refused, .gg-run .ev.gate-blocked,
+.gg-run .ev.ceiling { border-left-color: #d93025; }
+.gg-run .ev.revoked, .gg-run .ev.superseded, .gg-run .ev.retry { border-left-color: #e8a200; }
+.gg-run .ev.declared { border-left-color: #8e44ad; }
+.gg-run .ev.gate-passed, .gg-run .ev.session-ended { border-left-color: #2e8b2e; }
+.gg-run .ev.checkpoint { display: none; }
+.gg-run .diagnosis pre { background: #fde4e1; }
+.gg-run details.fold > summary { cursor: pointer; color: #0c4f91; }
+.gg-run .cut { color: #a4160b; font-style: italic; margin: 2px 0; }
+.gg-run .fold-tools { margin: 10px 0 0; }
+.gg-run figure.chart { margin: 4px 0 12px; }
+.gg-run figure.chart svg { max-width: 100%; height: auto; background: #fcfcfc; }
+.gg-run svg .axis { stroke: #999; }
+.gg-run svg .line.tokens { stroke: #0c63c5; stroke-width: 1.5; }
+.gg-run svg .line.seconds { stroke: #d2691e; stroke-width: 1.5; stroke-dasharray: 4 3; }
+.gg-run svg .pt.tokens { fill: #0c63c5; }
+.gg-run svg .pt.seconds { fill: #d2691e; }
+.gg-run svg .label { font-size: 11px; fill: #555; }
+.gg-run svg .label.tokens { fill: #0c63c5; }
+.gg-run svg .label.seconds { fill: #d2691e; }
+"""
+
+RUN_CSS: str = _CSS + CODE_CSS + "\n"
+"""The run page's styles, Pygments' colours included (scoped to ``.gg-run`` and ``.gg-code``)."""

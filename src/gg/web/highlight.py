@@ -1,0 +1,102 @@
+"""Programs shown with syntax highlighting, by Pygments, drawn server-side (issue 15 item 2).
+
+A ``submit_program`` program (SPEC M2) is the model's text: it is made inert
+(:func:`gg.terminal.inert`) before it is lexed, Pygments escapes every token
+(``& < > " '``), and the result is checked to be nothing but Pygments' own
+``<span class="...">`` tags around text; anything else (a Pygments bug) falls
+back to the plain escaped text. The colours are :data:`CODE_CSS`, scoped to
+``.gg-code`` (no external file).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pygments import highlight as _pygmentize  # type: ignore[import-untyped]
+from pygments.formatters.html import HtmlFormatter  # type: ignore[import-untyped]
+from pygments.lexers.javascript import JavascriptLexer  # type: ignore[import-untyped]
+from pygments.lexers.python import PythonLexer  # type: ignore[import-untyped]
+
+from gg.terminal import inert
+from gg.web.markup import HARD_CAP, Markup, el, esc
+
+__all__ = ["CODE_CSS", "guess_language", "program_html"]
+
+_FORMATTER = HtmlFormatter(nowrap=True)
+_SCOPE = ".gg-code"
+CODE_CSS: str = "\n".join(
+    rule
+    for rule in HtmlFormatter(style="default").get_style_defs(_SCOPE).splitlines()
+    if rule.startswith(_SCOPE)
+)
+"""Pygments' colours for ``.gg-code`` blocks (its unscoped rules left out)."""
+
+_TAGS = re.compile(r'<span class="[A-Za-z0-9 _-]*">|</span>')
+"""The only tags Pygments' HTML formatter writes with ``nowrap``."""
+
+_JS_SIGNS = re.compile(
+    r"\bawait\s+gg\.|\b(?:const|let|var)\s+\w|console\.log|requestChanges|=>|;\s*$", re.M
+)
+"""What tells a JavaScript program from a Python one when the session is not known."""
+
+
+def guess_language(source: str) -> str:
+    """``"javascript"`` when ``source`` looks like JavaScript, else ``"python"``.
+
+    Used only when the session's language arm (``session_started.language``) is not at
+    hand (a lone event appended live); it picks colours, nothing else.
+    """
+    return "javascript" if _JS_SIGNS.search(source[:20_000]) else "python"
+
+
+def _lexed(source: str, language: str) -> Markup:
+    """``source`` highlighted; the plain escaped text if the output is not as expected."""
+    lexer = JavascriptLexer() if language == "javascript" else PythonLexer()
+    clean = inert(source)
+    out = str(_pygmentize(clean, lexer, _FORMATTER))
+    if "<" in _TAGS.sub("", out):  # a tag Pygments does not write: show text instead
+        return esc(clean)
+    return Markup(out.removesuffix("\n"))
+
+
+def _block(source: str, language: str) -> Markup:
+    """One ``<pre class="gg-code">`` of ``source`` in ``language``."""
+    return el("pre", {"class": "gg-code", "data-language": language}, _lexed(source, language))
+
+
+def program_html(source: str, language: str, *, lines: int = 40, chars: int = 4000) -> Markup:
+    """A program highlighted, folded when long.
+
+    Args:
+        source: the program's text (any size: at most :data:`gg.web.markup.HARD_CAP`
+            characters are highlighted, the rest counted).
+        language: ``"python"`` or ``"javascript"`` (SPEC M2's arms); any other value
+            is highlighted as Python.
+        lines: most lines shown unfolded.
+        chars: most characters shown unfolded.
+
+    Returns:
+        ``<div class="program">``: the whole program when short; else its first
+        ``lines`` lines and a ``<details class="fold">`` with the whole program (each
+        highlighted on its own, so a string spanning the cut is coloured right below).
+    """
+    kept = source[:HARD_CAP]
+    head_end = -1
+    for _ in range(lines):
+        head_end = kept.find("\n", head_end + 1)
+        if head_end < 0:
+            break
+    short = head_end < 0 and len(kept) <= chars
+    parts = [_block(kept, language)]
+    if not short:
+        head = kept[: min(chars, head_end if head_end >= 0 else len(kept))]
+        total = kept.count("\n") + 1
+        summary = el("summary", None, f"show the whole program ({total} lines)")
+        parts = [
+            _block(head, language),
+            el("details", {"class": "fold"}, summary, _block(kept, language)),
+        ]
+    if len(source) > HARD_CAP:
+        cut = len(source) - HARD_CAP
+        parts.append(el("p", {"class": "cut"}, f"… {cut} more characters cut (over {HARD_CAP})"))
+    return el("div", {"class": "program"}, *parts)

@@ -1,0 +1,237 @@
+r"""HTML built one safe way: every text escaped, every attribute quoted (issue 15 item 3).
+
+Whatever a model, a program, a tool, a hook or a (perhaps forged) stream says is
+data. The run page builds its HTML only through :func:`el` and :func:`esc`:
+
+- a :class:`Markup` is HTML made here; anything else put in a page (a ``str``, a
+  number) is text: it goes through :func:`gg.terminal.inert` (controls, NUL, bidi
+  overrides, invisible format characters and lone surrogates become visible
+  escapes such as ``\x00``, ``\u202e``; secrets are ``[redacted]``), is cut at
+  :data:`HARD_CAP` characters, then ``html.escape``-d (``& < > " '``);
+- attribute values are escaped the same way and always double-quoted; tag and
+  attribute names are gg's own literals, checked against a strict pattern;
+- long texts are folded by :func:`fold`: a head shown, the rest (up to a cap)
+  behind a ``<details>``, beyond the cap only the count of what was cut.
+
+No URL from the data is ever made a link: a ``javascript:`` URL is text like any other.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterable, Mapping
+
+from gg.terminal import inert
+
+__all__ = [
+    "HARD_CAP",
+    "AttrValue",
+    "Child",
+    "Markup",
+    "el",
+    "esc",
+    "fold",
+    "join",
+    "json_text",
+    "short",
+]
+
+HARD_CAP = 200_000
+"""The most characters of one text a page shows; the rest is counted, not shown."""
+
+_NAME = re.compile(r"[a-z][a-z0-9-]*\Z")
+"""What a tag or attribute name written here looks like."""
+
+
+class Markup(str):
+    """A piece of HTML made by this module: put in a page as it is, never escaped again.
+
+    Adding text to it escapes the text: ``Markup("<b>") + "<i>"`` is ``<b>&lt;i&gt;``.
+    """
+
+    __slots__ = ()
+
+    def __add__(self, other: str) -> Markup:
+        return Markup(str.__add__(self, esc(other)))
+
+    def __radd__(self, other: str) -> Markup:
+        return Markup(str.__add__(esc(other), self))
+
+
+Child = Markup | str | int | float | None
+"""What :func:`el` takes as content: markup, or text to escape (``None`` is left out)."""
+
+AttrValue = str | int | float | bool | None
+"""An attribute's value: text (escaped), ``True`` (a bare attribute), ``None``/``False``
+(left out)."""
+
+
+def _capped(text: str, cap: int) -> str:
+    """``text`` cut to ``cap`` characters, with the count of the rest said."""
+    if len(text) <= cap:
+        return text
+    return f"{text[:cap]}[… {len(text) - cap} more characters cut]"
+
+
+def esc(value: Child) -> Markup:
+    """``value`` as HTML: a :class:`Markup` unchanged, anything else escaped text.
+
+    Args:
+        value: markup made here, or text from anywhere (numbers are shown as text);
+            ``None`` gives empty markup.
+
+    Returns:
+        Markup that shows the text exactly as characters: made inert
+        (:func:`gg.terminal.inert`), cut at :data:`HARD_CAP`, ``& < > " '`` escaped.
+    """
+    if isinstance(value, Markup):
+        return value
+    if value is None:
+        return Markup("")
+    return Markup(html.escape(inert(_capped(str(value), HARD_CAP)), quote=True))
+
+
+def join(parts: Iterable[Child]) -> Markup:
+    """The concatenation of ``parts``, each through :func:`esc`."""
+    return Markup("".join(esc(p) for p in parts))
+
+
+def _attrs(attrs: Mapping[str, AttrValue]) -> str:
+    """`` name="value"`` pairs, escaped; ``None`` and ``False`` left out.
+
+    Raises:
+        ValueError: a name is not a plain lower-case name (a bug here, not data).
+    """
+    out = []
+    for name, value in attrs.items():
+        if not _NAME.match(name):
+            raise ValueError(f"not an attribute name: {name!r}")
+        if value is None or value is False:
+            continue
+        out.append(f" {name}" if value is True else f' {name}="{esc(str(value))}"')
+    return "".join(out)
+
+
+_VOID = frozenset({"br", "hr", "img", "input", "meta", "link", "wbr"})
+
+
+def el(tag: str, attrs: Mapping[str, AttrValue] | None = None, /, *children: Child) -> Markup:
+    """One HTML element, its attributes escaped and quoted, its content escaped.
+
+    ``el("p", {"class": "x"}, "text", el("b", None, "bold"))``.
+
+    Args:
+        tag: a tag name written here (``div``, ``svg``, ``circle``...).
+        attrs: attributes; values are escaped and double-quoted.
+        children: content, each through :func:`esc`.
+
+    Raises:
+        ValueError: ``tag`` is not a plain lower-case name.
+    """
+    if not _NAME.match(tag):
+        raise ValueError(f"not a tag name: {tag!r}")
+    head = f"<{tag}{_attrs(attrs or {})}>"
+    if tag in _VOID:
+        return Markup(head)
+    return Markup(f"{head}{join(children)}</{tag}>")
+
+
+def short(text: str, limit: int = 300) -> str:
+    """``text`` on one line (white space runs made one space), cut to ``limit`` characters."""
+    flat = " ".join(text[: limit * 4].split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"
+
+
+def _head(text: str, lines: int, chars: int) -> str:
+    """The first ``lines`` lines of ``text``, at most ``chars`` characters."""
+    end = -1
+    for _ in range(lines):
+        end = text.find("\n", end + 1, chars)
+        if end < 0:
+            return text[:chars]
+    return text[: end + 1]
+
+
+def fold(
+    text: str, *, lines: int = 20, chars: int = 2000, cap: int = HARD_CAP, cls: str = "out"
+) -> Markup:
+    """A long text folded: its head in a ``<pre>``, the rest behind a ``<details>``.
+
+    Args:
+        text: any text (a tool's output, a reply, a diagnosis); 10 MB is fine: only
+            ``cap`` characters of it are ever looked at beyond their count.
+        lines: most lines shown unfolded.
+        chars: most characters shown unfolded.
+        cap: most characters shown at all; beyond, a ``p.cut`` says how many were cut.
+        cls: the ``<pre>``'s class.
+
+    Returns:
+        ``<pre>`` (+ ``<details class="fold">`` with the rest) (+ ``<p class="cut">``).
+    """
+    kept = text[:cap]
+    head = _head(kept, lines, chars)
+    rest = kept[len(head) :]
+    out = el("pre", {"class": cls}, head)
+    if rest:
+        more = rest.count("\n") + (0 if rest.endswith("\n") else 1)
+        label = f"show {more} more line{'' if more == 1 else 's'} ({len(rest)} characters)"
+        out += el(
+            "details",
+            {"class": "fold"},
+            el("summary", None, label),
+            el("pre", {"class": cls}, rest),
+        )
+    if len(text) > cap:
+        out += el("p", {"class": "cut"}, f"… {len(text) - cap} more characters cut (over {cap})")
+    return Markup(out)
+
+
+def _scalar(value: object) -> str:
+    """A JSON scalar as JSON text; a number too long to write is said to be."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # a value JSON cannot hold; an int past Python's digit cap
+        return '"[a value that cannot be shown]"'
+
+
+def json_text(value: object, *, depth: int = 12, items: int = 100, budget: int = 50_000) -> str:
+    """``value`` (a call's arguments) as indented JSON text, bounded.
+
+    Args:
+        value: parsed JSON (dicts, lists, scalars), perhaps nested thousands deep.
+        depth: deeper containers are shown as ``[… nested deeper]``.
+        items: most items shown per list or object (the count of the rest is said).
+        budget: roughly the most characters written; the rest is ``…``.
+    """
+    out: list[str] = []
+    left = [budget]
+
+    def put(text: str) -> bool:
+        out.append(text)
+        left[0] -= len(text)
+        return left[0] > 0
+
+    def walk(v: object, level: int, pad: str) -> bool:
+        if not isinstance(v, dict | list | tuple):
+            return put(_scalar(v))
+        if level >= depth:
+            return put('"[… nested deeper]"')
+        pairs = list(v.items())[:items] if isinstance(v, dict) else list(enumerate(v[:items]))
+        more = len(v) - len(pairs)
+        opening, closing = ("{", "}") if isinstance(v, dict) else ("[", "]")
+        if not put(opening):
+            return False
+        for i, (key, item) in enumerate(pairs):
+            key_text = f"{_scalar(str(key))}: " if isinstance(v, dict) else ""
+            if not (put(f"\n{pad}  {key_text}") and walk(item, level + 1, pad + "  ")):
+                return False
+            put("," if i < len(pairs) - 1 or more else "")
+        if more and not put(f'\n{pad}  "[… {more} more]"'):
+            return False
+        return put(f"\n{pad}{closing}" if pairs or more else closing)
+
+    if not walk(value, 0, ""):
+        out.append(" …")
+    return "".join(out)
