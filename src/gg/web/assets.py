@@ -32,27 +32,28 @@ align-items:start}
 .column h2{font-size:13px;text-transform:uppercase;letter-spacing:.04em;margin:4px 4px 8px;
 color:#344054}
 .column .count{float:right;color:var(--muted)}
-.card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:8px;
+.board .card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:8px;
 margin-bottom:8px;overflow-wrap:anywhere}
-.card h3{font-size:14px;margin:0 0 4px}
-.card .meta{color:var(--muted);margin:0 0 4px;font-size:12px}
-.card .body,.card .summary{margin:4px 0;white-space:pre-wrap}
-.card .summary{border-left:3px solid var(--accent);padding-left:6px}
-.round summary{cursor:pointer;font-weight:600;font-size:12px}
-.verdict{margin:4px 0;padding:4px 6px;border-radius:4px;background:#f2f4f7}
-.verdict.v-approve{background:#ecfdf3;color:var(--ok)}
-.verdict.v-request_changes{background:#fffaeb;color:var(--warn)}
-.verdict .items{margin:2px 0 0 0;padding-left:18px;color:var(--fg)}
-.sessions{list-style:none;padding:0;margin:4px 0;font-size:12px;color:#475467}
-.sess.st-stopped,.sess.st-abandoned{color:var(--bad)}
-.result{margin:6px 0 0;font-weight:600}
-.result.merged{color:var(--ok)}
-.diag,.result.diag{color:var(--bad);white-space:pre-wrap}
+.board .card h3{font-size:14px;margin:0 0 4px}
+.board .card .meta{color:var(--muted);margin:0 0 4px;font-size:12px}
+.board .card .body,.board .card .summary{margin:4px 0;white-space:pre-wrap}
+.board .card .summary{border-left:3px solid var(--accent);padding-left:6px}
+.board .round summary{cursor:pointer;font-weight:600;font-size:12px}
+.board .verdict{margin:4px 0;padding:4px 6px;border-radius:4px;background:#f2f4f7}
+.board .verdict.v-approve{background:#ecfdf3;color:var(--ok)}
+.board .verdict.v-request_changes{background:#fffaeb;color:var(--warn)}
+.board .verdict .items{margin:2px 0 0 0;padding-left:18px;color:var(--fg)}
+.board .sessions{list-style:none;padding:0;margin:4px 0;font-size:12px;color:#475467}
+.board .sess.st-stopped,.board .sess.st-abandoned{color:var(--bad)}
+.board .result{margin:6px 0 0;font-weight:600}
+.board .result.merged{color:var(--ok)}
+.board .diag,.board .result.diag{color:var(--bad);white-space:pre-wrap}
 table.runs{border-collapse:collapse;width:100%;background:var(--card);margin-top:.5em}
 table.runs th,table.runs td{border-bottom:1px solid var(--line);padding:4px 8px;
 text-align:left;font-size:13px}
 table.runs td.id{font-family:monospace}
-.st-ended{color:var(--ok)} .st-stopped{color:var(--bad)} .st-unended{color:var(--warn)}
+table.runs .st-ended{color:var(--ok)} table.runs .st-stopped{color:var(--bad)}
+table.runs .st-unended{color:var(--warn)}
 .note{color:var(--muted)} .error{color:var(--bad);white-space:pre-wrap}
 """
 

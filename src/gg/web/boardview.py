@@ -105,7 +105,8 @@ class BoardReader:
 
 def _session_line(s: SessionRecord) -> str:
     who = f"reviewer {s.reviewer}" if s.kind == "reviewer" else s.kind
-    link = f'<a href="/runs/{h(s.run_id)}">{h(s.session_id or "-")}</a>'
+    anchor = f"#session-{h(s.session_id)}" if s.session_id else ""
+    link = f'<a href="/runs/{h(s.run_id)}{anchor}">{h(s.session_id or "-")}</a>'
     why = f' <span class="diag">{h(s.diagnosis, 300)}</span>' if s.diagnosis else ""
     return (
         f'<li class="sess st-{h(s.status)}">round {s.round} · {h(who)} · {link} · '
