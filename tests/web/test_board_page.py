@@ -6,17 +6,15 @@ runs for real in a third; the page is driven by Playwright on the system's Chrom
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
 from board_support import make_repo
 from playwright.sync_api import Page
 from web_board_driver import HOSTILE_SUMMARY, HOSTILE_TITLE, ITEM
-from web_support import Served, artefacts, run_board
+from web_support import Served, StreamWatch, artefacts, run_board
 
 from gg.board import Board
-from gg.state import state_path
 
 LIVE = "document.getElementById('live').textContent === 'live'"
 RECORDER = """() => {
@@ -70,29 +68,6 @@ def test_a_finished_board_shows_its_columns_verdicts_and_merges(page: Page, tmp_
         row = page.locator("tr[data-run]")
         assert row.count() == 1 and row.get_attribute("data-state") == "stopped"
         page.screenshot(path=str(artefacts() / "board.png"), full_page=True)
-
-
-class StreamWatch(threading.Thread):
-    """Notes when each line of the workspace's (one) stream appears, polling every 5 ms."""
-
-    def __init__(self, repo: Path) -> None:
-        super().__init__(daemon=True)
-        self.runs = state_path(repo) / "runs"
-        self.written: dict[int, float] = {}
-        self.stream: Path | None = None
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        data = b""
-        while not self.done.is_set():
-            found = sorted(self.runs.glob("*/stream.jsonl")) if self.runs.is_dir() else []
-            if found:
-                self.stream = found[0]
-                data = self.stream.read_bytes()
-                now = time.time()
-                for n in range(len(self.written) + 1, data.count(b"\n") + 1):
-                    self.written[n] = now
-            time.sleep(0.005)
 
 
 def test_the_board_page_follows_a_board_run_in_another_process_within_a_second(

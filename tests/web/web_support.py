@@ -21,6 +21,8 @@ from types import TracebackType
 
 import pytest
 
+from gg.state import state_path
+
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 BOARD_TESTS = REPO / "tests" / "board"
@@ -128,3 +130,26 @@ def run_board(repo: Path, *, delay: float = 0.0) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+class StreamWatch(threading.Thread):
+    """Notes when each line of the workspace's (one) stream appears, polling every 5 ms."""
+
+    def __init__(self, repo: Path) -> None:
+        super().__init__(daemon=True)
+        self.runs = state_path(repo) / "runs"
+        self.written: dict[int, float] = {}
+        self.stream: Path | None = None
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        data = b""
+        while not self.done.is_set():
+            found = sorted(self.runs.glob("*/stream.jsonl")) if self.runs.is_dir() else []
+            if found:
+                self.stream = found[0]
+                data = self.stream.read_bytes()
+                now = time.time()
+                for n in range(len(self.written) + 1, data.count(b"\n") + 1):
+                    self.written[n] = now
+            time.sleep(0.005)

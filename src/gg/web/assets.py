@@ -94,6 +94,7 @@ APP_JS = r"""
     return document.querySelector(sel) || document.getElementById("run-events");
   }
   function place(html, id) {
+    if (id) { body.setAttribute("data-last-line", id); }
     if (typeof window.ggAppendEvent === "function") {
       var added = window.ggAppendEvent(html);
       if (added) { document.dispatchEvent(new CustomEvent("gg:event", { detail: added })); }
@@ -101,7 +102,6 @@ APP_JS = r"""
       append(html);
     }
     seen.events += 1;
-    if (id) { body.setAttribute("data-last-line", id); }
   }
   function append(html) {
     fragment(html).forEach(function (node) {
