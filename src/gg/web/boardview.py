@@ -20,10 +20,13 @@ from pathlib import Path
 
 from gg.board.errors import BoardError
 from gg.board.sqlite import SqliteStore
-from gg.board.store import IssueDetail, IssueState, SessionRecord, Verdict
+from gg.board.store import Issue, IssueDetail, IssueState, SessionRecord, Verdict
 from gg.errors import GGError
 from gg.state import state_path
 from gg.web.escape import h
+
+_UNREADABLE = (GGError, BoardError, sqlite3.Error, ValueError, TypeError, KeyError)
+"""What a damaged or hostile store raises on reading (shown as text, never a crash)."""
 
 __all__ = ["MAX_ISSUES", "BoardReader", "BoardSnapshot", "board_html"]
 
@@ -47,6 +50,8 @@ class BoardSnapshot:
     details: tuple[IssueDetail, ...] = ()
     error: str | None = None
     exists: bool = False
+    broken: tuple[tuple[Issue, str], ...] = ()
+    """Issues whose sessions, verdicts or history could not be read, with why."""
 
 
 class BoardReader:
@@ -92,9 +97,16 @@ class BoardReader:
             if store is None:
                 return BoardSnapshot()
             issues = store.issues()[:MAX_ISSUES]
-            return BoardSnapshot(tuple(store.detail(i.number) for i in issues), exists=True)
-        except (GGError, BoardError, sqlite3.Error, ValueError, TypeError, KeyError) as e:
+        except _UNREADABLE as e:
             return BoardSnapshot(error=f"the board store cannot be read: {e}", exists=True)
+        details: list[IssueDetail] = []
+        broken: list[tuple[Issue, str]] = []
+        for issue in issues:
+            try:
+                details.append(store.detail(issue.number))
+            except _UNREADABLE as e:
+                broken.append((issue, f"this issue's records cannot be read: {e}"))
+        return BoardSnapshot(tuple(details), exists=True, broken=tuple(broken))
 
     def close(self) -> None:
         """Close the store. Idempotent."""
@@ -160,6 +172,14 @@ def _card(d: IssueDetail) -> str:
     )
 
 
+def _broken_card(i: Issue, why: str) -> str:
+    return (
+        f'<article class="card" data-issue="{i.number}" data-state="{h(i.state.value)}">'
+        f'<h3>#{i.number} <span class="title">{h(i.title, 200)}</span></h3>'
+        f'<p class="error">{h(why, 1000)}</p></article>'
+    )
+
+
 def board_html(snapshot: BoardSnapshot) -> str:
     """The board's columns, one per state in workflow order, as an HTML fragment.
 
@@ -177,6 +197,7 @@ def board_html(snapshot: BoardSnapshot) -> str:
     columns: list[str] = []
     for state, label in _COLUMNS:
         cards = [_card(d) for d in snapshot.details if d.issue.state is state]
+        cards += [_broken_card(i, why) for i, why in snapshot.broken if i.state is state]
         columns.append(
             f'<div class="column" data-state="{state.value}"><h2>{label} '
             f'<span class="count">{len(cards)}</span></h2>{"".join(cards)}</div>'
