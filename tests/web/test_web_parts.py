@@ -1,0 +1,44 @@
+"""Small parts of gg.web on their own: the SSE framing, the Host check, the browser finder."""
+
+from __future__ import annotations
+
+import pytest
+from web_support import chromium
+
+from gg.web.app import host_name
+from gg.web.escape import h
+from gg.web.live import sse
+
+
+def test_no_payload_can_forge_an_sse_field() -> None:
+    text = sse("event", "a\r\nevent: board\rdata: x\nid: 9\n\n", event_id=3)
+    assert text.startswith("event: event\nid: 3\n")
+    body = text.split("\n")[2:-2]
+    assert all(line.startswith("data: ") for line in body), body
+    assert text.endswith("\n\n") and text.count("\n\n") == 1
+
+
+def test_escaping_covers_attributes_controls_and_secrets() -> None:
+    assert (
+        h("<a href=\"x\" onclick='y'>&")
+        == "&lt;a href=&quot;x&quot; onclick=&#x27;y&#x27;&gt;&amp;"
+    )
+    assert h("\x1b[31mred\u202e") == "\\x1b[31mred\\u202e"
+    assert "sk-ant-" not in h("key sk-ant-api03-" + "A" * 40)
+    assert h("x" * 1000, 100).startswith("x" * 50) and len(h("x" * 1000, 100)) <= 100
+
+
+@pytest.mark.parametrize(
+    ("header", "name"),
+    [("127.0.0.1:8000", "127.0.0.1"), ("[::1]:80", "::1"), ("LocalHost", "localhost"), ("", "")],
+)
+def test_the_host_header_is_read_as_a_name(header: str, name: str) -> None:
+    assert host_name(header) == name
+
+
+def test_a_missing_chromium_fails_the_browser_tests_never_skips(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(pytest.fail.Exception, match="scripts/setup"):
+        chromium()
