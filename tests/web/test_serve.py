@@ -169,3 +169,22 @@ def test_hostile_board_rows_render_as_text_or_a_clear_error(workspace: Path, dam
         assert "&lt;b&gt;bold&lt;/b&gt; title" in body
     else:
         assert "&lt;b&gt;bold&lt;/b&gt; title" in body and "&lt;i&gt;x" in body
+
+
+def test_the_store_the_workspace_names_is_the_one_shown(workspace: Path, tmp_path: Path) -> None:
+    named = tmp_path / "elsewhere.sqlite3"
+    (workspace / "gg.toml").write_text(f'[board]\nstore = "sqlite:{named}"\n')
+    with Board(workspace) as board:
+        board.add("Kept in another file")
+    assert named.is_file()
+    with Served(workspace) as served:
+        status, body = _get(served.url)
+    assert status == 200 and "Kept in another file" in body
+
+
+def test_a_broken_gg_toml_is_said_on_the_page(workspace: Path) -> None:
+    (workspace / "gg.toml").write_text("[board]\nstore = <script>\n")
+    with Served(workspace) as served:
+        status, body = _get(served.url)
+    assert status == 200
+    assert "the workspace&#x27;s gg.toml" in body and "<script>" not in body.split("</head>")[1]

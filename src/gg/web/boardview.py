@@ -1,7 +1,7 @@
 """The board read from its store and rendered as columns by state (issue 15 item 1, SPEC B1-B5).
 
-:class:`BoardReader` opens the workspace's board store (``<state>/board.sqlite3``, the
-default ``[board] store``) when it exists, never creating it, and tells by the files'
+:class:`BoardReader` opens the workspace's board store (the default
+``<state>/board.sqlite3`` only when it exists, never creating it) and tells by the files'
 sizes and times when it changed (a board run in another process writes it).
 :func:`board_html` renders the issues as one column per :class:`~gg.board.store.IssueState`,
 each card with its rounds, the reviewers' verdicts and their items, and the merge result.
@@ -14,13 +14,16 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gg.board.board import open_store
 from gg.board.errors import BoardError
 from gg.board.sqlite import SqliteStore
-from gg.board.store import Issue, IssueDetail, IssueState, SessionRecord, Verdict
+from gg.board.store import Issue, IssueDetail, IssueState, SessionRecord, Store, Verdict
+from gg.config import load_settings
 from gg.errors import GGError
 from gg.state import state_path
 from gg.web.escape import h
@@ -28,8 +31,10 @@ from gg.web.escape import h
 _UNREADABLE = (GGError, BoardError, sqlite3.Error, ValueError, TypeError, KeyError)
 """What a damaged or hostile store raises on reading (shown as text, never a crash)."""
 
-__all__ = ["MAX_ISSUES", "BoardReader", "BoardSnapshot", "board_html"]
+__all__ = ["MAX_ISSUES", "REMOTE_POLL_S", "BoardReader", "BoardSnapshot", "board_html"]
 
+REMOTE_POLL_S = 1.0
+"""Seconds between two reads of a board on a server (no file to watch)."""
 MAX_ISSUES = 500
 """The most issues read from a store for one page (the lowest numbers)."""
 
@@ -57,16 +62,36 @@ class BoardSnapshot:
 class BoardReader:
     """Reads one workspace's board store, opened on first use and kept open.
 
+    The store is the one ``[board] store`` of the workspace's ``gg.toml`` names, as for
+    ``gg board list``: the default SQLite file in gg's state (never created here), a
+    ``sqlite:PATH`` file, or a PostgreSQL board (re-read every :data:`REMOTE_POLL_S`).
+
     Args:
         workspace: the repository whose board is shown.
     """
 
     def __init__(self, workspace: Path) -> None:
-        self.path = state_path(workspace) / "board.sqlite3"
-        self._store: SqliteStore | None = None
+        self.workspace = workspace
+        self.problem: str | None = None
+        try:
+            self.spec = load_settings(workspace=workspace).board.store
+        except GGError as e:
+            self.spec, self.problem = "sqlite", f"the workspace's gg.toml: {e}"
+        self.path: Path | None = None
+        if self.spec == "sqlite":
+            self.path = state_path(workspace) / "board.sqlite3"
+        elif self.spec.startswith("sqlite:"):
+            named = Path(self.spec.removeprefix("sqlite:")).expanduser()
+            self.path = named if named.is_absolute() else workspace / named
+        self._store: Store | None = None
 
-    def signature(self) -> tuple[tuple[int, int] | None, ...]:
-        """Sizes and change times of the store's files: it changed when this did."""
+    def signature(self) -> tuple[object, ...]:
+        """Sizes and change times of the store's files: it changed when this did.
+
+        For a store on a server, the time in :data:`REMOTE_POLL_S` steps.
+        """
+        if self.path is None:
+            return (int(time.monotonic() / REMOTE_POLL_S),)
         out: list[tuple[int, int] | None] = []
         for suffix in ("", "-wal"):
             try:
@@ -76,8 +101,11 @@ class BoardReader:
                 out.append(None)
         return tuple(out)
 
-    def _open(self) -> SqliteStore | None:
+    def _open(self) -> Store | None:
         if self._store is None:
+            if self.path is None:
+                self._store = open_store(self.spec, self.workspace)
+                return self._store
             try:
                 if not stat.S_ISREG(os.lstat(self.path).st_mode):
                     return None
@@ -92,6 +120,8 @@ class BoardReader:
         Returns:
             The snapshot; an unreadable store gives one with ``error`` set, never raises.
         """
+        if self.problem is not None:
+            return BoardSnapshot(error=self.problem, exists=True)
         try:
             store = self._open()
             if store is None:

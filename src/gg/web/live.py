@@ -86,8 +86,9 @@ class WorkspaceView:
         signature = self.reader.signature()
         if signature != self._signature:
             self._signature = signature
-            self._snapshot = self.reader.snapshot()
-            changed = True
+            snapshot = self.reader.snapshot()
+            changed = changed or snapshot != self._snapshot
+            self._snapshot = snapshot
         if changed:
             self.version += 1
         return self.version
