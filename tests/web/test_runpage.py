@@ -26,10 +26,19 @@ import gg
 from gg.board import Board
 from gg.config import settings_from_dict
 from gg.models.base import Message, ToolMessage, ToolSpec, Usage
-from gg.seal import Checker
-from gg.stream import Event, StreamAltered, ToolCalled, ToolResult, TurnEvent, read_events
+from gg.seal import Altered, Checker, Intact, Running, Truncated, Unended, Unkeyed, Verdict
+from gg.stream import (
+    Event,
+    SessionStarted,
+    StreamAltered,
+    ToolCalled,
+    ToolResult,
+    TurnEvent,
+    read_events,
+)
 from gg.terminal import inert
 from gg.testing import FunctionModel, ScriptedModel, call, text
+from gg.web.markup import Markup, el
 from gg.web.runpage import RUN_CSS, RUN_JS, render_event, render_run
 from support import RunScripted
 
@@ -503,3 +512,111 @@ def test_a_forged_stream_with_hostile_ids_and_stamps_stays_inert(
     assert doc.find("a", "sid")[0].attrs["href"] == f"#session-{sid}"
     stamps = [n.find("time")[0] for n in kind(doc, "turn")]
     assert [t.attrs["datetime"] for t in stamps] == ["<script>alert(3)</script>"] * 3
+
+
+# The pieces on their own: folding at its edges, programs, the chart, the one escaping path.
+
+
+def test_folding_starts_past_twenty_lines_and_keeps_every_character() -> None:
+    ids: dict[str, Any] = {"run_id": "r", "session_id": "s1", "turn": 1}
+    twenty = "".join(f"{i}\n" for i in range(20))
+    (ev,) = parse(render_event(ToolResult(**ids, name="t", ok=True, excerpt=twenty))).find(
+        "div", "ev"
+    )
+    assert not ev.find("details") and ev.find("pre")[0].text() == twenty
+    more = twenty + "20\n21"
+    (ev,) = parse(render_event(ToolResult(**ids, name="t", ok=True, excerpt=more))).find(
+        "div", "ev"
+    )
+    (folded,) = ev.find("details", "fold")
+    assert folded.find("summary")[0].text() == "show 2 more lines (5 characters)"
+    assert "".join(p.text() for p in ev.find("pre")) == more
+
+
+def test_a_long_hostile_program_is_highlighted_folded_and_inert() -> None:
+    source = "x = '</pre><script>alert(1)</script>'\n" + "".join(
+        f'y{i} = """<img src=x onerror=alert({i})>"""\n' for i in range(60)
+    )
+    ids: dict[str, Any] = {"run_id": "r", "session_id": "s1", "turn": 1}
+    call_ev = ToolCalled(**ids, name="submit_program", arguments={"program": source})
+    doc = parse(render_event(call_ev, language="python"))
+    assert_inert(doc)
+    head, rest = doc.find("pre", "gg-code")
+    assert head.text().count("\n") == 39 and "show 21 more lines" in doc.find("summary")[0].text()
+    assert head.text() + "\n" + rest.text() == source.removesuffix("\n")
+    assert "s2" in {c for n in head.find("span") for c in n.classes()}  # strings coloured
+
+
+def test_a_programs_language_comes_from_its_session_or_its_look() -> None:
+    ids: dict[str, Any] = {"run_id": "r", "session_id": "s1", "turn": 1}
+    js = ToolCalled(
+        **ids, name="submit_program", arguments={"program": "await gg.session.approve();"}
+    )
+    assert parse(render_event(js)).find("pre", "gg-code")[0].attrs["data-language"] == "javascript"
+    py = ToolCalled(**ids, name="submit_program", arguments={"program": "gg.session.approve()"})
+    assert parse(render_event(py)).find("pre", "gg-code")[0].attrs["data-language"] == "python"
+    told = parse(render_event(py, language="javascript")).find("pre", "gg-code")[0]
+    assert told.attrs["data-language"] == "javascript"
+
+
+def test_a_forged_turns_odd_numbers_are_drawn_as_zero_and_no_turns_say_so() -> None:
+    ids: dict[str, Any] = {"run_id": "r", "session_id": "s1"}
+    start = SessionStarted(
+        **ids, role="standard", mode="code", language="python", arm="all", model="m"
+    )
+    turns = [
+        TurnEvent(
+            **ids, turn=1, text="", calls=[], usage=Usage(input_tokens=5), seconds=float("nan")
+        ),
+        TurnEvent(**ids, turn=2, text="", calls=[], usage=Usage(input_tokens=-9), seconds=-1.0),
+        TurnEvent(**ids, turn=3, text="", calls=[], usage=Usage(), seconds=float("inf")),
+    ]
+    doc = page([start, *turns])
+    tips = [n.find("title")[0].text().split(" (")[0] for n in doc.find("circle", "seconds")]
+    assert tips == ["turn 1: 0.00 s", "turn 2: 0.00 s", "turn 3: 0.00 s"]
+    assert [n.find("title")[0].text().split(" (")[0] for n in doc.find("circle", "tokens")] == [
+        "turn 1: 5 tokens",
+        "turn 2: 0 tokens",
+        "turn 3: 0 tokens",
+    ]
+    alone = page([start])
+    assert alone.find("p", "empty")[0].text() == "no turns yet"
+
+
+def test_markup_escapes_what_is_added_to_it_and_refuses_odd_names() -> None:
+    bold = el("b", None, "x")
+    assert bold + "<i>" == "<b>x</b>&lt;i&gt;" and isinstance(bold + "<i>", Markup)
+    assert "<i>" + bold == "&lt;i&gt;<b>x</b>"
+    assert el("p", {"title": '"><script>', "hidden": True, "x": None}) == (
+        '<p title="&quot;&gt;&lt;script&gt;" hidden></p>'
+    )
+    with pytest.raises(ValueError):
+        el("img src=x", None)
+    with pytest.raises(ValueError):
+        el("p", {"onclick=alert(1) x": "y"})
+
+
+def test_secrets_in_a_forged_stream_are_redacted_on_the_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GG_WEB_TEST_API_KEY", "hunter2-very-secret-value")
+    ids: dict[str, Any] = {"run_id": "r", "session_id": "s1", "turn": 1}
+    leaked = ToolResult(**ids, name="t", ok=True, excerpt="the key is hunter2-very-secret-value")
+    assert "hunter2" not in render_event(leaked) and "[redacted]" in render_event(leaked)
+    assert "hunter2" not in render_run([leaked], verdict=None)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "cls"),
+    [
+        (Intact(events=3), "ok"),
+        (Running(events=3), "ok"),
+        (Unended(events=3), "warn"),
+        (Altered(at=2, reason="its chain does not match"), "bad"),
+        (Truncated(after=2, of=5), "bad"),
+        (Unkeyed(events=3, sealed=True, why="no key for this run"), "bad"),
+    ],
+)
+def test_each_verdict_of_the_tamper_check_has_its_colour(verdict: Verdict, cls: str) -> None:
+    (line,) = page([], verdict.message()).find("p", "verdict")
+    assert line.classes() == {"verdict", cls} and line.text() == verdict.message()

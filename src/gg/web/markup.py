@@ -18,14 +18,29 @@ No URL from the data is ever made a link: a ``javascript:`` URL is text like any
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
 
 from gg.terminal import inert
+from gg.text import secret_values
 
-__all__ = ["HARD_CAP", "AttrValue", "Child", "Markup", "el", "esc", "fold", "join", "json_text", "short"]
+__all__ = [
+    "HARD_CAP",
+    "AttrValue",
+    "Child",
+    "Markup",
+    "el",
+    "esc",
+    "fold",
+    "join",
+    "json_text",
+    "secrets_read_once",
+    "short",
+]
 
 HARD_CAP = 200_000
 """The most characters of one text a page shows; the rest is counted, not shown."""
@@ -64,6 +79,28 @@ def _capped(text: str, cap: int) -> str:
     return f"{text[:cap]}[… {len(text) - cap} more characters cut]"
 
 
+_SECRETS: ContextVar[list[str] | None] = ContextVar("gg_web_secrets", default=None)
+"""The secret values of the page being drawn (:func:`secrets_read_once`), or ``None``."""
+
+
+@contextlib.contextmanager
+def secrets_read_once() -> Iterator[None]:
+    """Read the environment's secret values once for everything escaped inside the block.
+
+    A page escapes thousands of texts, and reading the environment for each
+    (:func:`gg.text.secret_values`) costs more than all the rest of the escaping.
+    Outside such a block each :func:`esc` reads them itself; nested blocks reuse them.
+    """
+    if _SECRETS.get() is not None:
+        yield
+        return
+    token = _SECRETS.set(secret_values())
+    try:
+        yield
+    finally:
+        _SECRETS.reset(token)
+
+
 def esc(value: Child) -> Markup:
     """``value`` as HTML: a :class:`Markup` unchanged, anything else escaped text.
 
@@ -79,7 +116,7 @@ def esc(value: Child) -> Markup:
         return value
     if value is None:
         return Markup("")
-    return Markup(html.escape(inert(_capped(str(value), HARD_CAP)), quote=True))
+    return Markup(html.escape(inert(_capped(str(value), HARD_CAP), _SECRETS.get()), quote=True))
 
 
 def join(parts: Iterable[Child]) -> Markup:

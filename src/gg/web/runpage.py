@@ -43,7 +43,7 @@ from gg.stream import (
 )
 from gg.web.chart import TurnPoint, turns_chart
 from gg.web.highlight import CODE_CSS
-from gg.web.markup import Child, Markup, el, fold, join, short
+from gg.web.markup import Child, Markup, el, fold, join, secrets_read_once, short
 from gg.web.runevents import ending_html, model_spec, plural, render_event
 
 __all__ = ["MAX_EVENTS_SHOWN", "RUN_CSS", "RUN_JS", "render_event", "render_run"]
@@ -423,6 +423,12 @@ def render_run(events: Sequence[Event], *, verdict: str | None) -> str:
         ones folded. It needs :data:`RUN_CSS` (and :data:`RUN_JS` for live appends and
         the fold buttons) inlined in the page.
     """
+    with secrets_read_once():
+        return _page(events, verdict)
+
+
+def _page(events: Sequence[Event], verdict: str | None) -> Markup:
+    """:func:`render_run`'s work."""
     sessions = _sessions(events)
     board = any(isinstance(e, IssueStateChanged) for e in events)
     tools = el(
