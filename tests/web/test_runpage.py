@@ -14,7 +14,7 @@ import contextlib
 import itertools
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -121,7 +121,7 @@ def parse(fragment: str) -> Node:
     return tree.root
 
 
-def page(events: list[Event], verdict: str | None = None) -> Node:
+def run_doc(events: Sequence[Event], verdict: str | None = None) -> Node:
     return parse(render_run(events, verdict=verdict))
 
 
@@ -172,7 +172,7 @@ def test_a_revoked_ending_a_superseded_count_and_a_highlighted_program(
     revoke, three = PROGRAMS[lang]
     result, _ = run_scripted([program(revoke), program(three)], mode="code", language=lang)
     assert result.ending == gg.Finish(summary="v2")
-    doc = page(events_of(result))
+    doc = run_doc(events_of(result))
 
     (revoked,) = kind(doc, "ending_revoked")
     assert "finish revoked" in revoked.text() and "boom after declaring" in revoked.text()
@@ -206,7 +206,7 @@ def test_a_blocked_gate_shows_its_hook_and_reason_and_a_broken_hook_is_blamed(
         [call("finish", summary="done"), call("finish", summary="done; tests pass")],
         hooks=[needs_tests],
     )
-    doc = page(events_of(result))
+    doc = run_doc(events_of(result))
     (blocked,) = kind(doc, "gate_blocked")
     assert "ending gate blocked" in blocked.text() and "needs_tests" in blocked.text()
     assert blocked.find("div", "reason")[0].text().strip() == "say how you tested it"
@@ -220,7 +220,7 @@ def test_a_blocked_gate_shows_its_hook_and_reason_and_a_broken_hook_is_blamed(
         hooks=[gg.CommandHook(command="no-such-command-gg-web-test", timeout_s=5)],
         ceilings={"gate_blocks": 2},
     )
-    doc = page(events_of(broken))
+    doc = run_doc(events_of(broken))
     assert len(kind(doc, "gate_blocked")) == 2
     assert all("the hook itself failed" in b.text() for b in kind(doc, "gate_blocked"))
     (tripped,) = kind(doc, "ceiling_tripped")
@@ -233,7 +233,7 @@ def test_a_ceiling_shows_its_diagnosis_and_the_session_is_not_dressed_up_as_ende
 ) -> None:
     result, _ = run_scripted([text("Done!"), text("done"), text("DONE")])
     assert result.status == "stopped"
-    doc = page(events_of(result))
+    doc = run_doc(events_of(result))
     summary = card(doc, "s1")
     (ceiling,) = fact(summary, "ceiling").find("div", "ceiling")
     assert ceiling.attrs["data-ceiling"] == "consecutive_errors"
@@ -268,7 +268,7 @@ def test_the_session_tree_nests_each_subagent_under_its_parent(workspace: Path) 
     agent = gg.Agent(model=FunctionModel(model), workspace=workspace, settings=settings)
     result = agent.run("root")
     assert result.status == "ended"
-    doc = page(events_of(result))
+    doc = run_doc(events_of(result))
     tree = doc.find("ul", "root")[0]
     by_sid = {n.attrs["data-session"]: n for n in tree.find("li", "node")}
     assert set(by_sid) == {"s1", "s2", "s3"}
@@ -297,7 +297,7 @@ def test_the_chart_has_one_point_per_turn_for_tokens_and_seconds(
     events = events_of(result)
     turns = [e for e in events if isinstance(e, TurnEvent)]
     assert len(turns) == 6
-    doc = page(events)
+    doc = run_doc(events)
     (chart,) = doc.find("div", "session-chart", data_session="s1")
     (svg,) = chart.find("svg")
     for series in ("tokens", "seconds"):
@@ -391,7 +391,7 @@ def test_long_outputs_fold_and_huge_or_deep_values_stay_bounded(
 ) -> None:
     (workspace / "long.txt").write_text("".join(f"line {i}\n" for i in range(300)))
     result, _ = run_scripted([call("read_file", path="long.txt"), call("finish", summary="read")])
-    doc = page(events_of(result))
+    doc = run_doc(events_of(result))
     (out,) = [n for n in kind(doc, "tool_result") if "line 0" in n.text()]
     head = [c for c in out.children if isinstance(c, Node) and c.tag == "pre"][0]
     assert head.text().count("\n") == 20 and "line 19" in head.text()
@@ -430,7 +430,7 @@ def _verdict(stream: Path) -> tuple[list[Event], str]:
 def test_the_tamper_checks_verdict_is_in_the_header(run_scripted: RunScripted) -> None:
     result, _ = run_scripted([call("finish", summary="all good")])
     events, said = _verdict(result.stream)
-    (line,) = page(events, said).find("p", "verdict")
+    (line,) = run_doc(events, said).find("p", "verdict")
     assert line.classes() == {"verdict", "ok"} and line.text().startswith("stream intact: ")
 
     lines = result.stream.read_text().splitlines(keepends=True)
@@ -438,7 +438,7 @@ def test_the_tamper_checks_verdict_is_in_the_header(run_scripted: RunScripted) -
     lines[at] = lines[at].replace("all good", "all fine")
     result.stream.write_text("".join(lines))
     events, said = _verdict(result.stream)
-    doc = page(events, said)
+    doc = run_doc(events, said)
     (line,) = doc.find("p", "verdict")
     assert line.classes() == {"verdict", "bad"} and line.text().startswith(
         "STREAM ALTERED at event"
@@ -472,9 +472,12 @@ def test_a_board_runs_sessions_are_labelled_by_their_board_role(tmp_path: Path) 
     board = Board(repo, model=model, max_rounds=1, concurrency=1, reviewers=1)
     board.add("Greet with hello")
     result = board.run()
-    doc = page(list(read_events(result.stream)))
+    doc = run_doc(list(read_events(result.stream)))
     labels = [n.text() for n in doc.find("span", "board-role")]
-    assert labels[:2] == ["implementer of issue #1", "reviewer of issue #1"], labels
+    assert labels == ["implementer of issue #1", "reviewer of issue #1", "merge agent of issue #1"]
+    (group,) = doc.find("li", "issue-group")
+    assert group.attrs["data-issue"] == "1" and group.parent is doc.find("ul", "root")[0]
+    assert [n.attrs["data-session"] for n in group.find("li", "node")] == ["s1", "s2", "s3"]
     assert "approve" in fact(card(doc, "s2"), "ended").text()
     assert [n.text() for n in kind(doc, "issue_state")][0].endswith("→ implementing (round 1)")
 
@@ -503,7 +506,7 @@ def test_a_forged_stream_with_hostile_ids_and_stamps_stays_inert(
                 obj["at"] = "<script>alert(3)</script>"
             out.write(json.dumps(obj) + "\n")
     events = list(read_events(forged))
-    doc = page(events, verdict="STREAM UNVERIFIED: forged")
+    doc = run_doc(events, verdict="STREAM UNVERIFIED: forged")
     assert_inert(doc)
     tree = doc.find("ul", "root")[0]
     assert [n.attrs["data-session"] for n in tree.find("li", "node")] == [sid]
@@ -571,7 +574,7 @@ def test_a_forged_turns_odd_numbers_are_drawn_as_zero_and_no_turns_say_so() -> N
         TurnEvent(**ids, turn=2, text="", calls=[], usage=Usage(input_tokens=-9), seconds=-1.0),
         TurnEvent(**ids, turn=3, text="", calls=[], usage=Usage(), seconds=float("inf")),
     ]
-    doc = page([start, *turns])
+    doc = run_doc([start, *turns])
     tips = [n.find("title")[0].text().split(" (")[0] for n in doc.find("circle", "seconds")]
     assert tips == ["turn 1: 0.00 s", "turn 2: 0.00 s", "turn 3: 0.00 s"]
     assert [n.find("title")[0].text().split(" (")[0] for n in doc.find("circle", "tokens")] == [
@@ -579,7 +582,7 @@ def test_a_forged_turns_odd_numbers_are_drawn_as_zero_and_no_turns_say_so() -> N
         "turn 2: 0 tokens",
         "turn 3: 0 tokens",
     ]
-    alone = page([start])
+    alone = run_doc([start])
     assert alone.find("p", "empty")[0].text() == "no turns yet"
 
 
@@ -618,5 +621,32 @@ def test_secrets_in_a_forged_stream_are_redacted_on_the_page(
     ],
 )
 def test_each_verdict_of_the_tamper_check_has_its_colour(verdict: Verdict, cls: str) -> None:
-    (line,) = page([], verdict.message()).find("p", "verdict")
+    (line,) = run_doc([], verdict.message()).find("p", "verdict")
     assert line.classes() == {"verdict", cls} and line.text() == verdict.message()
+
+
+def test_a_forged_chain_of_thousands_of_subagents_or_a_parent_cycle_still_renders() -> None:
+    ids: dict[str, Any] = {"run_id": "r"}
+    common: dict[str, Any] = {"role": "standard", "mode": "code", "language": "python"}
+    chain = [
+        SessionStarted(
+            **ids,
+            session_id=f"s{i}",
+            parent=f"s{i - 1}" if i > 1 else None,
+            arm="a",
+            model="m",
+            **common,
+        )
+        for i in range(1, 3001)
+    ]
+    doc = run_doc(chain)
+    nodes = doc.find("li", "node")
+    assert [n.attrs["data-session"] for n in nodes] == [f"s{i}" for i in range(1, 3001)]
+    depth = max(sum(1 for a in n.ancestors() if a.tag == "li") for n in nodes)
+    assert depth <= 30  # nested up to a depth, listed flat below it
+    loop = [
+        SessionStarted(**ids, session_id="a", parent="b", arm="x", model="m", **common),
+        SessionStarted(**ids, session_id="b", parent="a", arm="x", model="m", **common),
+    ]
+    doc = run_doc(loop)
+    assert sorted(n.attrs["data-session"] or "" for n in doc.find("li", "node")) == ["a", "b"]
