@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 from rich.text import Text
@@ -126,12 +127,15 @@ def _replace(match: re.Match[str]) -> str:
     return _escape(match.group(0))
 
 
-def inert(text: str) -> str:
+def inert(text: str, secrets: Iterable[str] | None = None) -> str:
     r"""``text`` made safe to write to a terminal (issue 9 item 8).
 
     Args:
         text: any string, e.g. a model reply, program output, a file name,
             an issue title; lone surrogates allowed.
+        secrets: the secret values to redact (:func:`gg.text.redact`); default: read
+            from the environment on each call (a page of thousands of texts passes
+            them once, :mod:`gg.web.markup`).
 
     Returns:
         The same string with each control, escape-sequence introducer or
@@ -143,7 +147,7 @@ def inert(text: str) -> str:
         character a terminal acts on besides newline and tab. Secrets are
         ``[redacted]`` first (:func:`gg.text.redact`, issue 12 item 8).
     """
-    return _PATTERN.sub(_replace, redact(text))
+    return _PATTERN.sub(_replace, redact(text, secrets))
 
 
 def inert_text(text: str, style: str = "") -> Text:

@@ -10,7 +10,9 @@ back to the plain escaped text. The colours are :data:`CODE_CSS`, scoped to
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Sequence
 
 from pygments import highlight as _pygmentize  # type: ignore[import-untyped]
 from pygments.formatters.html import HtmlFormatter  # type: ignore[import-untyped]
@@ -49,19 +51,35 @@ def guess_language(source: str) -> str:
     return "javascript" if _JS_SIGNS.search(source[:20_000]) else "python"
 
 
-def _lexed(source: str, language: str) -> Markup:
-    """``source`` highlighted; the plain escaped text if the output is not as expected."""
-    lexer = JavascriptLexer() if language == "javascript" else PythonLexer()
+def _lexed(source: str, language: str) -> tuple[Markup, ...]:
+    """:func:`_lex`, remembered for the last 128 programs of up to 20,000 characters.
+
+    A page and its live appends draw the same programs again; long ones are not kept.
+    """
+    return _lex_cached(source, language) if len(source) <= 20_000 else _lex(source, language)
+
+
+def _lex(source: str, language: str) -> tuple[Markup, ...]:
+    """``source`` highlighted, one markup per line of it.
+
+    Pygments closes its spans at each line's end, so a line's markup stands alone. The
+    plain escaped lines if the output is not as expected.
+    """
+    lexer = (JavascriptLexer if language == "javascript" else PythonLexer)(stripnl=False)
     clean = inert(source)
-    out = str(_pygmentize(clean, lexer, _FORMATTER))
+    out = str(_pygmentize(clean, lexer, _FORMATTER)).removesuffix("\n")
     if "<" in _TAGS.sub("", out):  # a tag Pygments does not write: show text instead
-        return esc(clean)
-    return Markup(out.removesuffix("\n"))
+        return tuple(esc(line) for line in clean.split("\n"))
+    return tuple(Markup(line) for line in out.split("\n"))
 
 
-def _block(source: str, language: str) -> Markup:
-    """One ``<pre class="gg-code">`` of ``source`` in ``language``."""
-    return el("pre", {"class": "gg-code", "data-language": language}, _lexed(source, language))
+_lex_cached = functools.lru_cache(maxsize=128)(_lex)
+
+
+def _block(lines: Sequence[Markup], language: str) -> Markup:
+    """One ``<pre class="gg-code">`` of highlighted lines."""
+    body = Markup("\n".join(lines))
+    return el("pre", {"class": "gg-code", "data-language": language}, body)
 
 
 def program_html(source: str, language: str, *, lines: int = 40, chars: int = 4000) -> Markup:
@@ -73,29 +91,25 @@ def program_html(source: str, language: str, *, lines: int = 40, chars: int = 40
         language: ``"python"`` or ``"javascript"`` (SPEC M2's arms); any other value
             is highlighted as Python.
         lines: most lines shown unfolded.
-        chars: most characters shown unfolded.
+        chars: most characters of the program shown unfolded (whole lines).
 
     Returns:
-        ``<div class="program">``: the whole program when short; else its first
-        ``lines`` lines and a ``<details class="fold">`` with the whole program (each
-        highlighted on its own, so a string spanning the cut is coloured right below).
+        ``<div class="program">``: the whole program when short; else its first lines
+        and a ``<details class="fold">`` with the rest, highlighted as one program.
     """
     kept = source[:HARD_CAP]
-    head_end = -1
-    for _ in range(lines):
-        head_end = kept.find("\n", head_end + 1)
-        if head_end < 0:
+    highlighted = _lexed(kept, language)
+    head, used = 0, 0
+    for line in kept.split("\n")[:lines]:
+        used += len(line) + 1
+        if head and used > chars:
             break
-    short = head_end < 0 and len(kept) <= chars
-    parts = [_block(kept, language)]
-    if not short:
-        head = kept[: min(chars, head_end if head_end >= 0 else len(kept))]
-        total = kept.count("\n") + 1
-        summary = el("summary", None, f"show the whole program ({total} lines)")
-        parts = [
-            _block(head, language),
-            el("details", {"class": "fold"}, summary, _block(kept, language)),
-        ]
+        head += 1
+    parts = [_block(highlighted[:head], language)]
+    rest = highlighted[head:]
+    if rest:
+        summary = el("summary", None, f"show {len(rest)} more lines of the program")
+        parts.append(el("details", {"class": "fold"}, summary, _block(rest, language)))
     if len(source) > HARD_CAP:
         cut = len(source) - HARD_CAP
         parts.append(el("p", {"class": "cut"}, f"… {cut} more characters cut (over {HARD_CAP})"))

@@ -18,12 +18,16 @@ No URL from the data is ever made a link: a ``javascript:`` URL is text like any
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from gg.terminal import inert
+from gg.text import secret_values
 
 __all__ = [
     "HARD_CAP",
@@ -35,6 +39,7 @@ __all__ = [
     "fold",
     "join",
     "json_text",
+    "secrets_read_once",
     "short",
 ]
 
@@ -75,6 +80,44 @@ def _capped(text: str, cap: int) -> str:
     return f"{text[:cap]}[… {len(text) - cap} more characters cut]"
 
 
+@dataclass(slots=True)
+class _Page:
+    """What escaping shares while one page is drawn: the secrets, and short texts done."""
+
+    secrets: list[str]
+    done: dict[str, Markup] = field(default_factory=dict)
+
+
+_PAGE: ContextVar[_Page | None] = ContextVar("gg_web_page", default=None)
+"""The page being drawn (:func:`secrets_read_once`), or ``None``."""
+_REMEMBER = 100
+"""Texts up to this long are escaped once per page (labels, ids, class names)."""
+
+
+@contextlib.contextmanager
+def secrets_read_once() -> Iterator[None]:
+    """Read the environment's secret values once for everything escaped inside the block.
+
+    A page escapes thousands of texts, and reading the environment for each
+    (:func:`gg.text.secret_values`) costs more than all the rest of the escaping; the
+    short texts a page repeats (labels, ids) are escaped once in it. Outside such a
+    block each :func:`esc` reads the secrets itself; nested blocks reuse the outer one.
+    """
+    if _PAGE.get() is not None:
+        yield
+        return
+    token = _PAGE.set(_Page(secret_values()))
+    try:
+        yield
+    finally:
+        _PAGE.reset(token)
+
+
+def _escaped(text: str, secrets: list[str] | None) -> Markup:
+    """``text`` made inert (secrets redacted), cut at :data:`HARD_CAP`, HTML-escaped."""
+    return Markup(html.escape(inert(_capped(text, HARD_CAP), secrets), quote=True))
+
+
 def esc(value: Child) -> Markup:
     """``value`` as HTML: a :class:`Markup` unchanged, anything else escaped text.
 
@@ -84,13 +127,23 @@ def esc(value: Child) -> Markup:
 
     Returns:
         Markup that shows the text exactly as characters: made inert
-        (:func:`gg.terminal.inert`), cut at :data:`HARD_CAP`, ``& < > " '`` escaped.
+        (:func:`gg.terminal.inert`: secrets redacted too), cut at :data:`HARD_CAP`,
+        ``& < > " '`` escaped.
     """
     if isinstance(value, Markup):
         return value
     if value is None:
         return Markup("")
-    return Markup(html.escape(inert(_capped(str(value), HARD_CAP)), quote=True))
+    text = str(value)
+    page = _PAGE.get()
+    if page is None:
+        return _escaped(text, None)
+    if len(text) > _REMEMBER:
+        return _escaped(text, page.secrets)
+    done = page.done.get(text)
+    if done is None:
+        done = page.done[text] = _escaped(text, page.secrets)
+    return done
 
 
 def join(parts: Iterable[Child]) -> Markup:

@@ -39,7 +39,7 @@ from gg.stream import (
     TurnEvent,
 )
 from gg.web.highlight import guess_language, program_html
-from gg.web.markup import Child, Markup, el, fold, json_text, short
+from gg.web.markup import Child, Markup, el, fold, json_text, secrets_read_once, short
 
 __all__ = ["ending_html", "model_spec", "plural", "render_event"]
 
@@ -272,6 +272,12 @@ def render_event(event: Event, *, language: str | None = None) -> str:
         One ``<div class="ev ..." data-session="..." data-kind="<event type>">``
         element (``data-session`` empty for run-level events).
     """
+    with secrets_read_once():
+        return _render(event, language)
+
+
+def _render(event: Event, language: str | None) -> Markup:
+    """:func:`render_event`'s work, by the event's group."""
     match event:
         case RunStarted() | SessionStarted() | TurnEvent() | ToolCalled() | ToolResult():
             return _progress(event, language)

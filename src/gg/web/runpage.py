@@ -43,7 +43,7 @@ from gg.stream import (
 )
 from gg.web.chart import TurnPoint, turns_chart
 from gg.web.highlight import CODE_CSS
-from gg.web.markup import Child, Markup, el, fold, join, short
+from gg.web.markup import Child, Markup, el, fold, join, secrets_read_once, short
 from gg.web.runevents import ending_html, model_spec, plural, render_event
 
 __all__ = ["MAX_EVENTS_SHOWN", "RUN_CSS", "RUN_JS", "render_event", "render_run"]
@@ -71,6 +71,8 @@ class _Session:
     blocked: list[GateBlocked] = field(default_factory=list)
     ceilings: list[CeilingTripped] = field(default_factory=list)
     ended: SessionEnded | None = None
+    times_ended: int = 0
+    """``session_ended`` events: more than one when a board's implementer goes on after a review."""
     points: list[TurnPoint] = field(default_factory=list)
 
 
@@ -106,6 +108,7 @@ def _note(s: _Session, e: Event) -> None:
             s.ceilings.append(e)
         case SessionEnded():
             s.ended = e
+            s.times_ended += 1
             s.turns = max(s.turns, e.turns)
         case _:
             pass  # calls, results, checkpoints, retries: listed, not summed up
@@ -136,12 +139,12 @@ def _board_label(s: _Session, board: bool) -> str | None:
     return None
 
 
-def _fact(name: str, *value: Child) -> Markup:
-    """One ``<dt>``/``<dd>`` pair of a summary."""
-    return join([el("dt", None, name), el("dd", None, *value)])
+def _fact(name: str, *value: Child, wide: bool = False) -> Markup:
+    """One ``<dt>``/``<dd>`` pair of a summary; a ``wide`` one takes a whole row of a card."""
+    return join([el("dt", None, name), el("dd", {"class": "wide" if wide else None}, *value)])
 
 
-def _how_ended(s: _Session) -> Markup:
+def _last_end(s: _Session) -> Markup:
     """A session's end: the ending and its arguments, stopped by a ceiling, or unfinished."""
     e = s.ended
     if e is None:
@@ -153,6 +156,14 @@ def _how_ended(s: _Session) -> Markup:
     why = e.ceiling or "model"
     said = [fold(e.diagnosis, lines=4)] if e.diagnosis and not e.ceiling else []
     return join([el("span", {"class": "tag bad"}, f"stopped ({why})"), *said])
+
+
+def _how_ended(s: _Session) -> Markup:
+    """:func:`_last_end`, said to be the last when the session went on after ending."""
+    if s.times_ended < 2:
+        return _last_end(s)
+    went_on = f"went on after ending; ended {s.times_ended} times, the last: "
+    return join([el("span", {"class": "tag quiet"}, went_on), _last_end(s)])
 
 
 def _declarations(s: _Session) -> Markup:
@@ -232,12 +243,12 @@ def _card(s: _Session, board: bool) -> Markup:
         _fact("model", st.model if st else "?"),
         _fact("turns", str(s.turns)),
         _fact("error turns", str(sum(s.errors.values())), f" ({errors})" if errors else ""),
-        _fact("declarations", _declarations(s)),
-        _fact("ending gate", _gate(s)),
+        _fact("declarations", _declarations(s), wide=True),
+        _fact("ending gate", _gate(s), wide=True),
     ]
     if s.ceilings:
-        facts.append(_fact("ceiling", _ceilings(s)))
-    facts.append(_fact("ended", _how_ended(s)))
+        facts.append(_fact("ceiling", _ceilings(s), wide=True))
+    facts.append(_fact("ended", _how_ended(s), wide=True))
     label = _board_label(s, board)
     title: list[Child] = [el("a", {"href": f"#session-{s.sid}", "class": "sid"}, s.sid)]
     if label:
@@ -252,37 +263,74 @@ def _card(s: _Session, board: bool) -> Markup:
     )
 
 
+def _node(s: _Session, board: bool, *sub: Child) -> Markup:
+    """One session's ``<li>`` in the tree: its card, then its subagents' list."""
+    return el("li", {"class": "node", "data-session": s.sid}, _card(s, board), *sub)
+
+
+@dataclass(slots=True)
+class _Tree:
+    """The sessions' parent links, walked once each (a forged stream may loop or chain)."""
+
+    sessions: dict[str, _Session]
+    board: bool
+    children: dict[str, list[str]] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+
+    def branch(self, sid: str, depth: int) -> Markup:
+        """``sid``'s node with its subagents nested, flat below :data:`_MAX_DEPTH`."""
+        self.seen.add(sid)
+        kids = [k for k in self.children.get(sid, []) if k not in self.seen]
+        if not kids:
+            return _node(self.sessions[sid], self.board)
+        if depth < _MAX_DEPTH:
+            sub = el("ul", {"class": "tree"}, *(self.branch(k, depth + 1) for k in kids))
+            return _node(self.sessions[sid], self.board, sub)
+        flat, todo = [], list(reversed(kids))  # deeper: the rest in order, no recursion
+        while todo:
+            k = todo.pop()
+            if k not in self.seen:
+                self.seen.add(k)
+                flat.append(_node(self.sessions[k], self.board))
+                todo += reversed(self.children.get(k, []))
+        return _node(self.sessions[sid], self.board, el("ul", {"class": "tree flat"}, *flat))
+
+
+def _issue_of(s: _Session, board: bool) -> str | None:
+    """The board issue a session works on (``#3``), read off its task, or ``None``."""
+    label = _board_label(s, board)
+    m = _BOARD_TASK.match(s.started.task) if label and s.started else None
+    return m.group(2) if m else None
+
+
 def _tree(sessions: dict[str, _Session], board: bool) -> Markup:
     """The sessions as nested lists: each subagent under its parent.
 
-    Sessions whose parent is not in the stream, and those of a (forged) parent
-    cycle, are listed at the top; nesting stops at :data:`_MAX_DEPTH`.
+    Sessions whose parent is not in the stream, and those of a (forged) parent cycle,
+    are listed at the top; nesting stops at :data:`_MAX_DEPTH`. On a board run the top
+    sessions are grouped by issue (``li.issue-group``): implementer, reviewers, merge agent.
     """
-    children: dict[str, list[str]] = {}
+    tree = _Tree(sessions, board)
     roots: list[str] = []
     for sid, s in sessions.items():
         parent = s.started.parent if s.started else None
         if parent is not None and parent in sessions and parent != sid:
-            children.setdefault(parent, []).append(sid)
+            tree.children.setdefault(parent, []).append(sid)
         else:
             roots.append(sid)
-    seen: set[str] = set()
-
-    def branch(sid: str, depth: int) -> Markup:
-        seen.add(sid)
-        kids = [k for k in children.get(sid, []) if k not in seen]
-        if depth >= _MAX_DEPTH:
-            kids_html = join(branch(k, depth) for k in kids)
-            return (
-                el("li", {"class": "node", "data-session": sid}, _card(sessions[sid], board))
-                + kids_html
-            )
-        sub = el("ul", {"class": "tree"}, *(branch(k, depth + 1) for k in kids)) if kids else ""
-        return el("li", {"class": "node", "data-session": sid}, _card(sessions[sid], board), sub)
-
-    items = [branch(r, 0) for r in roots]
-    items += [branch(sid, 0) for sid in sessions if sid not in seen]  # a parent cycle
-    return el("ul", {"class": "tree root"}, *items)
+    groups: dict[str | None, list[Markup]] = {}
+    for sid in roots:
+        groups.setdefault(_issue_of(sessions[sid], board), []).append(tree.branch(sid, 0))
+    items: list[Child] = []
+    for issue, nodes in groups.items():
+        if issue is None:
+            items += nodes
+            continue
+        title = el("div", {"class": "issue-title"}, f"issue #{issue}")
+        sub = el("ul", {"class": "tree"}, *nodes)
+        items.append(el("li", {"class": "issue-group", "data-issue": issue}, title, sub))
+    cycle = [tree.branch(sid, 0) for sid in sessions if sid not in tree.seen]
+    return el("ul", {"class": "tree root"}, *items, *cycle)
 
 
 def _stamp(at: str) -> datetime | None:
@@ -423,6 +471,12 @@ def render_run(events: Sequence[Event], *, verdict: str | None) -> str:
         ones folded. It needs :data:`RUN_CSS` (and :data:`RUN_JS` for live appends and
         the fold buttons) inlined in the page.
     """
+    with secrets_read_once():
+        return _page(events, verdict)
+
+
+def _page(events: Sequence[Event], verdict: str | None) -> Markup:
+    """:func:`render_run`'s work."""
     sessions = _sessions(events)
     board = any(isinstance(e, IssueStateChanged) for e in events)
     tools = el(
@@ -516,6 +570,9 @@ _CSS = """
 .gg-run ul.tree { list-style: none; padding-left: 18px; margin: 4px 0;
   border-left: 1px dotted #bbb; }
 .gg-run ul.tree.root { padding-left: 0; border-left: none; }
+.gg-run .card dl.facts { grid-template-columns: repeat(5, max-content minmax(0, 1fr)); }
+.gg-run .card dl.facts dd.wide { grid-column: 2 / -1; }
+.gg-run .issue-title { font-weight: 700; margin-top: 6px; }
 .gg-run .card { border: 1px solid #ddd; border-radius: 4px; padding: 6px 8px; margin: 4px 0; }
 .gg-run .card-title .sid { font-weight: 700; }
 .gg-run .card-title .board-role { color: #0c4f91; font-weight: 600; }
