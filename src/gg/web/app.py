@@ -18,6 +18,7 @@ got through unescaped could run nothing.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Collection
 from pathlib import Path
@@ -139,7 +140,7 @@ def create_app(workspace: Path, *, hosts: Collection[str] | None = None) -> ASGI
         found = find_run(ws, request.path_params["run_id"])
         if found is None:
             return HTMLResponse(not_found_page(ws, "no such run in this workspace"), 404)
-        read = read_run(found)
+        read = await asyncio.to_thread(read_run, found)  # a long stream holds no other page
         return HTMLResponse(run_page(ws, found.run_id, read.events, read.verdict, read.lines))
 
     async def board_events(request: Request) -> Response:

@@ -170,6 +170,7 @@ async def run_feed(run: RunFile, after: int) -> AsyncIterator[str]:
             return
         if batch:
             quiet = 0.0
+            await asyncio.sleep(0)  # a long catch-up lets the other feeds go on between reads
             continue
         if quiet >= KEEPALIVE_S:
             quiet = 0.0
