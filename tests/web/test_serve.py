@@ -188,3 +188,24 @@ def test_a_broken_gg_toml_is_said_on_the_page(workspace: Path) -> None:
         status, body = _get(served.url)
     assert status == 200
     assert "the workspace&#x27;s gg.toml" in body and "<script>" not in body.split("</head>")[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["-w", "/nonexistent/ws"], "--workspace"),
+        (["--port", "70000"], "--port"),
+        (["--host", "192.0.2.1"], "--host 192.0.2.1 --port 0: cannot listen"),  # not ours
+    ],
+)
+def test_bad_usage_is_exit_2_with_the_flag_named(
+    workspace: Path, args: list[str], said: str
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "gg", "serve", "-w", str(workspace), *args],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and said in out.stderr, out.stderr

@@ -57,7 +57,7 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(128)
     except OSError as e:
         sock.close()
-        raise UserError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        raise UserError(f"--host {host} --port {port}: cannot listen: {e.strerror or e}") from None
     sock.set_inheritable(True)
     return sock
 
