@@ -195,7 +195,7 @@ def test_a_broken_gg_toml_is_said_on_the_page(workspace: Path) -> None:
     [
         (["-w", "/nonexistent/ws"], "--workspace"),
         (["--port", "70000"], "--port"),
-        (["--host", "192.0.2.1"], "--host 192.0.2.1 --port 0: cannot listen"),  # not ours
+        (["--host", "192.0.2.1", "--port", "0"], "--host 192.0.2.1 --port 0: cannot listen"),
     ],
 )
 def test_bad_usage_is_exit_2_with_the_flag_named(
