@@ -8,6 +8,7 @@ follows the stream without a reload, each event on the page within a second.
 
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -122,3 +123,8 @@ def test_a_run_page_follows_a_board_run_in_another_process_within_a_second(
         assert not late, f"events not on the page within 1 s (seconds late, None: never): {late}"
         shown = page.locator(".gg-run .ev:not(.checkpoint)").count()
         assert shown == sum(1 for line in lines if b'"type":"checkpoint"' not in line)
+        # the header, the session tree and the charts followed too (event: summary)
+        sessions = len({json.loads(line).get("session_id") for line in lines} - {None})
+        assert page.locator(".gg-run > section.sessions .card").count() == sessions == 8
+        assert page.locator(".gg-run > section.charts .session-chart").count() == sessions
+        assert "stopped (exit 1)" in (page.locator(".gg-run > .run-head").text_content() or "")

@@ -45,6 +45,7 @@ margin-bottom:8px;overflow-wrap:anywhere}
 .board .verdict .items{margin:2px 0 0 0;padding-left:18px;color:var(--fg)}
 .board .sessions{list-style:none;padding:0;margin:4px 0;font-size:12px;color:#475467}
 .board .sess.st-stopped,.board .sess.st-abandoned{color:var(--bad)}
+.board .sess.st-running{color:var(--accent);font-weight:600}
 .board .result{margin:6px 0 0;font-weight:600}
 .board .result.merged{color:var(--ok)}
 .board .diag,.board .result.diag{color:var(--bad);white-space:pre-wrap}
@@ -119,12 +120,23 @@ APP_JS = r"""
       /^stream intact/.test(text) ? "ok" : "bad";
     line.className = "verdict " + kind;
   }
+  function summary(html) {
+    var box = document.createElement("div");
+    fragment(html).forEach(function (node) { box.appendChild(node); });
+    [".run-head", "section.sessions", "section.charts"].forEach(function (sel) {
+      var fresh = box.querySelector(".gg-run > " + sel);
+      var old = document.querySelector(".gg-run > " + sel);
+      if (fresh && old) { old.replaceWith(fresh); }
+    });
+    seen.summaries = (seen.summaries || 0) + 1;
+  }
   if (!url || !window.EventSource) { return; }
   var source = new EventSource(url);
   source.onopen = function () { say("live", true); };
   source.onerror = function () { say("reconnecting", false); };
   source.addEventListener("board", function (m) { replaceBoard(m.data); });
   source.addEventListener("event", function (m) { place(m.data, m.lastEventId); });
+  source.addEventListener("summary", function (m) { summary(m.data); });
   source.addEventListener("verdict", function (m) { verdict(m.data); });
   source.addEventListener("end", function () { source.close(); say("run over", false); });
 })();

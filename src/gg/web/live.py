@@ -9,9 +9,10 @@ within a fraction of a second, with nothing to install.
   each time something shown changed. All board feeds share one view.
 - :func:`board_feed` sends the fresh board fragment (``event: board``) on each change.
 - :func:`run_feed` sends each new event of one run, checked against its seal, as the
-  run page's HTML (``event: event``, ``id:`` its line number), then the tamper check's
-  verdict (``event: verdict``) and ``event: end`` once the run ended or the stream fails
-  its check.
+  run page's HTML (``event: event``, ``id:`` its line number), the run rendered again
+  now and then (``event: summary``: the page takes its header, session tree and charts),
+  then the tamper check's verdict (``event: verdict``) and ``event: end`` once the run
+  ended or the stream fails its check.
 """
 
 from __future__ import annotations
@@ -22,16 +23,18 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from gg.stream import Checkpoint, SessionStarted
+from gg.stream import Checkpoint, Event, SessionStarted
 from gg.web.boardview import BoardReader, BoardSnapshot
 from gg.web.pages import board_fragment
-from gg.web.runpage import render_event
+from gg.web.runpage import render_event, render_run
 from gg.web.streams import RunFile, RunSummary, SealedTail, list_runs, summary_of
 
-__all__ = ["KEEPALIVE_S", "POLL_S", "WorkspaceView", "board_feed", "run_feed", "sse"]
+__all__ = ["KEEPALIVE_S", "POLL_S", "SUMMARY_S", "WorkspaceView", "board_feed", "run_feed", "sse"]
 
 POLL_S = 0.12
 """Seconds between two looks at the files."""
+SUMMARY_S = 1.0
+"""Seconds between two summaries of a run page (its header, session tree, charts) at least."""
 KEEPALIVE_S = 15.0
 """Seconds of silence after which a feed sends a comment (keeps proxies from closing it)."""
 
@@ -141,30 +144,84 @@ async def board_feed(view: WorkspaceView) -> AsyncIterator[str]:
         quiet += POLL_S
 
 
+_SUMMARY_KINDS = frozenset(
+    {
+        "session_started",
+        "turn",
+        "error_turn",
+        "ending_declared",
+        "ending_refused",
+        "ending_superseded",
+        "ending_revoked",
+        "gate_passed",
+        "gate_blocked",
+        "ceiling_tripped",
+        "session_ended",
+        "run_ended",
+    }
+)
+"""Events that change the run's header, session tree or charts."""
+
+
+class _Summary:
+    """When to send the run page's summary again: after a change, at most every so often.
+
+    The wait is at least :data:`SUMMARY_S` and ten times what the last render took, so a
+    huge run is not re-rendered without pause.
+    """
+
+    def __init__(self) -> None:
+        self.due = False
+        self.sent_at = 0.0
+        self.wait = SUMMARY_S
+
+    def note(self, event: Event) -> None:
+        self.due = self.due or event.type in _SUMMARY_KINDS
+
+    def render(self, events: list[Event], verdict: str, *, force: bool = False) -> str | None:
+        now = time.monotonic()
+        if not self.due or (not force and now - self.sent_at < self.wait):
+            return None
+        html = render_run(events, verdict=verdict)
+        self.due, self.sent_at = False, time.monotonic()
+        self.wait = max(SUMMARY_S, 10 * (self.sent_at - now))
+        return html
+
+
 async def run_feed(run: RunFile, after: int) -> AsyncIterator[str]:
     """One run's feed: its events after line ``after``, as they are written.
 
     Every line is checked against the run's seal from the first (so a forged line
     appended later is caught too); nothing after a line that fails is sent. Checkpoints
-    are not sent (the page does not show them; they hold whole conversations).
+    are not sent (the page does not show them; they hold whole conversations). After
+    events that change the header, the session tree or the charts, the whole run is
+    rendered again and sent as ``event: summary`` (the page takes those parts from it),
+    at most every :data:`SUMMARY_S` seconds, and once more at the end.
 
     Args:
         run: the run to follow.
         after: the stream lines the page already shows (its ``?after=``).
     """
     sealed = SealedTail(run)
+    events: list[Event] = []
+    summary = _Summary()
     ended, quiet = False, 0.0
     languages: dict[str, str] = {}
     while True:
         batch = sealed.poll()
         for number, event in batch:
+            events.append(event)
             ended = ended or event.type == "run_ended"
             if isinstance(event, SessionStarted) and event.session_id:
                 languages[event.session_id] = event.language
             if number > after and not isinstance(event, Checkpoint):
+                summary.note(event)
                 language = languages.get(event.session_id or "")
                 yield sse("event", render_event(event, language=language), event_id=number)
-        if sealed.failure is not None or (ended and not batch):
+        final = sealed.failure is not None or (ended and not batch)
+        if (html := summary.render(events, sealed.verdict(), force=final)) is not None:
+            yield sse("summary", html)
+        if final:
             yield sse("verdict", sealed.verdict())
             yield sse("end", "")
             return
