@@ -16,7 +16,9 @@ from web_support import Served, StreamWatch, artefacts, run_board
 
 from gg.board import Board
 
-LIVE = "document.getElementById('live').textContent === 'live'"
+# a function, not an expression: Playwright evaluates an expression with eval, which the
+# page's Content-Security-Policy forbids (as it should)
+LIVE = "() => document.getElementById('live').textContent === 'live'"
 RECORDER = """() => {
   window.__loaded = 1;
   window.__seen = {};

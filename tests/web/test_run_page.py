@@ -107,7 +107,7 @@ def test_a_run_page_follows_a_board_run_in_another_process_within_a_second(
         after = int((page.get_attribute("body", "data-live") or "").rsplit("=", 1)[1])
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 1, (out, err)
-        page.wait_for_function("document.getElementById('live').textContent === 'run over'")
+        page.wait_for_function("() => document.getElementById('live').textContent === 'run over'")
         watch.done.set()
         watch.join()
         seen = page.evaluate("window.__seen")

@@ -91,6 +91,11 @@ def test_read_only_and_only_for_its_own_host_names(workspace: Path) -> None:
         assert _get(served.url, method="DELETE")[0] == 405
         assert _get(served.url, host="attacker.example")[0] == 400  # DNS rebinding
         assert _get(served.url, host="localhost:1234")[0] == 200
+        with urllib.request.urlopen(served.url, timeout=20) as answer:
+            policy = answer.headers["Content-Security-Policy"]
+            assert answer.headers["X-Content-Type-Options"] == "nosniff"
+        assert "script-src 'self'" in policy and "default-src 'none'" in policy
+        assert "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
 
 
 def test_a_run_id_that_is_not_a_run_is_a_404(workspace: Path, tmp_path: Path) -> None:
