@@ -1,38 +1,33 @@
-"""Escaping for the web pages: every untrusted text goes through :func:`h` (issue 15 item 3).
+"""Escaping for the board page and the page layout: every untrusted text goes through :func:`h`.
 
-Pages are built from small f-strings whose every interpolated value is either gg's own
-constant markup or the result of :func:`h` (HTML-escaped, quotes included, so it is safe
-in text and in quoted attribute values alike) and cut to a bound by :func:`clip`.
+The board page and the layout are built from small f-strings whose every interpolated
+value is either gg's own constant markup or the result of :func:`h`, which cuts the text
+to a bound and hands it to the run page's one escaping path,
+:func:`gg.web.markup.esc` (inert as on a terminal, secrets redacted, then
+``& < > " '`` escaped), so it is safe in text and in quoted attribute values alike.
 """
 
 from __future__ import annotations
 
-import html
-
-from gg.terminal import inert
 from gg.text import cut
+from gg.web.markup import esc
 
-__all__ = ["clip", "h"]
+__all__ = ["h"]
 
 
 def h(value: object, limit: int | None = None) -> str:
     """``value`` as inert, HTML-escaped text, cut to ``limit`` characters first.
 
-    Inert as in :func:`gg.terminal.inert` (controls, bidi overrides and invisible
-    characters made visible escapes, secrets redacted), then ``& < > " '`` escaped.
-
     Args:
-        value: anything; ``str(value)`` is escaped (``None`` shows as empty).
+        value: anything; ``str(value)`` is escaped (``None`` shows as empty; markup made
+            elsewhere is escaped too: this is for text only).
         limit: the most characters kept before escaping (:func:`gg.text.cut`'s marker
-            included), or ``None`` for all.
+            included), or ``None`` for all (up to :data:`gg.web.markup.HARD_CAP`).
 
     Returns:
-        Text safe to place in an element's content or a quoted attribute.
+        Text safe to place in an element's content or a double- or single-quoted
+        attribute: controls, bidi overrides and invisible characters shown as visible
+        escapes (:func:`gg.terminal.inert`), secrets ``[redacted]``.
     """
-    text = "" if value is None else str(value)
-    return html.escape(inert(clip(text, limit) if limit is not None else text), quote=True)
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters with gg's cut marker (not escaped)."""
-    return cut(text, limit)
+    text = "" if value is None else str(value)  # str() of a Markup is plain text again
+    return str(esc(cut(text, limit) if limit is not None else text))

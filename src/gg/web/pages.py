@@ -15,6 +15,7 @@ from pathlib import Path
 from gg.stream import Event
 from gg.web.boardview import BoardSnapshot, board_html
 from gg.web.escape import h
+from gg.web.markup import secrets_read_once
 from gg.web.runpage import render_run
 from gg.web.streams import RunSummary
 
@@ -69,7 +70,8 @@ def runs_html(summaries: Sequence[RunSummary]) -> str:
 
 def board_fragment(snapshot: BoardSnapshot, summaries: Sequence[RunSummary]) -> str:
     """The live part of the board page: the columns, then the runs."""
-    return f"{board_html(snapshot)}<h1>Runs</h1>{runs_html(summaries)}"
+    with secrets_read_once():  # one read of the environment's secrets for the whole board
+        return f"{board_html(snapshot)}<h1>Runs</h1>{runs_html(summaries)}"
 
 
 def board_page(workspace: Path, fragment: str) -> str:
