@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from web_support import chromium
 
+from gg.state import state_path
 from gg.web.app import host_name
 from gg.web.escape import h
-from gg.web.live import sse
+from gg.web.live import REFRESH_BYTES, WorkspaceView, sse
 
 
 def test_no_payload_can_forge_an_sse_field() -> None:
@@ -42,3 +45,24 @@ def test_a_missing_chromium_fails_the_browser_tests_never_skips(
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(pytest.fail.Exception, match="scripts/setup"):
         chromium()
+
+
+def test_the_board_page_reads_a_bounded_amount_of_all_streams_per_look(
+    workspace: Path,
+) -> None:
+    runs = state_path(workspace) / "runs"
+    for n in range(3):  # three runs of 6 MiB each: more than one look may read
+        run = runs / f"run-{n}"
+        run.mkdir(parents=True)
+        line = b'{"type":"turn","at":"2026-12-01T00:00:00.000Z"}\n'
+        (run / "stream.jsonl").write_bytes(line * (6 * 1024 * 1024 // len(line)))
+    view = WorkspaceView(workspace)
+    view.refresh()
+    read = sum(s.tail.offset for s in view._runs.values())
+    assert REFRESH_BYTES - len(line) <= read <= REFRESH_BYTES
+    assert not any(s.tail.cut for s in view._runs.values())
+    for _ in range(10):
+        view._looked = 0.0
+        view.refresh()
+    assert all(s.tail.offset == s.tail._size() for s in view._runs.values())
+    assert "run-0" in view.html() and "(cut)" not in view.html()

@@ -27,12 +27,23 @@ from gg.stream import Checkpoint, Event, SessionStarted
 from gg.web.boardview import BoardReader, BoardSnapshot
 from gg.web.pages import board_fragment
 from gg.web.runpage import render_event, render_run
-from gg.web.streams import RunFile, RunSummary, SealedTail, list_runs, summary_of
+from gg.web.streams import MAX_POLL_BYTES, RunFile, RunSummary, SealedTail, list_runs, summary_of
 
-__all__ = ["KEEPALIVE_S", "POLL_S", "SUMMARY_S", "WorkspaceView", "board_feed", "run_feed", "sse"]
+__all__ = [
+    "KEEPALIVE_S",
+    "POLL_S",
+    "REFRESH_BYTES",
+    "SUMMARY_S",
+    "WorkspaceView",
+    "board_feed",
+    "run_feed",
+    "sse",
+]
 
 POLL_S = 0.12
 """Seconds between two looks at the files."""
+REFRESH_BYTES = 8 * 1024 * 1024
+"""The most bytes of all streams one look at the board page's runs reads."""
 SUMMARY_S = 1.0
 """Seconds between two summaries of a run page (its header, session tree, charts) at least."""
 KEEPALIVE_S = 15.0
@@ -103,8 +114,12 @@ class WorkspaceView:
             rid: self._runs[rid] if rid in self._runs else summary_of(run)
             for rid, run in runs.items()
         }
+        budget = REFRESH_BYTES  # newest first; what is left is read at the next look
         for summary in self._runs.values():
-            polled, state = summary.poll(), summary.state()
+            before = summary.tail.offset
+            polled = summary.poll(max(0, min(budget, MAX_POLL_BYTES)))
+            budget -= summary.tail.offset - before
+            state = summary.state()
             if polled or state != summary.shown:
                 summary.shown = state
                 changed = True

@@ -33,6 +33,7 @@ __all__ = [
     "MAX_POLL_BYTES",
     "MAX_RUNS",
     "MAX_STREAM_BYTES",
+    "MAX_SUMMARY_BYTES",
     "RunFile",
     "RunRead",
     "RunSummary",
@@ -51,6 +52,8 @@ MAX_POLL_BYTES = 4 * 1024 * 1024
 """The most read from one stream in one poll, in bytes."""
 MAX_LINE_BYTES = 2 * 1024 * 1024
 """A longer line is not an event gg wrote (gg cuts what it quotes): it is skipped."""
+MAX_SUMMARY_BYTES = 8 * 1024 * 1024
+"""The most of one stream read for its row in the board page's list of runs, in bytes."""
 MAX_RUNS = 200
 """The most runs listed on the board page (the newest)."""
 
@@ -154,9 +157,11 @@ class Tail:
         Returns:
             The new complete lines, without their newlines (a torn last line waits).
         """
+        if self.offset >= self.limit:
+            self.cut = self.cut or self._size() > self.offset
+            return []
         want = min(budget, self.limit - self.offset)
         if want <= 0:
-            self.cut = self.cut or self._size() > self.offset
             return []
         data = self._read(want)
         if not data:
@@ -315,9 +320,9 @@ class RunSummary:
     shown: str = ""
     """The state last shown (a change of it is a change of the page)."""
 
-    def poll(self) -> bool:
-        """Read what was appended; whether anything changed."""
-        lines = self.tail.poll()
+    def poll(self, budget: int = MAX_POLL_BYTES) -> bool:
+        """Read what was appended (at most ``budget`` bytes); whether anything changed."""
+        lines = self.tail.poll(budget)
         for raw in lines:
             self._take(raw)
         return bool(lines)
@@ -364,5 +369,8 @@ def _alive(pid: int) -> bool:
 
 
 def summary_of(run: RunFile) -> RunSummary:
-    """A fresh :class:`RunSummary` of ``run`` (nothing read yet)."""
-    return RunSummary(run, Tail(run.stream))
+    """A fresh :class:`RunSummary` of ``run``: nothing read yet, at most 8 MiB to be.
+
+    The bound is :data:`MAX_SUMMARY_BYTES`.
+    """
+    return RunSummary(run, Tail(run.stream, limit=MAX_SUMMARY_BYTES))
