@@ -28,7 +28,10 @@ from gg.config import settings_from_dict
 from gg.models.base import Message, ToolMessage, ToolSpec, Usage
 from gg.seal import Altered, Checker, Intact, Running, Truncated, Unended, Unkeyed, Verdict
 from gg.stream import (
+    EndingDeclared,
     Event,
+    RunStarted,
+    SessionEnded,
     SessionStarted,
     StreamAltered,
     ToolCalled,
@@ -650,3 +653,32 @@ def test_a_forged_chain_of_thousands_of_subagents_or_a_parent_cycle_still_render
     ]
     doc = run_doc(loop)
     assert sorted(n.attrs["data-session"] or "" for n in doc.find("li", "node")) == ["a", "b"]
+
+
+def test_deeply_nested_values_in_any_free_form_field_are_shown_bounded() -> None:
+    # only the fields typed as free-form JSON (settings, arguments, ending records) can
+    # hold this when a forged stream is read: every other field is validated
+    deep: Any = "bottom"
+    for _ in range(50_000):
+        deep = [deep]
+    ids: dict[str, Any] = {"run_id": "r", "session_id": "s1", "turn": 1}
+    events: list[Event] = [
+        RunStarted.model_construct(
+            run_id="r",
+            settings={"model": {"spec": deep}, "session": {"mode": deep}},
+            isolation="x",
+            workspace="/w",
+        ),
+        SessionStarted(**ids, role="review", mode="code", language="python", arm="a", model="m"),
+        EndingDeclared.model_construct(
+            **ids, call="request_changes", arguments={"items": [deep, "ok"]}
+        ),
+        EndingDeclared.model_construct(**ids, call="finish", arguments={"summary": deep}),
+        SessionEnded.model_construct(**ids, ending={"call": deep, "summary": deep}, turns=1),
+    ]
+    html = render_run(events, verdict=None)
+    assert len(html) < 200_000
+    doc = parse(html)
+    assert "nested deeper" in fact(doc.find("header")[0], "model").text()
+    (items,) = doc.find("ol", "items")
+    assert [li.text().strip() for li in items.find("li")][1] == "ok"

@@ -34,6 +34,7 @@ __all__ = [
     "AttrValue",
     "Child",
     "Markup",
+    "as_text",
     "el",
     "esc",
     "fold",
@@ -189,6 +190,17 @@ def el(tag: str, attrs: Mapping[str, AttrValue] | None = None, /, *children: Chi
     if tag in _VOID:
         return Markup(head)
     return Markup(f"{head}{join(children)}</{tag}>")
+
+
+def as_text(value: object, limit: int = 300) -> str:
+    """A value of a (perhaps forged) stream's free-form field as one short line of text.
+
+    A string as it is; anything else (a number, a list, an object nested thousands deep)
+    as bounded JSON text (:func:`json_text`), never through ``str()``, which recurses.
+    """
+    if isinstance(value, str):
+        return short(value, limit)
+    return short(json_text(value, depth=4, items=20, budget=limit * 2), limit)
 
 
 def short(text: str, limit: int = 300) -> str:

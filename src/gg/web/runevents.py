@@ -39,7 +39,16 @@ from gg.stream import (
     TurnEvent,
 )
 from gg.web.highlight import guess_language, program_html
-from gg.web.markup import Child, Markup, el, fold, json_text, secrets_read_once, short
+from gg.web.markup import (
+    Child,
+    Markup,
+    as_text,
+    el,
+    fold,
+    json_text,
+    secrets_read_once,
+    short,
+)
 
 __all__ = ["ending_html", "model_spec", "plural", "render_event"]
 
@@ -71,7 +80,7 @@ def model_spec(settings: object) -> str:
     """
     model = settings.get("model") if isinstance(settings, dict) else None
     spec = model.get("spec") if isinstance(model, dict) else None
-    return str(spec) if spec is not None else "?"
+    return as_text(spec, 200) if spec is not None else "?"
 
 
 def _clock(at: str) -> str:
@@ -109,7 +118,10 @@ def ending_html(call: str, arguments: Mapping[str, object]) -> Markup:
     if call == "finish" and isinstance(summary, str):
         return el("div", {"class": "summary"}, fold(summary, lines=12))
     if call == "request_changes" and isinstance(items, list):
-        shown = [el("li", None, fold(str(item), lines=6, chars=1000)) for item in items[:100]]
+        shown = [
+            el("li", None, fold(item if isinstance(item, str) else json_text(item), lines=6))
+            for item in items[:100]
+        ]
         more = (
             [el("li", {"class": "cut"}, f"… {len(items) - 100} more")] if len(items) > 100 else []
         )
@@ -222,7 +234,7 @@ def _ends(e: _Ends) -> Markup:
         case SessionEnded():
             turns = f" after {plural(e.turns, 'turn')}"
             if e.ending:
-                call = str(e.ending.get("call", "?"))
+                call = as_text(e.ending.get("call", "?"), 100)
                 args = {k: v for k, v in e.ending.items() if k != "call"}
                 head = [_tag(f"■ session ended by {call}", "ok"), turns]
                 return _event(e, "session-ended", head, ending_html(call, args))

@@ -43,7 +43,7 @@ from gg.stream import (
 )
 from gg.web.chart import TurnPoint, turns_chart
 from gg.web.highlight import CODE_CSS
-from gg.web.markup import Child, Markup, el, fold, join, secrets_read_once, short
+from gg.web.markup import Child, Markup, as_text, el, fold, join, secrets_read_once, short
 from gg.web.runevents import ending_html, model_spec, plural, render_event
 
 __all__ = ["MAX_EVENTS_SHOWN", "RUN_CSS", "RUN_JS", "render_event", "render_run"]
@@ -150,7 +150,7 @@ def _last_end(s: _Session) -> Markup:
     if e is None:
         return el("span", {"class": "tag quiet"}, "not ended (still going, or its run was killed)")
     if e.ending:
-        call = str(e.ending.get("call", "?"))
+        call = as_text(e.ending.get("call", "?"), 100)
         args = {k: v for k, v in e.ending.items() if k != "call"}
         return join([el("span", {"class": "tag ok"}, f"ended by {call}"), ending_html(call, args)])
     why = e.ceiling or "model"
@@ -357,7 +357,7 @@ def _mode(settings: object) -> str:
     session = settings.get("session") if isinstance(settings, dict) else None
     if not isinstance(session, dict):
         return "?"
-    return f"{session.get('mode', '?')} ({session.get('language', '?')})"
+    return f"{as_text(session.get('mode', '?'), 40)} ({as_text(session.get('language', '?'), 40)})"
 
 
 def _verdict(verdict: str) -> Markup:
