@@ -38,8 +38,10 @@ from gg.stream import (
     ToolResult,
     TurnEvent,
 )
+from gg.web.chart import TurnPoint, point_attrs
 from gg.web.highlight import guess_language, program_html
 from gg.web.markup import (
+    AttrValue,
     Child,
     Markup,
     as_text,
@@ -89,13 +91,20 @@ def _clock(at: str) -> str:
     return m.group(1) if m else short(at, 40)
 
 
-def _event(e: Event, cls: str, head: Sequence[Child], *body: Child) -> Markup:
+def _event(
+    e: Event,
+    cls: str,
+    head: Sequence[Child],
+    *body: Child,
+    data: Mapping[str, AttrValue] | None = None,
+) -> Markup:
     """The outer element of an event: its time, its head line, then its body."""
-    attrs = {
+    attrs: dict[str, AttrValue] = {
         "class": f"ev {cls}",
         "data-session": e.session_id or "",
         "data-kind": e.type,
         "data-turn": e.turn,
+        **(data or {}),
     }
     when = el("time", {"datetime": short(e.at, 40)}, _clock(e.at))
     return el("div", attrs, el("div", {"class": "ev-head"}, when, " ", *head), *body)
@@ -162,7 +171,10 @@ def _progress(e: _Progress, language: str | None) -> Markup:
             head = [_tag(f"turn {e.turn}", "turn"), f" · {e.seconds:.2f} s"]
             head += [f" · {u.input_tokens}→{u.output_tokens} tok{cost} · ", short(calls, 300)]
             said = [el("div", {"class": "reply"}, fold(e.text, lines=8))] if e.text.strip() else []
-            return _event(e, "turn", head, *said)
+            point = TurnPoint(
+                turn=e.turn or 0, tokens=u.input_tokens + u.output_tokens, seconds=e.seconds
+            )
+            return _event(e, "turn", head, *said, data=point_attrs(point))
         case ToolCalled():
             return _event(e, "tool-call", [_tag("→", "call"), " ", e.name], _arguments(e, language))
         case ToolResult():

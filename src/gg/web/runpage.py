@@ -41,7 +41,7 @@ from gg.stream import (
     SessionStarted,
     TurnEvent,
 )
-from gg.web.chart import TurnPoint, turns_chart
+from gg.web.chart import CHART_JS, TurnPoint, turns_chart
 from gg.web.highlight import CODE_CSS
 from gg.web.markup import Child, Markup, as_text, el, fold, join, secrets_read_once, short
 from gg.web.runevents import ending_html, model_spec, plural, render_event
@@ -496,9 +496,12 @@ def _page(events: Sequence[Event], verdict: str | None) -> Markup:
     )
 
 
-RUN_JS: str = """
+RUN_JS: str = (
+    """
 (function () {
-  "use strict";
+  "use strict";"""
+    + CHART_JS
+    + """
   function eventsOf(sid) {
     var all = document.querySelectorAll("[data-events-of]");
     for (var i = 0; i < all.length; i++) {
@@ -522,6 +525,22 @@ RUN_JS: str = """
     root.appendChild(section);
     return box;
   }
+  function chartOf(sid) {
+    var all = document.querySelectorAll(".session-chart[data-session]");
+    for (var i = 0; i < all.length; i++) {
+      if (all[i].getAttribute("data-session") === sid) { return all[i]; }
+    }
+    var charts = document.querySelector(".gg-run .charts");
+    if (!charts) { return null; }
+    var holder = document.createElement("div");
+    holder.className = "session-chart";
+    holder.setAttribute("data-session", sid);
+    var title = document.createElement("h3");
+    title.textContent = "session " + sid + ": 0 turns";
+    holder.appendChild(title);
+    charts.appendChild(holder);
+    return holder;
+  }
   /* Append one render_event() fragment (HTML made and escaped by gg) to its session. */
   window.ggAppendEvent = function (fragment) {
     var holder = document.createElement("template");
@@ -532,6 +551,10 @@ RUN_JS: str = """
     var box = eventsOf(sid) || newSession(sid);
     if (!box) { return null; }
     box.appendChild(ev);
+    if (ev.getAttribute("data-kind") === "turn") {
+      var holder = chartOf(sid);
+      if (holder) { window.ggRedrawChart(holder, box); }
+    }
     return ev;
   };
   document.addEventListener("click", function (e) {
@@ -542,7 +565,9 @@ RUN_JS: str = """
   });
 })();
 """
-"""The run page's script: ``ggAppendEvent(html)`` for live appends, the fold-all buttons."""
+)
+"""The run page's script: ``ggAppendEvent(html)`` for live appends (the session's chart drawn
+again on each new turn, :data:`gg.web.chart.CHART_JS`), the fold-all buttons."""
 
 _CSS = """
 .gg-run { font-family: system-ui, sans-serif; font-size: 14px; color: #1d1d1f; }
