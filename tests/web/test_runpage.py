@@ -44,7 +44,7 @@ from gg.stream import (
 from gg.terminal import inert
 from gg.testing import FunctionModel, ScriptedModel, call, text
 from gg.web.markup import Markup, el
-from gg.web.runpage import RUN_CSS, RUN_JS, render_event, render_run
+from gg.web.runpage import RUN_CSS, RUN_JS, render_event, render_run, render_sessions
 from support import RunScripted
 
 VOID = {"br", "hr", "img", "input", "meta", "link", "wbr"}
@@ -487,6 +487,14 @@ def test_a_board_runs_sessions_are_labelled_by_their_board_role(tmp_path: Path) 
     assert [n.text() for n in kind(doc, "issue_state")][0].endswith("→ implementing (round 1)")
 
 
+def test_the_session_tree_alone_is_the_one_in_the_page(run_scripted: RunScripted) -> None:
+    result, _ = run_scripted([text("hm"), call("finish", summary="done")])
+    events = events_of(result)
+    assert render_sessions(events) in render_run(events, verdict=None)
+    (section,) = parse(render_sessions(events)).find("section", "sessions")
+    assert fact(card(section, "s1"), "error turns").text() == "1 (no_tool_call x1)"
+
+
 def test_the_page_assets_are_inline_and_local() -> None:
     assert ".gg-code .k" in RUN_CSS and "@import" not in RUN_CSS and "url(" not in RUN_CSS
     script = RUN_JS.replace('"http://www.w3.org/2000/svg"', "")  # SVG's namespace, not a fetch
@@ -742,5 +750,11 @@ def test_the_chart_drawn_live_in_a_browser_is_the_one_the_server_draws(
             assert (
                 heading == tab.locator(".session-chart h3").text_content() == "session s1: 7 turns"
             )
+            tab.set_content(doc)  # the tree, stale on the first page, replaced whole
+            card_turns = "[data-session='s1'] dl.facts dt:text-is('turns') + dd"
+            assert tab.locator(card_turns).text_content() == "2"
+            assert tab.evaluate("html => !!window.ggReplaceSessions(html)", render_sessions(events))
+            assert tab.locator(card_turns).text_content() == "7"
+            assert "ended by finish" in (tab.locator(".gg-run .sessions").text_content() or "")
         finally:
             browser.close()

@@ -46,7 +46,7 @@ from gg.web.highlight import CODE_CSS
 from gg.web.markup import Child, Markup, as_text, el, fold, join, secrets_read_once, short
 from gg.web.runevents import ending_html, model_spec, plural, render_event
 
-__all__ = ["MAX_EVENTS_SHOWN", "RUN_CSS", "RUN_JS", "render_event", "render_run"]
+__all__ = ["MAX_EVENTS_SHOWN", "RUN_CSS", "RUN_JS", "render_event", "render_run", "render_sessions"]
 
 MAX_EVENTS_SHOWN = 5000
 """Most events listed per session on one page (the rest are counted: ``gg show`` has all)."""
@@ -475,6 +475,27 @@ def render_run(events: Sequence[Event], *, verdict: str | None) -> str:
         return _page(events, verdict)
 
 
+def _sessions_section(sessions: dict[str, _Session], board: bool) -> Markup:
+    """``<section class="sessions">``: the heading and the tree."""
+    return el("section", {"class": "sessions"}, el("h2", None, "sessions"), _tree(sessions, board))
+
+
+def render_sessions(events: Sequence[Event]) -> str:
+    """The run page's session tree alone, to replace it on a live page (``ggReplaceSessions``).
+
+    Args:
+        events: the run's events so far, in order (as for :func:`render_run`).
+
+    Returns:
+        The ``<section class="sessions">`` :func:`render_run` draws for ``events``: every
+        session's card (role, mode, turns, error turns, declarations, the ending gate's
+        results, ceilings and diagnoses, how it ended) as of the last event.
+    """
+    with secrets_read_once():
+        board = any(isinstance(e, IssueStateChanged) for e in events)
+        return _sessions_section(_sessions(events), board)
+
+
 def _page(events: Sequence[Event], verdict: str | None) -> Markup:
     """:func:`render_run`'s work."""
     sessions = _sessions(events)
@@ -489,7 +510,7 @@ def _page(events: Sequence[Event], verdict: str | None) -> Markup:
         "div",
         {"class": "gg-run"},
         _header(events, verdict),
-        el("section", {"class": "sessions"}, el("h2", None, "sessions"), _tree(sessions, board)),
+        _sessions_section(sessions, board),
         tools,
         _event_sections(events, sessions),
         _charts(sessions),
@@ -556,6 +577,17 @@ RUN_JS: str = (
       if (holder) { window.ggRedrawChart(holder, box); }
     }
     return ev;
+  };
+  /* Replace the session tree with a render_sessions() fragment (HTML made by gg). */
+  window.ggReplaceSessions = function (fragment) {
+    var old = document.querySelector(".gg-run .sessions");
+    if (!old) { return null; }
+    var holder = document.createElement("template");
+    holder.innerHTML = fragment;
+    var fresh = holder.content.firstElementChild;
+    if (!fresh || !fresh.classList.contains("sessions")) { return null; }
+    old.replaceWith(fresh);
+    return fresh;
   };
   document.addEventListener("click", function (e) {
     var button = e.target && e.target.closest ? e.target.closest("[data-fold-all]") : null;
