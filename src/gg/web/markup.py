@@ -14,6 +14,12 @@ data. The run page builds its HTML only through :func:`el` and :func:`esc`:
   behind a ``<details>``, beyond the cap only the count of what was cut.
 
 No URL from the data is ever made a link: a ``javascript:`` URL is text like any other.
+Adding text to a :class:`Markup` escapes the text too, so ``markup + text`` cannot
+smuggle tags in. Free-form values (a call's arguments, settings, ending records,
+nested any depth) become bounded JSON text (:func:`json_text`, :func:`as_text`).
+
+Inside :func:`secrets_read_once` (the run page's renderers open one per page or
+fragment), the environment's secrets are read once and short texts are escaped once.
 """
 
 from __future__ import annotations

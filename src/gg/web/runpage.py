@@ -2,17 +2,21 @@
 
 :func:`render_run` draws a finished or growing run from its events: a header (the
 run, its model and mode, when, how it ended, the tamper check's verdict), the
-sessions as a tree (a subagent under its parent; a board's implementer, reviewers
-and merge agent side by side) each with its role, mode, turns, error turns,
-declarations (the ending declared, refusals, superseded and revoked ones), the
-ending gate's results, the ceilings tripped with their diagnoses and how it
+sessions as a tree (a subagent under its parent; on a board, each issue's
+implementer, reviewers and merge agent grouped under the issue) each with its role,
+mode, turns, error turns, declarations (the endings declared, refusals, the
+superseded count, revocations), the ending gate's results (passed, blocked by which
+agent-stop hook and why), the ceilings tripped with their diagnoses and how it
 ended; then each session's events in order (:func:`render_event`); then a
 turns-over-time chart per session (:mod:`gg.web.chart`, inline SVG).
 
-The app (:mod:`gg.web`) wraps the fragment in its page and inlines :data:`RUN_CSS`
-and :data:`RUN_JS`; live, it appends each new event's :func:`render_event`
-fragment with ``ggAppendEvent(html)`` from :data:`RUN_JS`. Every text from a model,
-a program, a tool, a hook or the stream itself is escaped (:mod:`gg.web.markup`).
+The app (:mod:`gg.web`) wraps the fragment in its page and serves :data:`RUN_CSS`
+and :data:`RUN_JS` with it. Live, it appends each new event's :func:`render_event`
+fragment with ``ggAppendEvent(html)`` (which also draws the session's chart again on a
+new turn), and may replace the session tree with :func:`render_sessions`' fragment
+through ``ggReplaceSessions(html)``. Every text from a model, a program, a tool, a hook
+or the stream itself is escaped (:mod:`gg.web.markup`): a forged stream is shown, never
+obeyed.
 """
 
 from __future__ import annotations
