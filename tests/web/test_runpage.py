@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import sync_playwright
 
 import gg
 from gg.board import Board
@@ -28,7 +30,10 @@ from gg.config import settings_from_dict
 from gg.models.base import Message, ToolMessage, ToolSpec, Usage
 from gg.seal import Altered, Checker, Intact, Running, Truncated, Unended, Unkeyed, Verdict
 from gg.stream import (
+    EndingDeclared,
     Event,
+    RunStarted,
+    SessionEnded,
     SessionStarted,
     StreamAltered,
     ToolCalled,
@@ -39,7 +44,7 @@ from gg.stream import (
 from gg.terminal import inert
 from gg.testing import FunctionModel, ScriptedModel, call, text
 from gg.web.markup import Markup, el
-from gg.web.runpage import RUN_CSS, RUN_JS, render_event, render_run
+from gg.web.runpage import RUN_CSS, RUN_JS, render_event, render_run, render_sessions
 from support import RunScripted
 
 VOID = {"br", "hr", "img", "input", "meta", "link", "wbr"}
@@ -482,9 +487,18 @@ def test_a_board_runs_sessions_are_labelled_by_their_board_role(tmp_path: Path) 
     assert [n.text() for n in kind(doc, "issue_state")][0].endswith("→ implementing (round 1)")
 
 
+def test_the_session_tree_alone_is_the_one_in_the_page(run_scripted: RunScripted) -> None:
+    result, _ = run_scripted([text("hm"), call("finish", summary="done")])
+    events = events_of(result)
+    assert render_sessions(events) in render_run(events, verdict=None)
+    (section,) = parse(render_sessions(events)).find("section", "sessions")
+    assert fact(card(section, "s1"), "error turns").text() == "1 (no_tool_call x1)"
+
+
 def test_the_page_assets_are_inline_and_local() -> None:
     assert ".gg-code .k" in RUN_CSS and "@import" not in RUN_CSS and "url(" not in RUN_CSS
-    assert "ggAppendEvent" in RUN_JS and "http" not in RUN_JS and "eval(" not in RUN_JS
+    script = RUN_JS.replace('"http://www.w3.org/2000/svg"', "")  # SVG's namespace, not a fetch
+    assert "ggAppendEvent" in script and "http" not in script and "eval(" not in script
     assert "textContent" in RUN_JS  # a session id it writes is text, never markup
     assert "innerHTML" not in RUN_JS.replace("holder.innerHTML = fragment", "")
 
@@ -650,3 +664,97 @@ def test_a_forged_chain_of_thousands_of_subagents_or_a_parent_cycle_still_render
     ]
     doc = run_doc(loop)
     assert sorted(n.attrs["data-session"] or "" for n in doc.find("li", "node")) == ["a", "b"]
+
+
+def test_deeply_nested_values_in_any_free_form_field_are_shown_bounded() -> None:
+    # only the fields typed as free-form JSON (settings, arguments, ending records) can
+    # hold this when a forged stream is read: every other field is validated
+    deep: Any = "bottom"
+    for _ in range(50_000):
+        deep = [deep]
+    ids: dict[str, Any] = {"run_id": "r", "session_id": "s1", "turn": 1}
+    events: list[Event] = [
+        RunStarted.model_construct(
+            run_id="r",
+            settings={"model": {"spec": deep}, "session": {"mode": deep}},
+            isolation="x",
+            workspace="/w",
+        ),
+        SessionStarted(**ids, role="review", mode="code", language="python", arm="a", model="m"),
+        EndingDeclared.model_construct(
+            **ids, call="request_changes", arguments={"items": [deep, "ok"]}
+        ),
+        EndingDeclared.model_construct(**ids, call="finish", arguments={"summary": deep}),
+        SessionEnded.model_construct(**ids, ending={"call": deep, "summary": deep}, turns=1),
+    ]
+    html = render_run(events, verdict=None)
+    assert len(html) < 200_000
+    doc = parse(html)
+    assert "nested deeper" in fact(doc.find("header")[0], "model").text()
+    (items,) = doc.find("ol", "items")
+    assert [li.text().strip() for li in items.find("li")][1] == "ok"
+
+
+def test_the_chart_drawn_live_in_a_browser_is_the_one_the_server_draws(
+    run_scripted: RunScripted,
+) -> None:
+    # the page of a run's first turns, then each later event appended as the app does
+    # (ggAppendEvent): the chart grows one point per turn and ends as the full page's
+    replies = [
+        gg.Reply(
+            tool_calls=(gg.ToolCall(name="list_dir", arguments={"path": "."}),),
+            usage=Usage(input_tokens=40 * i * i, output_tokens=5),
+        )
+        for i in range(1, 7)
+    ]
+    result, _ = run_scripted(
+        [*replies, call("finish", summary="ok")], ceilings={"repeated_calls": 0}
+    )
+    events = events_of(result)
+    cut = next(i for i, e in enumerate(events) if isinstance(e, TurnEvent) and e.turn == 3)
+    start = render_run(events[:cut], verdict=None)
+    doc = (
+        f"<!doctype html><html><head><style>{RUN_CSS}</style></head>"
+        f"<body>{start}<script>{RUN_JS}</script></body></html>"
+    )
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "the system's Chromium is needed (apt-get install chromium)"
+    shape = "ns => ns.map(n => [n.getAttribute('cy'), n.querySelector('title').textContent])"
+    with sync_playwright() as play:
+        browser = play.chromium.launch(
+            executable_path=chromium, headless=True, args=["--no-sandbox"]
+        )
+        try:
+            tab = browser.new_page()
+            errors: list[str] = []
+            tab.on("pageerror", lambda e: errors.append(str(e)))
+            tab.set_content(doc)
+            assert tab.locator("circle.pt.tokens").count() == 2
+            counts = []
+            for e in events[cut:]:
+                tab.evaluate("html => window.ggAppendEvent(html)", render_event(e))
+                counts.append(tab.locator("circle.pt.tokens").count())
+            assert counts[0] == 3 and counts[-1] == 7 and not errors
+            live = {
+                k: tab.eval_on_selector_all(f"circle.pt.{k}", shape) for k in ("tokens", "seconds")
+            }
+            labels = tab.locator(".session-chart text").all_text_contents()
+            heading = tab.locator(".session-chart h3").text_content()
+            tab.set_content(f"<html><body>{render_run(events, verdict=None)}</body></html>")
+            server = {
+                k: tab.eval_on_selector_all(f"circle.pt.{k}", shape) for k in ("tokens", "seconds")
+            }
+            assert (
+                live == server and labels == tab.locator(".session-chart text").all_text_contents()
+            )
+            assert (
+                heading == tab.locator(".session-chart h3").text_content() == "session s1: 7 turns"
+            )
+            tab.set_content(doc)  # the tree, stale on the first page, replaced whole
+            card_turns = "[data-session='s1'] dl.facts dt:text-is('turns') + dd"
+            assert tab.locator(card_turns).text_content() == "2"
+            assert tab.evaluate("html => !!window.ggReplaceSessions(html)", render_sessions(events))
+            assert tab.locator(card_turns).text_content() == "7"
+            assert "ended by finish" in (tab.locator(".gg-run .sessions").text_content() or "")
+        finally:
+            browser.close()

@@ -5,23 +5,29 @@ tokens (input + output, the left scale) and the model's seconds (the right scale
 No CDN, no JavaScript library: plain SVG elements built by :func:`gg.web.markup.el`,
 each point a ``<circle class="pt tokens|seconds" data-turn="N">`` with a ``<title>``
 tooltip. Values from a forged stream (negative, NaN, infinite) are drawn as 0.
+
+Live, :data:`CHART_JS` (part of the run page's script) draws a session's chart again
+the same way, from the ``data-tokens`` and ``data-seconds`` attributes of its
+``turn`` events (:func:`point_attrs`), each time a new one is appended.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gg.web.markup import AttrValue, Markup, el
 
-__all__ = ["MAX_POINTS", "TurnPoint", "turns_chart"]
+__all__ = ["CHART_JS", "MAX_POINTS", "TurnPoint", "point_attrs", "turns_chart"]
 
 MAX_POINTS = 5000
 """Most turns drawn in one chart (the last ones; the chart says how many it left out)."""
 
 _W, _H = 640, 200
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 56, 14, 30
+_CAPTION = "tokens per turn (left scale, solid) and seconds per turn (right scale, dashed)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,6 +47,14 @@ class TurnPoint:
 def _finite(value: float) -> float:
     """``value``, or 0 when it is negative, NaN or infinite."""
     return value if math.isfinite(value) and value > 0 else 0.0
+
+
+def point_attrs(point: TurnPoint) -> dict[str, AttrValue]:
+    """The attributes a ``turn`` event's element carries for the live chart (as drawn)."""
+    return {
+        "data-tokens": int(_finite(point.tokens)),
+        "data-seconds": f"{_finite(point.seconds):.3f}",
+    }
 
 
 def _series(
@@ -108,7 +122,7 @@ def turns_chart(points: Sequence[TurnPoint], *, title: str) -> Markup:
     left_out = max(0, len(points) - MAX_POINTS)
     shown = points[left_out:]
     tokens = [float(_finite(p.tokens)) for p in shown]
-    seconds = [_finite(p.seconds) for p in shown]
+    seconds = [round(_finite(p.seconds), 3) for p in shown]  # as point_attrs has them
     svg = el(
         "svg",
         {
@@ -123,7 +137,86 @@ def turns_chart(points: Sequence[TurnPoint], *, title: str) -> Markup:
         *_series(shown, tokens, "tokens", "tokens"),
         *_series(shown, seconds, "seconds", "s"),
     )
-    caption = "tokens per turn (left scale, solid) and seconds per turn (right scale, dashed)"
+    caption = _CAPTION
     if left_out:
         caption += f"; the first {left_out} turns are left out"
     return el("figure", {"class": "chart"}, svg, el("figcaption", None, caption))
+
+
+CHART_JS: str = (
+    f"""
+  var GG_CHART = {{w: {_W}, h: {_H}, left: {_LEFT}, right: {_RIGHT}, top: {_TOP},
+    bottom: {_BOTTOM}, max: {MAX_POINTS}, caption: {json.dumps(_CAPTION)}}};"""
+    + """
+  var SVG_NS = "http://www.w3.org/2000/svg";
+  function svgNode(name, attrs, tip) {
+    var node = document.createElementNS(SVG_NS, name);
+    Object.keys(attrs).forEach(function (k) { node.setAttribute(k, String(attrs[k])); });
+    if (tip !== undefined) {
+      var title = document.createElementNS(SVG_NS, "title");
+      title.textContent = tip;
+      node.appendChild(title);
+    }
+    return node;
+  }
+  function chartSeries(svg, pts, key, unit) {
+    var c = GG_CHART, innerW = c.w - c.left - c.right, innerH = c.h - c.top - c.bottom;
+    var most = Math.max.apply(null, pts.map(function (p) { return p[key]; }));
+    var top = most || 1;
+    var step = innerW / Math.max(pts.length - 1, 1), line = [];
+    pts.forEach(function (p, i) {
+      var x = pts.length > 1 ? c.left + i * step : c.left + innerW / 2;
+      var y = c.top + innerH * (1 - p[key] / top);
+      line.push(x.toFixed(1) + "," + y.toFixed(1));
+      var amount = key === "tokens" ? String(Math.floor(p.tokens)) : p.seconds.toFixed(2);
+      var tip = "turn " + p.turn + ": " + amount + " " + unit + (p.at ? " (" + p.at + ")" : "");
+      svg.appendChild(svgNode("circle", {"class": "pt " + key, "data-turn": p.turn,
+        cx: x.toFixed(1), cy: y.toFixed(1), r: 3}, tip));
+    });
+    svg.insertBefore(svgNode("polyline", {"class": "line " + key, points: line.join(" "),
+      fill: "none"}), svg.querySelector("circle"));
+    return most;
+  }
+  function chartLabel(svg, x, y, anchor, text, key) {
+    var label = svgNode("text", {"class": "label " + key, x: x, y: y, "text-anchor": anchor});
+    label.textContent = text;
+    svg.appendChild(label);
+  }
+  /* Draw a session's chart again from its turn events (the server draws it the same way). */
+  window.ggRedrawChart = function (holder, box) {
+    var c = GG_CHART, pts = [];
+    box.querySelectorAll(".ev.turn[data-tokens]").forEach(function (ev) {
+      var when = ev.querySelector("time");
+      pts.push({turn: ev.getAttribute("data-turn") || "?",
+        tokens: Number(ev.getAttribute("data-tokens")) || 0,
+        seconds: Number(ev.getAttribute("data-seconds")) || 0,
+        at: when ? when.getAttribute("datetime") : ""});
+    });
+    if (!pts.length) { return; }
+    pts = pts.slice(-c.max);
+    var svg = svgNode("svg", {xmlns: SVG_NS, viewBox: "0 0 " + c.w + " " + c.h,
+      width: c.w, height: c.h, role: "img"});
+    var bottom = c.h - c.bottom, right = c.w - c.right;
+    svg.appendChild(svgNode("path", {"class": "axis", fill: "none",
+      d: "M" + c.left + "," + c.top + " V" + bottom + " H" + right + " V" + c.top}));
+    var tokens = chartSeries(svg, pts, "tokens", "tokens");
+    var seconds = chartSeries(svg, pts, "seconds", "s");
+    chartLabel(svg, c.left - 4, c.top + 10, "end", Math.floor(tokens) + " tok", "tokens");
+    chartLabel(svg, right + 4, c.top + 10, "start", seconds.toFixed(2) + " s", "seconds");
+    chartLabel(svg, c.left, bottom + 18, "start", "turn " + pts[0].turn, "turn");
+    chartLabel(svg, right, bottom + 18, "end", "turn " + pts[pts.length - 1].turn, "turn");
+    var figure = document.createElement("figure");
+    figure.className = "chart";
+    figure.appendChild(svg);
+    var caption = document.createElement("figcaption");
+    caption.textContent = c.caption;
+    figure.appendChild(caption);
+    var old = holder.querySelector(".chart");
+    if (old) { old.replaceWith(figure); } else { holder.appendChild(figure); }
+    var heading = holder.querySelector("h3");
+    if (heading) { heading.textContent = heading.textContent.replace(/\\d+ turns?$/,
+      pts.length + (pts.length === 1 ? " turn" : " turns")); }
+  };
+"""
+)
+"""The live chart's script (plain JavaScript, no library): ``ggRedrawChart(holder, box)``."""

@@ -14,6 +14,12 @@ data. The run page builds its HTML only through :func:`el` and :func:`esc`:
   behind a ``<details>``, beyond the cap only the count of what was cut.
 
 No URL from the data is ever made a link: a ``javascript:`` URL is text like any other.
+Adding text to a :class:`Markup` escapes the text too, so ``markup + text`` cannot
+smuggle tags in. Free-form values (a call's arguments, settings, ending records,
+nested any depth) become bounded JSON text (:func:`json_text`, :func:`as_text`).
+
+Inside :func:`secrets_read_once` (the run page's renderers open one per page or
+fragment), the environment's secrets are read once and short texts are escaped once.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ __all__ = [
     "AttrValue",
     "Child",
     "Markup",
+    "as_text",
     "el",
     "esc",
     "fold",
@@ -189,6 +196,17 @@ def el(tag: str, attrs: Mapping[str, AttrValue] | None = None, /, *children: Chi
     if tag in _VOID:
         return Markup(head)
     return Markup(f"{head}{join(children)}</{tag}>")
+
+
+def as_text(value: object, limit: int = 300) -> str:
+    """A value of a (perhaps forged) stream's free-form field as one short line of text.
+
+    A string as it is; anything else (a number, a list, an object nested thousands deep)
+    as bounded JSON text (:func:`json_text`), never through ``str()``, which recurses.
+    """
+    if isinstance(value, str):
+        return short(value, limit)
+    return short(json_text(value, depth=4, items=20, budget=limit * 2), limit)
 
 
 def short(text: str, limit: int = 300) -> str:

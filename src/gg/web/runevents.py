@@ -38,8 +38,19 @@ from gg.stream import (
     ToolResult,
     TurnEvent,
 )
+from gg.web.chart import TurnPoint, point_attrs
 from gg.web.highlight import guess_language, program_html
-from gg.web.markup import Child, Markup, el, fold, json_text, secrets_read_once, short
+from gg.web.markup import (
+    AttrValue,
+    Child,
+    Markup,
+    as_text,
+    el,
+    fold,
+    json_text,
+    secrets_read_once,
+    short,
+)
 
 __all__ = ["ending_html", "model_spec", "plural", "render_event"]
 
@@ -71,7 +82,7 @@ def model_spec(settings: object) -> str:
     """
     model = settings.get("model") if isinstance(settings, dict) else None
     spec = model.get("spec") if isinstance(model, dict) else None
-    return str(spec) if spec is not None else "?"
+    return as_text(spec, 200) if spec is not None else "?"
 
 
 def _clock(at: str) -> str:
@@ -80,13 +91,20 @@ def _clock(at: str) -> str:
     return m.group(1) if m else short(at, 40)
 
 
-def _event(e: Event, cls: str, head: Sequence[Child], *body: Child) -> Markup:
+def _event(
+    e: Event,
+    cls: str,
+    head: Sequence[Child],
+    *body: Child,
+    data: Mapping[str, AttrValue] | None = None,
+) -> Markup:
     """The outer element of an event: its time, its head line, then its body."""
-    attrs = {
+    attrs: dict[str, AttrValue] = {
         "class": f"ev {cls}",
         "data-session": e.session_id or "",
         "data-kind": e.type,
         "data-turn": e.turn,
+        **(data or {}),
     }
     when = el("time", {"datetime": short(e.at, 40)}, _clock(e.at))
     return el("div", attrs, el("div", {"class": "ev-head"}, when, " ", *head), *body)
@@ -109,7 +127,10 @@ def ending_html(call: str, arguments: Mapping[str, object]) -> Markup:
     if call == "finish" and isinstance(summary, str):
         return el("div", {"class": "summary"}, fold(summary, lines=12))
     if call == "request_changes" and isinstance(items, list):
-        shown = [el("li", None, fold(str(item), lines=6, chars=1000)) for item in items[:100]]
+        shown = [
+            el("li", None, fold(item if isinstance(item, str) else json_text(item), lines=6))
+            for item in items[:100]
+        ]
         more = (
             [el("li", {"class": "cut"}, f"… {len(items) - 100} more")] if len(items) > 100 else []
         )
@@ -150,7 +171,10 @@ def _progress(e: _Progress, language: str | None) -> Markup:
             head = [_tag(f"turn {e.turn}", "turn"), f" · {e.seconds:.2f} s"]
             head += [f" · {u.input_tokens}→{u.output_tokens} tok{cost} · ", short(calls, 300)]
             said = [el("div", {"class": "reply"}, fold(e.text, lines=8))] if e.text.strip() else []
-            return _event(e, "turn", head, *said)
+            point = TurnPoint(
+                turn=e.turn or 0, tokens=u.input_tokens + u.output_tokens, seconds=e.seconds
+            )
+            return _event(e, "turn", head, *said, data=point_attrs(point))
         case ToolCalled():
             return _event(e, "tool-call", [_tag("→", "call"), " ", e.name], _arguments(e, language))
         case ToolResult():
@@ -222,7 +246,7 @@ def _ends(e: _Ends) -> Markup:
         case SessionEnded():
             turns = f" after {plural(e.turns, 'turn')}"
             if e.ending:
-                call = str(e.ending.get("call", "?"))
+                call = as_text(e.ending.get("call", "?"), 100)
                 args = {k: v for k, v in e.ending.items() if k != "call"}
                 head = [_tag(f"■ session ended by {call}", "ok"), turns]
                 return _event(e, "session-ended", head, ending_html(call, args))

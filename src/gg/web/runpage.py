@@ -2,17 +2,21 @@
 
 :func:`render_run` draws a finished or growing run from its events: a header (the
 run, its model and mode, when, how it ended, the tamper check's verdict), the
-sessions as a tree (a subagent under its parent; a board's implementer, reviewers
-and merge agent side by side) each with its role, mode, turns, error turns,
-declarations (the ending declared, refusals, superseded and revoked ones), the
-ending gate's results, the ceilings tripped with their diagnoses and how it
+sessions as a tree (a subagent under its parent; on a board, each issue's
+implementer, reviewers and merge agent grouped under the issue) each with its role,
+mode, turns, error turns, declarations (the endings declared, refusals, the
+superseded count, revocations), the ending gate's results (passed, blocked by which
+agent-stop hook and why), the ceilings tripped with their diagnoses and how it
 ended; then each session's events in order (:func:`render_event`); then a
 turns-over-time chart per session (:mod:`gg.web.chart`, inline SVG).
 
-The app (:mod:`gg.web`) wraps the fragment in its page and inlines :data:`RUN_CSS`
-and :data:`RUN_JS`; live, it appends each new event's :func:`render_event`
-fragment with ``ggAppendEvent(html)`` from :data:`RUN_JS`. Every text from a model,
-a program, a tool, a hook or the stream itself is escaped (:mod:`gg.web.markup`).
+The app (:mod:`gg.web`) wraps the fragment in its page and serves :data:`RUN_CSS`
+and :data:`RUN_JS` with it. Live, it appends each new event's :func:`render_event`
+fragment with ``ggAppendEvent(html)`` (which also draws the session's chart again on a
+new turn), and may replace the session tree with :func:`render_sessions`' fragment
+through ``ggReplaceSessions(html)``. Every text from a model, a program, a tool, a hook
+or the stream itself is escaped (:mod:`gg.web.markup`): a forged stream is shown, never
+obeyed.
 """
 
 from __future__ import annotations
@@ -41,12 +45,12 @@ from gg.stream import (
     SessionStarted,
     TurnEvent,
 )
-from gg.web.chart import TurnPoint, turns_chart
+from gg.web.chart import CHART_JS, TurnPoint, turns_chart
 from gg.web.highlight import CODE_CSS
-from gg.web.markup import Child, Markup, el, fold, join, secrets_read_once, short
+from gg.web.markup import Child, Markup, as_text, el, fold, join, secrets_read_once, short
 from gg.web.runevents import ending_html, model_spec, plural, render_event
 
-__all__ = ["MAX_EVENTS_SHOWN", "RUN_CSS", "RUN_JS", "render_event", "render_run"]
+__all__ = ["MAX_EVENTS_SHOWN", "RUN_CSS", "RUN_JS", "render_event", "render_run", "render_sessions"]
 
 MAX_EVENTS_SHOWN = 5000
 """Most events listed per session on one page (the rest are counted: ``gg show`` has all)."""
@@ -150,7 +154,7 @@ def _last_end(s: _Session) -> Markup:
     if e is None:
         return el("span", {"class": "tag quiet"}, "not ended (still going, or its run was killed)")
     if e.ending:
-        call = str(e.ending.get("call", "?"))
+        call = as_text(e.ending.get("call", "?"), 100)
         args = {k: v for k, v in e.ending.items() if k != "call"}
         return join([el("span", {"class": "tag ok"}, f"ended by {call}"), ending_html(call, args)])
     why = e.ceiling or "model"
@@ -357,7 +361,7 @@ def _mode(settings: object) -> str:
     session = settings.get("session") if isinstance(settings, dict) else None
     if not isinstance(session, dict):
         return "?"
-    return f"{session.get('mode', '?')} ({session.get('language', '?')})"
+    return f"{as_text(session.get('mode', '?'), 40)} ({as_text(session.get('language', '?'), 40)})"
 
 
 def _verdict(verdict: str) -> Markup:
@@ -475,6 +479,27 @@ def render_run(events: Sequence[Event], *, verdict: str | None) -> str:
         return _page(events, verdict)
 
 
+def _sessions_section(sessions: dict[str, _Session], board: bool) -> Markup:
+    """``<section class="sessions">``: the heading and the tree."""
+    return el("section", {"class": "sessions"}, el("h2", None, "sessions"), _tree(sessions, board))
+
+
+def render_sessions(events: Sequence[Event]) -> str:
+    """The run page's session tree alone, to replace it on a live page (``ggReplaceSessions``).
+
+    Args:
+        events: the run's events so far, in order (as for :func:`render_run`).
+
+    Returns:
+        The ``<section class="sessions">`` :func:`render_run` draws for ``events``: every
+        session's card (role, mode, turns, error turns, declarations, the ending gate's
+        results, ceilings and diagnoses, how it ended) as of the last event.
+    """
+    with secrets_read_once():
+        board = any(isinstance(e, IssueStateChanged) for e in events)
+        return _sessions_section(_sessions(events), board)
+
+
 def _page(events: Sequence[Event], verdict: str | None) -> Markup:
     """:func:`render_run`'s work."""
     sessions = _sessions(events)
@@ -489,16 +514,19 @@ def _page(events: Sequence[Event], verdict: str | None) -> Markup:
         "div",
         {"class": "gg-run"},
         _header(events, verdict),
-        el("section", {"class": "sessions"}, el("h2", None, "sessions"), _tree(sessions, board)),
+        _sessions_section(sessions, board),
         tools,
         _event_sections(events, sessions),
         _charts(sessions),
     )
 
 
-RUN_JS: str = """
+RUN_JS: str = (
+    """
 (function () {
-  "use strict";
+  "use strict";"""
+    + CHART_JS
+    + """
   function eventsOf(sid) {
     var all = document.querySelectorAll("[data-events-of]");
     for (var i = 0; i < all.length; i++) {
@@ -522,6 +550,22 @@ RUN_JS: str = """
     root.appendChild(section);
     return box;
   }
+  function chartOf(sid) {
+    var all = document.querySelectorAll(".session-chart[data-session]");
+    for (var i = 0; i < all.length; i++) {
+      if (all[i].getAttribute("data-session") === sid) { return all[i]; }
+    }
+    var charts = document.querySelector(".gg-run .charts");
+    if (!charts) { return null; }
+    var holder = document.createElement("div");
+    holder.className = "session-chart";
+    holder.setAttribute("data-session", sid);
+    var title = document.createElement("h3");
+    title.textContent = "session " + sid + ": 0 turns";
+    holder.appendChild(title);
+    charts.appendChild(holder);
+    return holder;
+  }
   /* Append one render_event() fragment (HTML made and escaped by gg) to its session. */
   window.ggAppendEvent = function (fragment) {
     var holder = document.createElement("template");
@@ -532,7 +576,22 @@ RUN_JS: str = """
     var box = eventsOf(sid) || newSession(sid);
     if (!box) { return null; }
     box.appendChild(ev);
+    if (ev.getAttribute("data-kind") === "turn") {
+      var holder = chartOf(sid);
+      if (holder) { window.ggRedrawChart(holder, box); }
+    }
     return ev;
+  };
+  /* Replace the session tree with a render_sessions() fragment (HTML made by gg). */
+  window.ggReplaceSessions = function (fragment) {
+    var old = document.querySelector(".gg-run .sessions");
+    if (!old) { return null; }
+    var holder = document.createElement("template");
+    holder.innerHTML = fragment;
+    var fresh = holder.content.firstElementChild;
+    if (!fresh || !fresh.classList.contains("sessions")) { return null; }
+    old.replaceWith(fresh);
+    return fresh;
   };
   document.addEventListener("click", function (e) {
     var button = e.target && e.target.closest ? e.target.closest("[data-fold-all]") : null;
@@ -542,7 +601,9 @@ RUN_JS: str = """
   });
 })();
 """
-"""The run page's script: ``ggAppendEvent(html)`` for live appends, the fold-all buttons."""
+)
+"""The run page's script: ``ggAppendEvent(html)`` for live appends (the session's chart drawn
+again on each new turn, :data:`gg.web.chart.CHART_JS`), the fold-all buttons."""
 
 _CSS = """
 .gg-run { font-family: system-ui, sans-serif; font-size: 14px; color: #1d1d1f; }
