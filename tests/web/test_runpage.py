@@ -758,3 +758,16 @@ def test_the_chart_drawn_live_in_a_browser_is_the_one_the_server_draws(
             assert "ended by finish" in (tab.locator(".gg-run .sessions").text_content() or "")
         finally:
             browser.close()
+
+
+def test_a_one_line_program_of_a_megabyte_is_folded_and_cut() -> None:
+    ids: dict[str, Any] = {"run_id": "r", "session_id": "s1", "turn": 1}
+    source = "x=1;" * 250_000  # a minified megabyte on one line
+    html = render_event(ToolCalled(**ids, name="submit_program", arguments={"program": source}))
+    doc = parse(html)
+    unfolded = doc.find("pre", "gg-code")[0]
+    assert unfolded.parent is not None and unfolded.parent.tag == "div"
+    assert len(unfolded.text()) == 4001
+    (folded,) = doc.find("details", "fold")
+    assert "20000 characters" in folded.find("summary")[0].text()
+    assert "980000 more characters cut" in doc.text() and len(html) < 1_000_000

@@ -226,7 +226,7 @@ def _declaring(e: _Declaring) -> Markup:
             said = f" ({plural(e.hooks, 'agent-stop hook')})"
             return _event(e, "gate-passed", [_tag("✓ ending gate passed", "ok"), said])
         case GateBlocked():
-            head = [_tag("⛔ ending gate blocked", "bad"), " by agent-stop hook "]
+            head = [_tag("⊘ ending gate blocked", "bad"), " by agent-stop hook "]
             head.append(el("code", None, short(e.hook, 300)))
             if e.failed:
                 head.append(_tag("the hook itself failed", "bad"))
