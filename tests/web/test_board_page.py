@@ -69,6 +69,8 @@ def test_a_finished_board_shows_its_columns_verdicts_and_merges(page: Page, tmp_
         assert page.locator("main img, main script").count() == 0
         row = page.locator("tr[data-run]")
         assert row.count() == 1 and row.get_attribute("data-state") == "stopped"
+        assert row.get_attribute("data-seal") == "intact"
+        assert (row.locator(".seal").get_attribute("title") or "").startswith("stream intact")
         page.screenshot(path=str(artefacts() / "board.png"), full_page=True)
 
 

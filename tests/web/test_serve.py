@@ -124,8 +124,10 @@ def test_a_forged_line_is_caught_and_nothing_after_it_is_shown(workspace: Path) 
     result.stream.write_bytes(b"".join(lines))
     with Served(workspace) as served:
         status, body = _get(f"{served.url}runs/{result.run_id}")
+        _, board = _get(served.url)
     assert status == 200
     assert "STREAM ALTERED" in body and "FORGED" not in body
+    assert 'data-seal="altered"' in board and "STREAM ALTERED at event" in board
 
 
 def test_huge_and_hostile_streams_are_read_in_bounded_amounts(workspace: Path) -> None:

@@ -11,6 +11,7 @@ from gg.state import state_path
 from gg.web.app import host_name
 from gg.web.escape import h
 from gg.web.live import REFRESH_BYTES, WorkspaceView, sse
+from gg.web.streams import MAX_SUMMARY_BYTES
 
 
 def test_no_payload_can_forge_an_sse_field() -> None:
@@ -64,5 +65,21 @@ def test_the_board_page_reads_a_bounded_amount_of_all_streams_per_look(
     for _ in range(10):
         view._looked = 0.0
         view.refresh()
-    assert all(s.tail.offset == s.tail._size() for s in view._runs.values())
+    assert all(s.tail.offset == s.tail.size() for s in view._runs.values())
     assert "run-0" in view.html() and "(cut)" not in view.html()
+
+
+def test_a_stream_longer_than_the_list_reads_is_marked_cut(workspace: Path) -> None:
+    run = state_path(workspace) / "runs" / "huge"
+    run.mkdir(parents=True)
+    line = b'{"type":"turn","at":"2026-12-01T00:00:00.000Z"}\n'
+    first = b'{"type":"run_started","run_id":"huge","settings":{},"isolation":"x"}\n'
+    (run / "stream.jsonl").write_bytes(first + line * (9 * 1024 * 1024 // len(line)))
+    view = WorkspaceView(workspace)
+    for _ in range(5):
+        view._looked = 0.0
+        view.refresh()
+    (summary,) = view._runs.values()
+    assert summary.tail.cut and summary.tail.offset == MAX_SUMMARY_BYTES
+    assert "(cut)" in view.html()
+    assert summary.seal == "unkeyed" and "8 MiB" in summary.verdict

@@ -55,6 +55,9 @@ text-align:left;font-size:13px}
 table.runs td.id{font-family:monospace}
 table.runs .st-ended{color:var(--ok)} table.runs .st-stopped{color:var(--bad)}
 table.runs .st-unended{color:var(--warn)}
+table.runs .seal{font-weight:600;color:var(--bad)}
+table.runs .seal-intact,table.runs .seal-running{color:var(--ok)}
+table.runs .seal-unended{color:var(--warn)}
 .note{color:var(--muted)} .error{color:var(--bad);white-space:pre-wrap}
 """
 

@@ -117,12 +117,8 @@ class WorkspaceView:
         budget = REFRESH_BYTES  # newest first; what is left is read at the next look
         for summary in self._runs.values():
             before = summary.tail.offset
-            polled = summary.poll(max(0, min(budget, MAX_POLL_BYTES)))
+            changed = summary.poll(max(0, min(budget, MAX_POLL_BYTES))) or changed
             budget -= summary.tail.offset - before
-            state = summary.state()
-            if polled or state != summary.shown:
-                summary.shown = state
-                changed = True
         return changed
 
     def html(self) -> str:

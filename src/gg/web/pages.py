@@ -55,15 +55,18 @@ def runs_html(summaries: Sequence[RunSummary]) -> str:
     for s in summaries:
         rid, state = h(s.run.run_id), h(s.state())
         rows.append(
-            f'<tr data-run="{rid}" data-events="{s.events}" data-state="{state}">'
+            f'<tr data-run="{rid}" data-events="{s.events}" data-state="{state}" '
+            f'data-seal="{h(s.seal)}">'
             f'<td class="id"><a href="/runs/{rid}">{rid}</a></td><td>{h(s.started, 40)}</td>'
-            f'<td class="st-{state}">{state}</td><td>{len(s.sessions)}</td>'
+            f'<td class="st-{state}">{state}</td>'
+            f'<td class="seal seal-{h(s.seal)}" title="{h(s.verdict, 600)}">{h(s.seal)}</td>'
+            f"<td>{len(s.sessions)}</td>"
             f'<td class="events">{s.events}{" (cut)" if s.tail.cut else ""}</td>'
             f"<td>{h(s.last_type, 40)} {h(s.last_at, 40)}</td></tr>"
         )
     return (
         '<table class="runs"><thead><tr><th>run</th><th>started (UTC)</th><th>state</th>'
-        "<th>sessions</th><th>events</th><th>last event</th></tr></thead>"
+        "<th>stream</th><th>sessions</th><th>events</th><th>last event</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from gg.errors import UserError
-from gg.seal import Checker
+from gg.seal import Checker, Head
 from gg.state import RUN_ID_PATTERN, StateError, open_private, state_path
 from gg.stream import Event, parse_event
 
@@ -158,7 +158,7 @@ class Tail:
             The new complete lines, without their newlines (a torn last line waits).
         """
         if self.offset >= self.limit:
-            self.cut = self.cut or self._size() > self.offset
+            self.cut = self.cut or self.size() > self.offset
             return []
         want = min(budget, self.limit - self.offset)
         if want <= 0:
@@ -169,7 +169,8 @@ class Tail:
         self.offset += len(data)
         return self._split(data)
 
-    def _size(self) -> int:
+    def size(self) -> int:
+        """The file's size now (0 when it cannot be looked at)."""
         try:
             return os.lstat(self.path).st_size
         except OSError:
@@ -304,12 +305,14 @@ def read_run(run: RunFile) -> RunRead:
 class RunSummary:
     """What the board page's list of runs shows of one run (kept up to date by polls).
 
-    Read with plain JSON (no seal check: the run page does that); every value is
-    untrusted text for the page.
+    Its facts are read with plain JSON; every line read is also fed to the run's seal
+    check, so the row carries the tamper check's verdict as ``gg show`` would give it
+    for the lines read so far. Every value is untrusted text for the page.
     """
 
     run: RunFile
     tail: Tail
+    check: Checker
     events: int = 0
     started: str = ""
     last_type: str = ""
@@ -318,14 +321,47 @@ class RunSummary:
     status: str = ""
     pid: int = 0
     shown: str = ""
-    """The state last shown (a change of it is a change of the page)."""
+    """The state, cut and verdict last shown (a change of them is a change of the page)."""
+    seal: str = ""
+    """The verdict's kind: ``intact``, ``running``, ``unended``, ``altered``..."""
+    verdict: str = ""
+    """The verdict's text (:meth:`gg.seal.Intact.message` and its peers)."""
+    problem: str | None = None
 
     def poll(self, budget: int = MAX_POLL_BYTES) -> bool:
-        """Read what was appended (at most ``budget`` bytes); whether anything changed."""
-        lines = self.tail.poll(budget)
+        """Read what was appended (at most ``budget`` bytes); whether anything shown changed."""
+        grew = budget > 0 and self.tail.offset < self.tail.size()
+        head = self.check.read_head() if grew else None  # before the lines: claims no more
+        lines = self.tail.poll(budget) if grew else []
         for raw in lines:
             self._take(raw)
-        return bool(lines)
+            self._feed(raw)
+        look = f"{self.state()} {self.tail.cut}"
+        if lines or not self.shown.startswith(f"{look} ") or not self.seal:
+            self._judge(head)
+        now = f"{look} {self.seal}"
+        changed, self.shown = now != self.shown or bool(lines), now
+        return changed
+
+    def _feed(self, raw: bytes) -> None:
+        if self.problem is None and self.check.failure is None:
+            try:
+                self.check.feed(raw)
+            except UserError as e:  # line 1 is no run_started: not a gg stream
+                self.problem = str(e)
+
+    def _judge(self, head: Head | None) -> None:
+        if self.problem is not None:
+            self.seal, self.verdict = "not a stream", self.problem
+            return
+        try:
+            found = self.check.finish(head)
+        except UserError as e:
+            self.seal, self.verdict = "not a stream", str(e)
+            return
+        self.seal, self.verdict = found.kind, found.message()
+        if self.tail.cut:
+            self.verdict += " (only the first 8 MiB of the stream read for this list)"
 
     def _take(self, raw: bytes) -> None:
         try:
@@ -373,4 +409,5 @@ def summary_of(run: RunFile) -> RunSummary:
 
     The bound is :data:`MAX_SUMMARY_BYTES`.
     """
-    return RunSummary(run, Tail(run.stream, limit=MAX_SUMMARY_BYTES))
+    check = Checker(run.stream, seal_dir=run.directory)
+    return RunSummary(run, Tail(run.stream, limit=MAX_SUMMARY_BYTES), check)
