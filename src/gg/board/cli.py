@@ -308,7 +308,6 @@ def _run_on_ray(
     )
     try:
         with board:
-            board.base_branch()  # settled (and recorded) here, so every worker agrees
             result = dispatch(
                 board, address=address, workers=workers or board.settings.board.concurrency
             )

@@ -84,6 +84,17 @@ async def _run(
             await models.aclose()
 
 
+_Chart = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE", help="Write a PNG chart of success and mean turns (needs gg[eval])."
+    ),
+]
+_MaxTurns = Annotated[
+    int, typer.Option(metavar="N", help="The turn ceiling of every session (model replies).")
+]
+
+
 def eval_command(
     model: Annotated[
         list[str] | None,
@@ -117,15 +128,8 @@ def eval_command(
         Path | None,
         typer.Option("--json", metavar="FILE", help="Write the figures and every run to FILE."),
     ] = None,
-    chart: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE", help="Write a PNG chart of success and mean turns (needs gg[eval])."
-        ),
-    ] = None,
-    max_turns: Annotated[
-        int, typer.Option(metavar="N", help="The turn ceiling of every session (model replies).")
-    ] = 8,
+    chart: _Chart = None,
+    max_turns: _MaxTurns = 8,
 ) -> None:
     """Run the eval suite: each task in a fresh copy of its workspace, checked by its script.
 
