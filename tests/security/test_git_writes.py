@@ -20,7 +20,11 @@ from typing import Any
 
 import pytest
 
+import gg
 from gg.errors import ToolError
+from gg.sandbox.host import Isolation
+from gg.sandbox.isolation import _missing
+from gg.testing import ScriptedModel, call
 from gg.tools import ToolContext, default_registry
 
 GIT_ENV = {"PATH": os.defpath, "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
@@ -201,3 +205,48 @@ async def test_a_link_swapped_to_git_mid_walk_is_still_refused(ws: Path) -> None
     with pytest.raises(ToolError, match="git directory"):
         await tool("write_file", ws, path="swap/config", content=EVIL)
     assert (ws / ".git/config").read_bytes() == config
+
+
+def test_a_plain_run_starts_no_git_on_the_host_whatever_the_shell_planted(
+    open_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under rlimit the agent's own shell can write ``.git/config`` (fsmonitor, hooksPath,
+    a filter, an alias) and hooks; gg's host side never runs git in a plain run, so none of
+    it runs until the operator's own git, and the run's end names the changed files.
+
+    A ``git`` wrapper first on gg's PATH records every git process started on the host."""
+    if _missing(Isolation.RLIMIT):
+        pytest.skip("the rlimit layer is not available here")
+    monkeypatch.setenv("GG_SANDBOX", "rlimit")
+    canary = open_dir / "canaries"
+    canary.mkdir(mode=0o777)
+    canary.chmod(0o777)
+    log = open_dir / "host-git.log"
+    bin_dir = open_dir / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec /usr/bin/git "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    ws = open_dir / "ws"
+    ws.mkdir()
+    subprocess.run(["/usr/bin/git", "init", "-q", str(ws)], check=True, env=GIT_ENV)
+    (ws / "a.txt").write_text("a\n")
+    plant = (
+        f"git config core.fsmonitor 'touch {canary}/fsmonitor'; "
+        f"git config core.hooksPath {canary}; git config alias.st '!touch {canary}/alias'; "
+        f"git config filter.x.clean 'touch {canary}/filter'; "
+        "echo '* filter=x' > .gitattributes; "
+        f"printf '#!/bin/sh\\ntouch {canary}/hook\\n' > .git/hooks/post-checkout; echo rc=$?"
+    )
+    replies = [
+        call("run_command", command=plant),
+        call("write_file", path=".git/hooks/pre-commit", content="#!/bin/sh\n"),  # refused
+        call("write_file", path="b.txt", content="b\n"),
+        call("finish", summary="ok"),
+    ]
+    result = gg.Agent(model=ScriptedModel(replies), workspace=ws).run("plant")
+    assert result.status == "ended"
+    assert "fsmonitor" in (ws / ".git/config").read_text()  # the shell's write landed
+    assert not (ws / ".git/hooks/pre-commit").exists()  # the file tool's did not
+    assert not log.exists(), log.read_text()  # gg itself started no git at all
+    assert sorted(p.name for p in canary.iterdir()) == []
