@@ -9,6 +9,7 @@ is one too.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -129,3 +130,14 @@ def test_the_recorded_base_is_gg_state_not_a_followed_link(tmp_path: Path) -> No
     assert code == 2 and "symbolic link" in err, err
     assert decoy.read_text() == "evil\n"
     assert subprocess.run(["git", "-C", str(repo), "rev-parse", "master"]).returncode == 0
+
+
+def test_add_from_inside_an_event_loop_settles_the_base_too(tmp_path: Path) -> None:
+    """A caller with a running loop (a web handler) can add: git runs on a thread of its own."""
+    repo = repo_on(tmp_path / "repo", "develop")
+
+    async def add() -> int:
+        return Board(repo).add("Greet politely").number
+
+    assert asyncio.run(add()) == 1
+    assert (state_path(repo) / BASE_FILE).read_text() == "develop\n"
