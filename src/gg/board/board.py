@@ -652,7 +652,10 @@ def _blocking(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
     """Run the coroutine ``make()`` gives to its end from sync code, inside a loop or not."""
     try:
         asyncio.get_running_loop()
+        inside = True
     except RuntimeError:
+        inside = False
+    if not inside:
         return asyncio.run(make())
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gg-board") as pool:
         return pool.submit(lambda: asyncio.run(make())).result()
