@@ -29,7 +29,7 @@ from rich.text import Text
 import gg
 from gg.agent import Agent, RunResult
 from gg.board.cli import board_app
-from gg.cliopts import TrustConfig
+from gg.cliopts import Commands, TrustConfig, out_console, quiet_broken_pipe
 from gg.config import CONFIG_NAME, default_toml
 from gg.disk import is_disk_full
 from gg.errors import DiskFull, ModelUnavailable, UserError
@@ -46,6 +46,7 @@ from gg.text import redact
 __all__ = ["app", "main"]
 
 app = typer.Typer(
+    cls=Commands,
     name="gg",
     help="gg drives LLM agents through sessions that end only by an explicit, typed ending "
     "call: finish(summary) for work, approve() / request_changes(items) for reviews.",
@@ -89,8 +90,12 @@ def _options(
     """Options of gg itself, before any command."""
 
 
-app.add_typer(board_app, name="board")
-app.command("eval")(eval_command)
+app.add_typer(
+    board_app, name="board", short_help="A board of issues: implementer, reviewers, merge agent."
+)
+app.command("eval", short_help="Run the eval suite and print its figures per configuration.")(
+    eval_command
+)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -99,7 +104,7 @@ def _fail(message: str) -> typer.Exit:
     The message may quote agent text (a path, a stream line): it is shown inert
     (issue 9 item 8).
     """
-    Console(stderr=True, highlight=False, soft_wrap=True).print(_error_line(message))
+    out_console(stderr=True, soft_wrap=True).print(_error_line(message))
     return typer.Exit(2)
 
 
@@ -110,26 +115,58 @@ def _error_line(message: str) -> Text:
 Mode = Literal["tool-calling", "code"]
 
 
-_Task = Annotated[str, typer.Argument(help="What the agent should do.")]
+_Task = Annotated[
+    str, typer.Argument(metavar="TASK", help="What the agent should do, as one argument.")
+]
 _WorkspaceDir = Annotated[
-    Path, typer.Option("--workspace", "-w", help="Directory the agent works in (default: current).")
+    Path,
+    typer.Option(
+        "--workspace",
+        "-w",
+        metavar="DIR",
+        show_default=False,
+        help="Directory the agent works in (default: current).",
+    ),
+]
+_RunWorkspace = Annotated[
+    Path,
+    typer.Option(
+        "--workspace",
+        "-w",
+        metavar="DIR",
+        show_default=False,
+        help="The workspace whose runs RUN_ID names (default: current directory).",
+    ),
+]
+_RunRef = Annotated[
+    str,
+    typer.Argument(
+        metavar="RUN_ID|STREAM_PATH",
+        help="A run id of the workspace (YYYYMMDD-HHMMSS-XXXXXX, as gg run prints it), "
+        "or the path of a stream.jsonl.",
+    ),
 ]
 _ModelSpec = Annotated[
     str | None,
     typer.Option(
+        metavar="SPEC",
         help="local | local:NAME | local:PATH | scripted:PATH | openai:MODEL | "
         "openai-responses:MODEL | anthropic:MODEL | openai-compat:MODEL@URL "
-        "(default: [model] spec, 'local')."
+        "(default: [model] spec, 'local').",
     ),
 ]
-_Mode = Annotated[str | None, typer.Option(help="tool-calling | code")]
-_Language = Annotated[str | None, typer.Option(help="python | javascript (code mode)")]
+_Mode = Annotated[str | None, typer.Option(metavar="MODE", help="tool-calling | code")]
+_Language = Annotated[
+    str | None, typer.Option(metavar="LANGUAGE", help="python | javascript (code mode)")
+]
 _RoleName = Annotated[
     str | None,
-    typer.Option(help="standard (ends with finish) | review (approve / request_changes)"),
+    typer.Option(
+        metavar="ROLE", help="standard (ends with finish) | review (approve / request_changes)"
+    ),
 ]
 _ConfigFile = Annotated[
-    Path | None, typer.Option(help="A gg.toml to use instead of the workspace's.")
+    Path | None, typer.Option(metavar="FILE", help="A gg.toml to use instead of the workspace's.")
 ]
 _JsonOut = Annotated[
     bool,
@@ -141,16 +178,20 @@ _JsonOut = Annotated[
 _Record = Annotated[
     Path | None,
     typer.Option(
-        help="Write the model's replies to FILE in the scripted format, to replay the run."
+        metavar="FILE",
+        help="Write the model's replies to FILE in the scripted format, to replay the run.",
     ),
 ]
-_MaxTurns = Annotated[int | None, typer.Option(help="Override [ceilings] max_turns.")]
+_MaxTurns = Annotated[
+    int | None,
+    typer.Option(metavar="N", help="Override [ceilings] max_turns (model replies per session)."),
+]
 _NoGrammar = Annotated[
     bool, typer.Option("--no-grammar", help="Local model: don't constrain output to valid calls.")
 ]
 
 
-@app.command()
+@app.command(short_help="Run TASK in one session until an ending call ends it.")
 def run(
     task: _Task,
     workspace: _WorkspaceDir = Path("."),
@@ -181,7 +222,7 @@ def run(
     Example: gg run "Fix the failing test" -w examples/tiny-calc --model local
     """
     _check_flags(mode=mode, language=language, role=role, max_turns=max_turns, model=model)
-    console = Console(stderr=json_out, highlight=False)
+    console = out_console(stderr=json_out)
     renderer = Renderer(console, spinner=True)
     try:
         agent = Agent(
@@ -247,7 +288,7 @@ def _disk_full_at_start(error: Exception, *, json_out: bool) -> typer.Exit:
     if not is_disk_full(error):
         raise error
     message = str(error) if isinstance(error, DiskFull) else f"the disk is full: {error}"
-    Console(stderr=True, highlight=False, soft_wrap=True).print(
+    out_console(stderr=True, soft_wrap=True).print(
         line(("stopped:", "bold red"), f" {redact(message)}")
     )
     if json_out:
@@ -275,12 +316,13 @@ def _print_result(console: Console, data: dict[str, object]) -> None:
     console.print(line((f"stream: {data['stream']}  (replay: gg show {data['run_id']})", "dim")))
 
 
-@app.command()
+@app.command(short_help="Continue a crashed or interrupted run from its stream.")
 def resume(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN_ID|STREAM_PATH")],
-    workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
+    run_ref: _RunRef,
+    workspace: _RunWorkspace = Path("."),
     model: Annotated[
-        str | None, typer.Option(help="Another model spec (default: the run's own).")
+        str | None,
+        typer.Option(metavar="SPEC", help="Another model spec (default: the run's own)."),
     ] = None,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON result object on stdout at the end.")
@@ -300,7 +342,7 @@ def resume(
             validate_spec(model)
         except UserError as e:
             raise _fail(f"--model: {e}") from None
-    console = Console(stderr=json_out, highlight=False)
+    console = out_console(stderr=json_out)
     renderer = Renderer(console, spinner=True)
     try:
         path, seal_dir = _find_stream(run_ref, workspace)
@@ -309,7 +351,7 @@ def resume(
             point, model=model, trust_config=trust_config, signals=True, listeners=(renderer,)
         )
     except ResumeRefused as e:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(_error_line(str(e)))
+        out_console(stderr=True, soft_wrap=True).print(_error_line(str(e)))
         raise typer.Exit(e.exit_code) from None
     except UserError as e:
         raise _fail(str(e)) from None
@@ -399,10 +441,13 @@ _UNENDED = line(
 )
 
 
-@app.command(help=f"Replay a run's stream as a report, with a summary per session. {_VERDICT_HELP}")
+@app.command(
+    help=f"Replay a run's stream as a report, with a summary per session. {_VERDICT_HELP}",
+    short_help="Replay a run's stream as a report, with a summary per session.",
+)
 def show(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN_ID|STREAM_PATH")],
-    workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
+    run_ref: _RunRef,
+    workspace: _RunWorkspace = Path("."),
 ) -> None:
     """Replay a run's stream, verified (see the help text above)."""
     try:
@@ -410,7 +455,7 @@ def show(
         events, verdict = _read_checked(path, seal_dir)
     except (UserError, OSError) as e:
         raise _fail(str(e)) from None
-    console = Console(highlight=False)
+    console = out_console()
     _say(console, verdict)
     renderer = Renderer(console)
     for event in events:
@@ -425,17 +470,20 @@ def show(
     raise typer.Exit(_verdict_exit(verdict))
 
 
-@app.command(help=f"Follow a live run's stream until it ends (run_ended). {_VERDICT_HELP}")
+@app.command(
+    help=f"Follow a live run's stream until it ends (run_ended). {_VERDICT_HELP}",
+    short_help="Follow a live run's stream until it ends.",
+)
 def watch(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN_ID|STREAM_PATH")],
-    workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
+    run_ref: _RunRef,
+    workspace: _RunWorkspace = Path("."),
 ) -> None:
     """Follow a live run's stream, verified line by line (see the help text above)."""
     try:
         path, seal_dir = _find_stream(run_ref, workspace)
     except UserError as e:
         raise _fail(str(e)) from None
-    console = Console(highlight=False)
+    console = out_console()
     renderer = Renderer(console)
     check = Checker(path, seal_dir=seal_dir)
     last = None
@@ -521,8 +569,17 @@ def serve(
 
 @app.command()
 def init(
-    workspace: Annotated[Path, typer.Option("--workspace", "-w")] = Path("."),
-    force: Annotated[bool, typer.Option(help="Overwrite an existing gg.toml.")] = False,
+    workspace: Annotated[
+        Path,
+        typer.Option(
+            "--workspace",
+            "-w",
+            metavar="DIR",
+            show_default=False,
+            help="Where to write gg.toml (default: current).",
+        ),
+    ] = Path("."),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing gg.toml.")] = False,
 ) -> None:
     """Write a commented gg.toml with every default into the workspace."""
     target = workspace / CONFIG_NAME
@@ -543,9 +600,25 @@ def init(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise _fail(f"cannot write {str(target)!r}: {e.strerror or e}") from None
-    Console(highlight=False).print(line(f"wrote {target}"))
+    out_console().print(line(f"wrote {target}"))
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    A reader that goes away before gg's output is all flushed (``gg show RUN | head -1``)
+    ends gg quietly with exit 0 (:class:`gg.cliopts.Commands` handles it mid-command;
+    this, at the last flush).
+    """
+    try:
+        app()
+    except SystemExit as exc:
+        code = exc.code
+    else:
+        code = 0
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        quiet_broken_pipe()
+        code = 0
+    raise SystemExit(code)

@@ -365,7 +365,9 @@ class BoardSettings(_Section):
     reviewers: int = Field(default=1, ge=1, le=100)
     max_rounds: int = Field(default=3, ge=1, le=1_000)
     concurrency: int = Field(default=2, ge=1, le=1_000)
-    base_branch: str = "main"
+    base_branch: str = ""
+    """The branch issues merge into; ``""``: the branch checked out when the board was
+    made (its first ``gg board add`` or ``run``), recorded with the board."""
     store: str = "sqlite"
 
 
@@ -670,7 +672,7 @@ fsync = "turn"            # turn | never
 reviewers = 1
 max_rounds = 3
 concurrency = 2
-base_branch = "main"
+base_branch = ""          # "": the branch checked out when the board was made (kept)
 store = "sqlite"
 
 [agents]                  # subagents (capability "agents": spawn, spawn_all)

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from llama_cpp.llama_grammar import LlamaGrammar
 
+import gg
 from gg.endings import Role, ending_tool_specs
 from gg.errors import ModelUnavailable, UserError
 from gg.models.base import (
@@ -48,6 +49,8 @@ from gg.models.local import (
     default_cache_dir,
     ensure_model_file,
 )
+from gg.testing import FunctionModel
+from gg.testing import call as scripted_call
 from gg.tools.builtins import default_registry
 
 REGISTRY = default_registry()
@@ -498,3 +501,87 @@ def test_no_argument_starts_with_a_chat_template_marker(model: LocalModel) -> No
         assert not _grammar_accepts(model, write, call(echoed)), echoed
     for fine in ("<table>", "<to do", "<tool", "x <tool_response>", "<!DOCTYPE html>", "<"):
         assert _grammar_accepts(model, write, call(fine) + '"}}'), fine
+
+
+# the marker rule holds on the decoded value, whatever escapes spell it (hardening, item 2)
+ESCAPED_MARKERS = [
+    "\\u003ctool_response>",
+    "\\u003Ctool_call>",
+    "<\\u0074ool_response>",
+    "<\\u0074ool_",
+    "<t\\u006fol_call>",
+    "<t\\u006Fol_",
+    "<to\\u006fl_",
+    "<too\\u006c_call>",
+    "<too\\u006C_",
+    "<tool\\u005f",
+    "<tool\\u005Fresponse>",
+    "<\\u0074\\u006f\\u006f\\u006c\\u005fcall>",
+]
+"""JSON spellings of a required content argument whose decoded value opens ``<tool_``."""
+ESCAPED_FINE = ["<\\u0074able>", "<t\\u0061ble", "<too\\u006cs>", "A\\u003ctool_", "<tool\\u002d"]
+"""Escapes that decode to something else (``<table>``, ``<tool-``): still admitted."""
+
+
+def test_every_escaped_spelling_decodes_to_the_marker_and_is_refused_on_the_host() -> None:
+    """Pure parsing: each spelling decodes to ``<tool_...``, and the local model's own reply
+    check turns it into a refused call naming the marker (the session's error turn)."""
+    local = LocalModel()
+    for spelled in ESCAPED_MARKERS:
+        text = '{"name": "write_file", "arguments": {"path": "a.txt", "content": "' + spelled
+        name, args, complete = parse_call(text + ' rest"}}')
+        assert complete and isinstance(args, dict) and args["content"].startswith("<tool_")
+        refused = local._parse_call(text + ' rest"}}', cut=False)
+        assert refused.name == "write_file" and isinstance(refused.arguments, str), spelled
+        assert refused.parse_error is not None and "'<tool_'" in refused.parse_error
+        assert "content" in refused.parse_error and "chat template" in refused.parse_error
+    for other in ("  <tool_call>", "\\n<|im_start|>user", "<start_of_turn>model", "</tool_call>"):
+        text = '{"name": "submit_program", "arguments": {"program": "' + other + '"}}'
+        assert local._parse_call(text, cut=False).parse_error is not None, other
+    for fine in [*ESCAPED_FINE, "x <tool_call>", "<table>"]:
+        text = '{"name": "write_file", "arguments": {"path": "<tool_x>", "content": "' + fine
+        kept = local._parse_call(text + '"}}', cut=False)
+        assert kept.parse_error is None and isinstance(kept.arguments, dict), fine
+
+
+@pytest.mark.slow
+def test_no_escaped_spelling_of_the_marker_passes_the_grammar(model: LocalModel) -> None:
+    """llama.cpp's own grammar sampler, character by character: no JSON escape spells the
+    marker at the start of a required content argument; other escapes still pass."""
+    write = [t for t in BUILTINS if t.name == "write_file"]
+    head = '{"name": "write_file", "arguments": {"path": "a.html", "content": "'
+    for spelled in ESCAPED_MARKERS:
+        assert not _grammar_accepts(model, write, head + spelled), spelled
+    for fine in ESCAPED_FINE:
+        assert _grammar_accepts(model, write, head + fine + '"}}'), fine
+
+
+def test_a_marker_echoed_through_escapes_is_an_error_turn_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    """A real session: the local model's refused call (as its reply check makes it) is a
+    ``bad_arguments`` error turn naming the marker; the file is never written, the next
+    turn ends the run normally."""
+    local = LocalModel()
+    echoed = (
+        '{"name": "write_file", "arguments": {"path": "a.html", '
+        '"content": "<\\u0074ool_response>\\n{\\"ok\\": true}"}}'
+    )
+    seen: list[list[Message]] = []
+
+    def answer(messages: list[Message], tools: list[ToolSpec]) -> Reply:
+        seen.append(list(messages))
+        if len(seen) == 1:
+            return Reply(tool_calls=(local._parse_call(echoed, cut=False),))
+        return scripted_call("finish", summary="done")
+
+    result = gg.Agent(model=FunctionModel(answer), workspace=tmp_path, mode="tool-calling").run(
+        "write a.html"
+    )
+    events = list(gg.read_events(result.stream))
+    errors = [e for e in events if e.type == "error_turn"]
+    assert [e.kind for e in errors] == ["bad_arguments"], events
+    assert "'<tool_'" in errors[0].message and "chat template" in errors[0].message
+    assert errors[0].message.startswith("The call of write_file was refused: its content")
+    assert not (tmp_path / "a.html").exists()
+    assert events[-1].type == "run_ended" and events[-1].exit_code == 0, events[-1]

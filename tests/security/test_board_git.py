@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import shutil
 import subprocess
 import threading
@@ -111,13 +112,22 @@ class Traps:
 
 
 def evil_gitdir(at: str, config: str) -> Calls:
-    """write_file calls that make a git directory at ``at`` (root-owned: gg's file tools)."""
-    return [
-        call("write_file", path=f"{at}/HEAD", content="ref: refs/heads/main\n"),
-        call("write_file", path=f"{at}/objects/info/keep", content=""),
-        call("write_file", path=f"{at}/refs/heads/keep", content=""),
-        call("write_file", path=f"{at}/config", content=config),
-    ]
+    """A run_command that makes a git directory at ``at`` holding ``config``.
+
+    The agent's own shell (the sandbox: under unshare and rlimit it can write there); gg's
+    file tools refuse to write into a git directory (tests/security/test_git_writes.py).
+    """
+    script = (
+        f"mkdir -p {at}/objects/info {at}/refs/heads && "
+        f"printf 'ref: refs/heads/main\\n' > {at}/HEAD && printf '%s' {shlex.quote(config)} "
+        f"> {at}/config && ls {at}"
+    )
+    return [call("run_command", command=script)]
+
+
+def gitfile(target: str) -> gg.Reply:
+    """A run_command writing the worktree's ``.git`` file as ``gitdir: <target>``."""
+    return call("run_command", command=f"printf 'gitdir: {target}\\n' > .git && cat .git")
 
 
 def fsmonitor_config(traps: Traps, name: str) -> str:
@@ -140,6 +150,16 @@ HOOKS = (
 def attack_fsmonitor(traps: Traps) -> Calls:
     return [
         *evil_gitdir("evil", fsmonitor_config(traps, "fsmonitor")),
+        gitfile("evil"),
+    ]
+
+
+def attack_fsmonitor_with_file_tools(traps: Traps) -> Calls:
+    """The fsmonitor attack through write_file (refused for every role: a git directory)."""
+    return [
+        call("write_file", path="evil/HEAD", content="ref: refs/heads/main\n"),
+        call("write_file", path="evil/objects/info/keep", content=""),
+        call("write_file", path="evil/config", content=fsmonitor_config(traps, "tools")),
         call("write_file", path=".git", content="gitdir: evil\n"),
     ]
 
@@ -149,9 +169,9 @@ def attack_hooks(traps: Traps) -> Calls:
     make = "; ".join(f"printf '{script}' > evil/hooks/{h}; chmod 755 evil/hooks/{h}" for h in HOOKS)
     return [
         *evil_gitdir("evil", "[core]\n\tbare = false\n"),
-        call("write_file", path="evil/hooks/.keep", content=""),
+        call("run_command", command="mkdir -p evil/hooks"),
         call("run_command", command=make),
-        call("write_file", path=".git", content="gitdir: evil\n"),
+        gitfile("evil"),
     ]
 
 
@@ -163,7 +183,7 @@ def attack_filter(traps: Traps) -> Calls:
     return [
         *evil_gitdir("evil", config),
         call("write_file", path=".gitattributes", content="* filter=evil\n"),
-        call("write_file", path=".git", content="gitdir: evil\n"),
+        gitfile("evil"),
     ]
 
 
@@ -277,7 +297,7 @@ def test_a_reviewer_changing_the_views_git_stops_the_issue(
 ) -> None:
     traps = Traps(tmp_path, monkeypatch)
     repo = make_repo(tmp_path / "repo")
-    model = board_model(attack_fsmonitor(traps), job="review")
+    model = board_model(attack_fsmonitor_with_file_tools(traps), job="review")
     board, result = run_board(repo, model, reviewers=2)
     traps.check()
     # a reviewer is offered no write_file (issue 16): its rewrite of the view's .git is
@@ -293,6 +313,7 @@ def test_a_merge_agent_changing_the_merge_worktree_stops_only_its_issue(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     traps = Traps(tmp_path, monkeypatch)
+    monkeypatch.setenv("GG_SANDBOX", "rlimit")  # the merge agent's shell can write .git
     repo = make_repo(tmp_path / "repo")
     board, result = run_board(repo, board_model(attack_fsmonitor(traps), job="merge"))
     traps.check()
@@ -512,10 +533,16 @@ def test_a_nested_repository_in_the_worktree_runs_nothing(
         "cd sub && git init -q . && git -c user.name=a -c user.email=a@b commit -q "
         "--allow-empty -m x && git log --oneline"
     )
+    write_config = call(
+        "run_command", command=f"printf '%s' {shlex.quote(config)} >> sub/.git/config"
+    )
     attack = [
         call("write_file", path="sub/a.txt", content="a\n"),
-        *([call("run_command", command=init)] if committed else evil_gitdir("sub/.git", "")),
-        call("write_file", path="sub/.git/config", content=config),
+        *(
+            [call("run_command", command=init), write_config]
+            if committed
+            else evil_gitdir("sub/.git", config)
+        ),
         call("write_file", path="sub/.gitattributes", content="* filter=evil\n"),
     ]
     board, result = run_board(repo, board_model(attack))

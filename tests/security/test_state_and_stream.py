@@ -76,6 +76,11 @@ def agent(workspace: Path, replies: list[Any]) -> gg.Agent:
 # -------------------------------------------------------------- symlinks planted in .gg/
 
 
+def git_init(workspace: Path) -> None:
+    """Make ``workspace`` a git repository on ``main`` (a board needs one)."""
+    subprocess.run(["git", "init", "-q", "-b", "main", str(workspace)], check=True)
+
+
 @pytest.fixture
 def outside(tmp_path: Path) -> Path:
     """A directory outside the workspace holding one precious file."""
@@ -120,6 +125,7 @@ def test_links_planted_before_a_run_write_nothing_outside(
     # the planted names are reported as ignored, never used
     assert "ignored" in p.stderr and str(workspace / ".gg" / "runs") in p.stderr
     # the board too: its store, lock and .gitignore never follow the links
+    git_init(workspace)
     board = Board(workspace, model=ScriptedModel([]))
     board.add("a real issue")
     assert [i.title for i in board.list()] == ["a real issue"]
@@ -164,6 +170,7 @@ def test_links_planted_during_a_run_write_nothing_outside(
     assert "remembered after the links" in recalled.excerpt  # memory kept working
     assert result.stream.is_relative_to(state_path(workspace))
     assert isinstance(verify(result.stream), Intact)
+    git_init(workspace)  # a board needs a repository
     if how == "gg-is-a-link":  # the board refuses to make its files through the link
         with pytest.raises(UserError, match="symbolic link"):
             Board(workspace, model=ScriptedModel([])).add("after the links")
@@ -481,6 +488,7 @@ def test_an_edited_memory_store_in_the_workspace_has_no_effect(workspace: Path) 
 
 
 def test_an_edited_board_store_in_the_workspace_has_no_effect(workspace: Path) -> None:
+    git_init(workspace)
     board = Board(workspace, model=ScriptedModel([]))
     board.add("the real issue")
     real = state_path(workspace) / "board.sqlite3"

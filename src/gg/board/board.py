@@ -28,14 +28,16 @@ import fcntl
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Unpack
+from typing import Any, Literal, TypeVar, Unpack
 
 import gg
 from gg.agent import AgentOptions
+from gg.board.basebranch import settle_base
 from gg.board.errors import BoardError
 from gg.board.git import Git, worktree_path
 from gg.board.gitsafe import write_gg_ignore
@@ -58,6 +60,8 @@ from gg.state import (
 )
 
 __all__ = ["CLAIM_LEASE_S", "CLAIM_POLL_S", "Board", "BoardResult", "open_store"]
+
+_T = TypeVar("_T")
 
 CLAIM_LEASE_S = 60.0
 """Seconds a runner's claim on an issue lasts unless renewed (issue 17): how long a dead
@@ -282,12 +286,35 @@ class Board:
         """Add an ``open`` issue (B1).
 
         Raises:
-            UserError: an empty title.
+            UserError: an empty title; the workspace is not a git repository's top level;
+                no base branch can be settled (:meth:`base_branch`).
         """
         title = " ".join(title.split())
         if not title:
             raise gg.UserError("an issue needs a title")
+        self.base_branch()
         return self.store.add_issue(title, body.strip())
+
+    def base_branch(self) -> str:
+        """The branch the board merges into, settled once (SPEC B4; :mod:`gg.board.basebranch`).
+
+        ``[board] base_branch`` when set; else the branch recorded when the board was made;
+        else the repository's current branch, recorded now. ``settings.board.base_branch``
+        holds it afterwards.
+
+        Raises:
+            UserError: not a git repository's top level, or HEAD is detached with no base
+                branch configured or recorded.
+        """
+        git = Git(self.workspace)
+        configured = self.settings.board.base_branch
+        base = _blocking(lambda: settle_base(git, self.workspace, configured))
+        self._use_base(base)
+        return base
+
+    def _use_base(self, base: str) -> None:
+        board = self.settings.board.model_copy(update={"base_branch": base})
+        self.settings = self.settings.model_copy(update={"board": board})
 
     def list(self) -> list[Issue]:
         """Every issue, by number (none when the board has no store yet)."""
@@ -451,7 +478,9 @@ class Board:
         if k < 1:
             raise gg.UserError(f"--concurrency: must be at least 1, not {k}")
         git = Git(self.workspace)
-        await git.check_repo(self.settings.board.base_branch)
+        base = await settle_base(git, self.workspace, self.settings.board.base_branch)
+        await git.check_repo(base)
+        self._use_base(base)
         guard = MergeGuard(git)
         options: AgentOptions = {
             **self._agent,
@@ -617,6 +646,19 @@ def _stuck_from(detail: IssueDetail) -> IssueState:
         if entry.to_state is IssueState.STUCK and entry.from_state is not None:
             return entry.from_state
     return IssueState.OPEN
+
+
+def _blocking(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    """Run the coroutine ``make()`` gives to its end from sync code, inside a loop or not."""
+    try:
+        asyncio.get_running_loop()
+        inside = True
+    except RuntimeError:
+        inside = False
+    if not inside:
+        return asyncio.run(make())
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gg-board") as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
 
 
 def _ignore_gg_dir(workspace: Path) -> None:

@@ -31,13 +31,14 @@ from gg.board.postgres import PostgresStore, StoreLost, is_postgres_url
 from gg.board.raydispatch import WorkerFailed, dispatch
 from gg.board.sqlite import default_path
 from gg.board.store import IssueDetail
-from gg.cliopts import TrustConfig
+from gg.cliopts import Commands, TrustConfig, out_console
 from gg.errors import DiskFull
 from gg.terminal import inert, inert_json, line
 
 __all__ = ["board_app"]
 
 board_app = typer.Typer(
+    cls=Commands,
     rich_markup_mode=None,
     name="board",
     help="A board of issues run through an implementer, reviewers and a merge agent, each "
@@ -50,9 +51,18 @@ board_app = typer.Typer(
 )
 
 Workspace = Annotated[
-    Path, typer.Option("--workspace", "-w", help="The repository (default: current directory).")
+    Path,
+    typer.Option(
+        "--workspace",
+        "-w",
+        metavar="DIR",
+        show_default=False,
+        help="The repository's top level (default: current directory).",
+    ),
 ]
-Config = Annotated[Path | None, typer.Option(help="A gg.toml to use instead of the workspace's.")]
+Config = Annotated[
+    Path | None, typer.Option(metavar="FILE", help="A gg.toml to use instead of the workspace's.")
+]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 RayAddress = Annotated[
     str | None,
@@ -71,7 +81,7 @@ def _fail(message: str) -> typer.Exit:
 
     The message may quote agent text: it is shown inert (issue 9 item 8).
     """
-    Console(stderr=True, highlight=False, soft_wrap=True).print(
+    out_console(stderr=True, soft_wrap=True).print(
         line(("gg: error:", "red"), " ", " ".join(inert(message).split()))
     )
     return typer.Exit(2)
@@ -86,10 +96,14 @@ def _board(workspace: Path, config: Path | None, **kwargs: Any) -> Board:
 
 @board_app.command("add")
 def add(
-    title: Annotated[str, typer.Argument(help="The issue's title (one line).")],
+    title: Annotated[str, typer.Argument(metavar="TITLE", help="The issue's title (one line).")],
     body_file: Annotated[
         Path | None,
-        typer.Option("--body-file", help="A file with the issue's description ('-': stdin)."),
+        typer.Option(
+            "--body-file",
+            metavar="FILE",
+            help="A UTF-8 file with the issue's description ('-': stdin).",
+        ),
     ] = None,
     workspace: Workspace = Path("."),
     config: Config = None,
@@ -112,7 +126,7 @@ def add(
     if json_out:
         sys.stdout.write(inert_json(issue_json(issue)) + "\n")
     else:
-        Console(highlight=False).print(line(f"added #{issue.number}: {issue.title}"))
+        out_console().print(line(f"added #{issue.number}: {issue.title}"))
 
 
 @board_app.command("list")
@@ -128,7 +142,7 @@ def list_(
     if json_out:
         sys.stdout.write(inert_json([issue_json(i) for i in issues]) + "\n")
     else:
-        Console(highlight=False).print(issues_table(issues))
+        out_console().print(issues_table(issues))
 
 
 def _detail_json(d: IssueDetail) -> dict[str, Any]:
@@ -165,7 +179,7 @@ def show(
     if json_out:
         sys.stdout.write(inert_json(_detail_json(detail)) + "\n")
     else:
-        Console(highlight=False).print(detail_view(detail))
+        out_console().print(detail_view(detail))
 
 
 def _change(number: int, workspace: Path, config: Path | None, json_out: bool, verb: str) -> None:
@@ -178,7 +192,7 @@ def _change(number: int, workspace: Path, config: Path | None, json_out: bool, v
     if json_out:
         sys.stdout.write(inert_json(issue_json(issue)) + "\n")
     else:
-        Console(highlight=False).print(
+        out_console().print(
             line(f"#{issue.number} is {issue.state.value} again: gg board run takes it")
         )
 
@@ -214,21 +228,28 @@ def reopen(
     _change(number, workspace, config, json_out, "reopen")
 
 
-@board_app.command("run")
+@board_app.command("run", short_help="Run every unfinished issue to done or stuck.")
 def run(
     concurrency: Annotated[
-        int | None, typer.Option(help="Issues worked on at once (default: [board] concurrency).")
+        int | None,
+        typer.Option(metavar="N", help="Issues worked on at once (default: [board] concurrency)."),
     ] = None,
     model: Annotated[
         str | None,
         typer.Option(
+            metavar="SPEC",
             help="local | scripted:PATH | openai:MODEL | anthropic:MODEL | "
-            "openai-compat:MODEL@URL (default: [model] spec)."
+            "openai-compat:MODEL@URL (default: [model] spec).",
         ),
     ] = None,
     workspace: Workspace = Path("."),
     config: Config = None,
-    max_turns: Annotated[int | None, typer.Option(help="Override [ceilings] max_turns.")] = None,
+    max_turns: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N", help="Override [ceilings] max_turns (model replies per session)."
+        ),
+    ] = None,
     json_out: Annotated[
         bool,
         typer.Option(
@@ -244,7 +265,7 @@ def run(
     if ray_address is not None:
         _run_on_ray(ray_address, concurrency, workspace, config, model, max_turns, json_out)
         return
-    console = Console(stderr=json_out, highlight=False)
+    console = out_console(stderr=json_out)
     display = BoardDisplay(console)
     board = _board(
         workspace,
@@ -293,16 +314,14 @@ def _run_on_ray(
     except gg.UserError as e:
         raise _fail(str(e)) from None
     except (gg.GGError, WorkerFailed) as e:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
-            line(("stopped:", "red"), f" {e}")
-        )
+        out_console(stderr=True, soft_wrap=True).print(line(("stopped:", "red"), f" {e}"))
         raise typer.Exit(1) from None
     if json_out:
         issues = [issue_json(i) for i in result.issues]
         out = {"dispatch_id": result.dispatch_id, "index": str(result.index), "issues": issues}
         sys.stdout.write(inert_json(out) + "\n")
     else:
-        console = Console(highlight=False, soft_wrap=True)
+        console = out_console(soft_wrap=True)
         console.print(issues_table(list(result.issues)))
         console.print(line((f"{len(result.workers)} worker run(s); index: {result.index}", "dim")))
     raise typer.Exit(result.exit_code)
@@ -314,7 +333,7 @@ def _stopped_early(error: gg.ModelError | DiskFull | StoreLost, *, json_out: boo
     A full disk or a lost PostgreSQL store stopped the run, its diagnosis naming the
     disk or the server; ``--json`` gets it too.
     """
-    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    console = out_console(stderr=True, soft_wrap=True)
     if isinstance(error, DiskFull | StoreLost):
         console.print(line(("stopped:", "red"), f" {error}"))
         if json_out:
@@ -341,17 +360,23 @@ def _print_result(console: Console, result: BoardResult) -> None:
     console.print(line((f"stream: {result.stream}  (replay: gg show {result.run_id})", "dim")))
 
 
-@board_app.command("migrate")
+@board_app.command("migrate", short_help="Copy the SQLite board into an empty PostgreSQL one.")
 def migrate(
     to: Annotated[
         str,
         typer.Option(
-            "--to", help="The PostgreSQL URI: postgresql://USER@HOST:PORT/DB[?board=NAME]."
+            "--to",
+            metavar="URI",
+            help="The PostgreSQL URI: postgresql://USER@HOST:PORT/DB[?board=NAME].",
         ),
     ],
     source: Annotated[
         str | None,
-        typer.Option("--from", help="The SQLite store: 'sqlite' (default file) or 'sqlite:PATH'."),
+        typer.Option(
+            "--from",
+            metavar="STORE",
+            help="The SQLite store: 'sqlite' (default file) or 'sqlite:PATH'.",
+        ),
     ] = None,
     workspace: Workspace = Path("."),
     config: Config = None,
@@ -378,14 +403,14 @@ def migrate(
     except gg.UserError as e:
         raise _fail(str(e)) from None
     except BoardError as e:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
+        out_console(stderr=True, soft_wrap=True).print(
             line(("gg: migrate failed:", "red"), f" {e}")
         )
         raise typer.Exit(1) from None
     if json_out:
         sys.stdout.write(inert_json({"copied": copied, "from": str(path), "to": store.url}) + "\n")
         return
-    Console(highlight=False, soft_wrap=True).print(
+    out_console(soft_wrap=True).print(
         line(
             f"copied {copied} issue(s) from {path} into {store.url} (board "
             f"{store.board_name!r}); to use it: [board] store = {store.url!r} in gg.toml"

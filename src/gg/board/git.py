@@ -328,6 +328,17 @@ class Git:
                 "(set [board] base_branch in gg.toml)"
             )
 
+    async def current_branch(self) -> str | None:
+        """The branch the repository's own checkout is on (short name), ``None`` if detached.
+
+        Raises:
+            UserError: the workspace is not a git repository's top level.
+        """
+        await self._main()
+        r = await self.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+        name = r.out.strip()
+        return name if r.code == 0 and name else None
+
     async def ref(self, ref: str, *, worktree: Path | None = None) -> str | None:
         """The commit ``ref`` names, or ``None`` when it names none."""
         r = await self.run(

@@ -511,7 +511,7 @@ def dispatch(
             slot=i,
             remote=url,
             store=spec,
-            base_branch=board.settings.board.base_branch,
+            base_branch=board.base_branch(),  # settled and recorded: every worker agrees
             model=model,
             lease_s=lease_s or board.claim_lease_s,
             poll_s=board.claim_poll_s,

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import Progress as Bar
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from gg.cliopts import out_console
 from gg.endings import Language
 from gg.errors import ModelUnavailable, UserError
 from gg.eval.chart import write_chart
@@ -83,6 +84,17 @@ async def _run(
             await models.aclose()
 
 
+_Chart = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE", help="Write a PNG chart of success and mean turns (needs gg[eval])."
+    ),
+]
+_MaxTurns = Annotated[
+    int, typer.Option(metavar="N", help="The turn ceiling of every session (model replies).")
+]
+
+
 def eval_command(
     model: Annotated[
         list[str] | None,
@@ -103,21 +115,21 @@ def eval_command(
             metavar="LANGUAGE", help="python | javascript (code mode's language); repeat for both."
         ),
     ] = None,
-    repeat: Annotated[int, typer.Option(help="Runs per task and configuration.")] = 1,
+    repeat: Annotated[int, typer.Option(metavar="N", help="Runs per task and configuration.")] = 1,
     tasks: Annotated[
-        str, typer.Option(help="Task names to run, as a glob; commas separate several.")
+        str,
+        typer.Option(metavar="GLOB", help="Task names to run, as a glob; commas separate several."),
     ] = "*",
     suite: Annotated[
-        Path | None, typer.Option(help="The task suite directory (default: the repo's evals/).")
+        Path | None,
+        typer.Option(metavar="DIR", help="The task suite directory (default: the repo's evals/)."),
     ] = None,
     json_path: Annotated[
-        Path | None, typer.Option("--json", help="Write the figures and every run to FILE.")
-    ] = None,
-    chart: Annotated[
         Path | None,
-        typer.Option(help="Write a PNG chart of success and mean turns (needs gg[eval])."),
+        typer.Option("--json", metavar="FILE", help="Write the figures and every run to FILE."),
     ] = None,
-    max_turns: Annotated[int, typer.Option(help="The turn ceiling of every session.")] = 8,
+    chart: _Chart = None,
+    max_turns: _MaxTurns = 8,
 ) -> None:
     """Run the eval suite: each task in a fresh copy of its workspace, checked by its script.
 
@@ -166,7 +178,7 @@ def _main(
     max_turns: int,
 ) -> None:
     """``gg eval``'s body: check the flags, run, print, write; exit 2 on bad usage."""
-    console = Console(stderr=True, highlight=False)
+    console = out_console(stderr=True)
     try:
         if repeat < 1 or max_turns < 1:
             raise _Usage("--repeat and --max-turns must be at least 1")
@@ -175,9 +187,7 @@ def _main(
         for flag, target in (("--json", json_path), ("--chart", chart)):
             _writable(flag, target)
         records = asyncio.run(_run(selected, configs, console, repeat=repeat, max_turns=max_turns))
-        out = Console(highlight=False)
-        if not out.is_terminal:  # a file or a pipe: the whole table, unwrapped
-            out = Console(highlight=False, width=200)
+        out = out_console()  # a file or a pipe: the whole table, unwrapped
         out.print(summary_table(summarize(records)))
         settings = {"repeat": repeat, "max_turns": max_turns, "tasks": [t.name for t in selected]}
         if json_path is not None:

@@ -1,4 +1,4 @@
-"""The embedded model's prompt and call format, and the grammar of one call (SPEC M5).
+r"""The embedded model's prompt and call format, and the grammar of one call (SPEC M5).
 
 :func:`render_prompt` folds gg's conversation into Gemma's two-role chat, and
 :func:`describe_tools` tells the model its tools and the call format: one
@@ -16,7 +16,10 @@ The grammar keeps a call short, so that it costs seconds, not minutes:
 strings (``max_string`` characters, or ``max_long_string`` for content-like
 parameters such as ``content`` and ``program``), arrays (``max_items``),
 integers (10 digits), nesting (``max_depth``). Required strings start with a
-visible character and required arrays are not empty (``nonempty_required``).
+visible character and required arrays are not empty (``nonempty_required``); a
+required content-like string never starts with :data:`MARKER_PREFIX` in any
+spelling (a ``\uXXXX`` escape counts as the character it decodes to), and
+:func:`marker_argument` holds the same rule on the host, after parsing.
 
 Supported JSON Schema: ``type`` (one or a list), ``properties`` /
 ``required``, ``additionalProperties``, ``items``, ``minItems`` /
@@ -54,12 +57,14 @@ from gg.models.base import (
 from gg.text import cut
 
 __all__ = [
+    "CHAT_MARKERS",
     "LONG_STRING_PARAMS",
     "REPETITION_LIMIT",
     "GrammarLimits",
     "describe_tools",
     "format_call",
     "gbnf_literal",
+    "marker_argument",
     "parse_call",
     "render_prompt",
     "tool_call_grammar",
@@ -81,8 +86,50 @@ model echoes into an argument instead of a value (Qwen2.5-Coder 1.5B wrote
 ``<tool_response>...`` as a file's content; issue 16)."""
 
 
+CHAT_MARKERS = (
+    "<tool_",
+    "</tool_",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "<|start_header_id|>",
+    "<|eot_id|>",
+)
+"""Chat-template markers a content-like argument must not start with (after leading
+whitespace), checked on the decoded value after parsing (:func:`marker_argument`): the
+grammar's :data:`MARKER_PREFIX` rule, held on the host whatever escapes spelled it."""
+
+
+def marker_argument(arguments: dict[str, Any]) -> tuple[str, str] | None:
+    r"""The first content-like argument whose decoded value starts with a chat-template marker.
+
+    Content-like: a top-level string argument named in :data:`LONG_STRING_PARAMS`
+    (``content``, ``program``...). The value is the decoded one (``"\u003ctool_"`` is
+    ``"<tool_"``), leading whitespace skipped.
+
+    Args:
+        arguments: a call's decoded arguments.
+
+    Returns:
+        ``(argument name, marker)``, or ``None`` when no such argument starts with one
+        of :data:`CHAT_MARKERS`.
+    """
+    for key, value in arguments.items():
+        if key in LONG_STRING_PARAMS and isinstance(value, str):
+            head = value.lstrip()[:32]
+            for marker in CHAT_MARKERS:
+                if head.startswith(marker):
+                    return key, marker
+    return None
+
+
 def _lead_rules(prefix: str) -> dict[str, str]:
-    """GBNF rules ``lead``, ``lead-1``...: a visible first character, never spelling ``prefix``.
+    r"""GBNF rules ``lead``, ``lead-1``...: a visible first character, never spelling ``prefix``.
+
+    The rule holds on the decoded value: the first character is never an escape, and past
+    it a ``\uXXXX`` escape of the prefix's next character (``<\u0074ool_``, any case of
+    hex digits) counts as that character, so no spelling of the prefix gets through.
 
     ``lead`` may take up to ``len(prefix)`` characters (a string that starts like the prefix
     and then leaves it), so a required string can be that many characters past its cap. A
@@ -94,11 +141,40 @@ def _lead_rules(prefix: str) -> dict[str, str]:
         lit = gbnf_literal(ch)
         klass = '[^"\\\\\\x00-\\x20' if depth == 0 else '[^"\\\\\\x00-\\x1f'
         other = f"{klass}{re.escape(ch) if ch in '^]-' else ch}]"
-        alts = [other] if depth == 0 else [other, _ESCAPE]
+        alts = [other] if depth == 0 else [other, _escape_except(ch)]
         if depth + 1 < len(prefix):
-            alts.append(f"{lit} lead-{depth + 1}")
+            same = lit if depth == 0 else f"({lit} | {_escape_of(ch)})"
+            alts.append(f"{same} lead-{depth + 1}")
         rules["lead" if depth == 0 else f"lead-{depth}"] = " | ".join(alts)
     return rules
+
+
+_HEX = "0123456789abcdef"
+
+
+def _hex_digit(digit: str, *, other: bool = False) -> str:
+    """A GBNF class of the hex digit ``digit`` in either case (``other``: any but it)."""
+    chars = [d for d in _HEX if (d != digit) == other]
+    return "[" + "".join(dict.fromkeys(c for d in chars for c in (d, d.upper()))) + "]"
+
+
+def _escape_of(ch: str) -> str:
+    r"""GBNF for the ``\uXXXX`` escapes that decode to ``ch`` (a BMP character)."""
+    code = f"{ord(ch):04x}"
+    return '"\\\\u" ' + " ".join(_hex_digit(d) for d in code)
+
+
+def _escape_except(ch: str) -> str:
+    """GBNF for every JSON escape except those that decode to ``ch``."""
+    code = f"{ord(ch):04x}"
+    short = [e for e in '"\\/bfnrt' if json.loads(f'"\\{e}"') != ch]
+    alts = []
+    for i in range(4):
+        same = [_hex_digit(d) for d in code[:i]]
+        rest = ["[0-9a-fA-F]"] * (3 - i)
+        alts.append(" ".join([*same, _hex_digit(code[i], other=True), *rest]))
+    klass = "".join("\\\\" if e == "\\" else e for e in short)
+    return f'"\\\\" ([{klass}] | "u" ({" | ".join(alts)}))'
 
 
 def _prefix_strings(prefix: str, low: int) -> str:

@@ -67,7 +67,7 @@ from gg.models.base import (
 )
 from gg.models.catalogue import DEFAULT_LOCAL_MODEL, catalogue_entry
 from gg.models.chat_template import GEMMA_TEMPLATE, ChatPrompt, Segment
-from gg.models.grammar import GrammarLimits, parse_call, tool_call_grammar
+from gg.models.grammar import GrammarLimits, marker_argument, parse_call, tool_call_grammar
 from gg.models.model_file import (
     _INSTALL_HINT,
     _PROVIDER,
@@ -107,6 +107,28 @@ def _import_llama() -> Any:
         llama_cpp.llama_log_set(keep, ctypes.c_void_p(0))
         _LOG_HOOK.append(keep)
     return llama_cpp
+
+
+def _refuse_markers(call: ToolCall) -> ToolCall:
+    """``call``, or its refusal when a content-like argument starts with a chat-template marker.
+
+    The grammar keeps a required content-like string from starting with ``<tool_``; this
+    holds the rule on the decoded value for every call the local model makes (constrained or
+    written in text), so the session makes a ``bad_arguments`` error turn saying why (the
+    model echoed the template's own marker instead of a value; issue 16, SPEC S5).
+    """
+    if not isinstance(call.arguments, dict):
+        return call
+    found = marker_argument(call.arguments)
+    if found is None:
+        return call
+    key, marker = found
+    why = (
+        f"refused: its {key} argument starts with {marker!r}, a marker of the chat template "
+        f"(the conversation's own markup, echoed), not a value; send the real {key}, without it"
+    )
+    raw = json.dumps(call.arguments, ensure_ascii=True)
+    return ToolCall(name=call.name, arguments=raw, id=call.id, parse_error=why)
 
 
 def _llama_errors() -> str:
@@ -356,7 +378,7 @@ class LocalModel:
         if not tools:
             return Reply(text=text, usage=usage)
         prose, calls = calls_from_text(text, tool_names=[tool.name for tool in tools])
-        return Reply(text=prose, tool_calls=calls, usage=usage)
+        return Reply(text=prose, tool_calls=tuple(map(_refuse_markers, calls)), usage=usage)
 
     def _new_id(self) -> str:
         self._count += 1
@@ -366,7 +388,7 @@ class LocalModel:
         """The one call a constrained reply holds; an incomplete one keeps its raw arguments."""
         name, arguments, complete = parse_call(text)
         if complete:
-            return ToolCall(name=name, arguments=arguments, id=self._new_id())
+            return _refuse_markers(ToolCall(name=name, arguments=arguments, id=self._new_id()))
         why = (
             f"the call was cut off at max_tokens={self._max_tokens} before it was complete"
             if cut

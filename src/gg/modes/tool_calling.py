@@ -295,9 +295,14 @@ def _shown(value: Any) -> str:
 def _bad_args(call: ToolCall, parameters: dict[str, Any] | None) -> _CallOutcome:
     hint = f" matching {_schema_hint(parameters)}" if parameters is not None else ""
     form = json_call(canonical_call(call.name), parameters)
+    why = call.parse_error or "unreadable"
+    what = (
+        f"The call of {call.name} was {why}."  # the provider refused a decoded value
+        if why.startswith("refused: ")
+        else f"The arguments of {call.name} are not a JSON object ({why})."
+    )
     return _CallOutcome(
-        f"The arguments of {call.name} are not a JSON object ({call.parse_error or 'unreadable'})."
-        f" Send them as a JSON object{hint}, like this: {form}",
+        f"{what} Send them as a JSON object{hint}, like this: {form}",
         ok=False,
         kind="bad_arguments",
     )

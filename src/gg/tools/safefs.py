@@ -18,7 +18,14 @@ the workspace with no window between check and use:
   ``st_size`` is never trusted);
 - **writes** create missing parents with ``mkdirat``, write a temporary file
   in the parent's handle and ``renameat`` it over the name, so a hard link
-  or a symlink swapped in at the last moment is replaced, never written through.
+  or a symlink swapped in at the last moment is replaced, never written through;
+- **writes never go into a git directory** (:func:`git_dir_problem`): not into any
+  directory named ``.git`` at any depth, nor any directory that holds two or more of
+  git's markers (``HEAD``, ``objects/``, ``refs/``, ``commondir``, ``config``), nor
+  onto a final name ``.git`` (a ``gitdir:`` file redirects git). Each directory is
+  judged as the walk opens it, by that handle (whatever path, ``..`` or link led
+  there); the workspace itself too. Git configuration and hooks run programs for
+  whoever runs git there next (the operator), so an agent may read them, not write.
 
 Errors raised: :class:`gg.errors.WorkspaceEscape` (a path or link leaving the
 workspace) and :class:`gg.errors.ToolError` (anything else), messages for the
@@ -53,6 +60,7 @@ __all__ = [
     "Beneath",
     "Kind",
     "check_path",
+    "git_dir_problem",
     "open_beneath",
     "read_beneath",
     "read_capped",
@@ -85,6 +93,54 @@ class _OpenHow(ctypes.Structure):
 
 class _Escape(Exception):
     """Internal: the walk tried to leave the workspace."""
+
+
+_GIT_MARKERS = (("HEAD", "file"), ("objects", "dir"), ("refs", "dir"),
+                ("commondir", "file"), ("config", "file"))  # fmt: skip
+"""What git looks for in a git directory (``HEAD`` and ``objects/`` + ``refs/``, or
+``HEAD`` and ``commondir``), and the ``config`` that makes one dangerous. A directory with
+two of them is treated as a git directory: no write adds a third, so none can be
+assembled piece by piece either (every git directory git accepts holds at least two,
+and one an agent could use against the operator at least three)."""
+
+
+def git_dir_problem(dir_fd: int, name: str) -> str | None:
+    """Why the directory ``dir_fd`` (reached by entry ``name``) is a git directory, or ``None``.
+
+    Judged on the open directory itself (issue 9 item 4, SPEC §10 Built-in tools): its
+    entry name is ``.git``, or it holds two or more of git's markers (names looked up
+    beneath ``dir_fd``; ``HEAD`` may be a symlink, as old git wrote it).
+
+    Args:
+        dir_fd: an open (``O_PATH`` is enough) handle of the directory.
+        name: the directory entry it was opened by (``"."`` for the workspace itself).
+
+    Returns:
+        A short reason for the model (``"it is named .git"``, ``"it holds HEAD, refs/"``).
+    """
+    if name == ".git":
+        return "it is named .git"
+    found = []
+    for marker, kind in _GIT_MARKERS:
+        try:
+            st = os.stat(marker, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            continue
+        if kind == "dir" and stat.S_ISDIR(st.st_mode):
+            found.append(marker + "/")
+        elif kind == "file" and (
+            stat.S_ISREG(st.st_mode) or (marker == "HEAD" and stat.S_ISLNK(st.st_mode))
+        ):
+            found.append(marker)
+    return f"it holds {', '.join(found)}" if len(found) >= 2 else None
+
+
+class _GitDir(Exception):
+    """Internal: a write walked into (or named) a git directory."""
+
+    def __init__(self, where: str, why: str) -> None:
+        super().__init__(where, why)
+        self.where, self.why = where, why
 
 
 def _load_openat2() -> Callable[[int, str, int], int] | None:
@@ -165,6 +221,8 @@ class _Walk:
     fds: list[int] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     hops: int = 0
+    no_git: bool = False
+    """A write: refuse to enter or create a git directory (:func:`git_dir_problem`)."""
 
     @property
     def cur(self) -> int:
@@ -207,6 +265,11 @@ class _Walk:
         except FileNotFoundError:
             if not create:
                 raise
+            if todo and todo[0] == "..":
+                todo.popleft()  # 'missing/..' is where we are: make nothing on the way
+                return
+            if self.no_git and name == ".git":
+                raise _GitDir(self.rel(name), "it would be named .git") from None
             with contextlib.suppress(FileExistsError):
                 os.mkdir(name, 0o777, dir_fd=self.cur)
             fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.cur)
@@ -217,6 +280,9 @@ class _Walk:
                 return
             if not stat.S_ISDIR(mode):
                 raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+            why = git_dir_problem(fd, name) if self.no_git else None
+            if why is not None:
+                raise _GitDir(self.rel(name), why)
         except BaseException:
             os.close(fd)
             raise
@@ -270,14 +336,24 @@ class Beneath:
             self.fd = -1
 
     @contextlib.contextmanager
-    def _walk(self, path: str) -> Iterator[_Walk]:
-        walk = _Walk(root=self.fd, workspace=self.workspace)
+    def _walk(self, path: str, *, write: bool = False) -> Iterator[_Walk]:
+        walk = _Walk(root=self.fd, workspace=self.workspace, no_git=write)
         try:
+            if write and (why := git_dir_problem(self.fd, ".")) is not None:
+                raise _GitDir(".", why)
             yield walk
         except _Escape:
             raise WorkspaceEscape(
                 f"path {path!r} resolves outside the workspace through a symbolic link "
                 "(or a '..' after one); paths must stay inside it"
+            ) from None
+        except _GitDir as exc:
+            where = "the workspace" if exc.where == "." else repr(exc.where)
+            raise ToolError(
+                f"{path!r} is refused: {where} is a git directory ({exc.why}). The file "
+                "tools read git directories but never write, make or replace anything in "
+                "one: git configuration and hooks run programs for whoever next runs git "
+                "there. Nothing was written."
             ) from None
         finally:
             walk.close()
@@ -385,14 +461,21 @@ class Beneath:
 
         Raises:
             WorkspaceEscape: the path or a symlink on it leaves the workspace.
-            ToolError: the name is a directory, FIFO, socket or device; an ``OSError``.
+            ToolError: the name is a directory, FIFO, socket or device; the path
+                goes into a git directory or names ``.git`` (:func:`git_dir_problem`); an
+                ``OSError``.
             DiskFull: the workspace's filesystem is full (the run stops; issue 12).
         """
         check_path(path)
         try:
-            with self._walk(path) as walk:
+            with self._walk(path, write=True) as walk:
+                parts = path.split("/")
+                if ".git" in parts:  # by its text, before anything is made on the way
+                    raise _GitDir("/".join(parts[: parts.index(".git") + 1]), "it is named .git")
 
                 def replace(d: int, n: str) -> str:
+                    if n == ".git":
+                        raise _GitDir(walk.rel(n), "a .git file or directory redirects git")
                     if guard is not None:
                         guard(d, n)
                     return _replace(walk, d, n, data)
