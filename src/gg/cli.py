@@ -537,17 +537,28 @@ def _import_web() -> ModuleType:
 @app.command()
 def serve(
     workspace: Annotated[
-        Path, typer.Option("--workspace", "-w", help="The workspace (default: current).")
+        Path,
+        typer.Option(
+            "--workspace",
+            "-w",
+            metavar="DIR",
+            show_default=False,
+            help="The workspace (default: current).",
+        ),
     ] = Path("."),
     host: Annotated[
         str,
         typer.Option(
+            metavar="ADDRESS",
             help="Address to listen on. Loopback by default; any other address is reachable "
-            "from other machines and is warned about (there is no authentication)."
+            "from other machines and is warned about (there is no authentication).",
         ),
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option(help="TCP port; 0 picks a free one (the URL printed says which).")
+        int,
+        typer.Option(
+            metavar="PORT", help="TCP port; 0 picks a free one (the URL printed says which)."
+        ),
     ] = 8765,
 ) -> None:
     """Show the workspace's board and runs in a live, read-only web page.

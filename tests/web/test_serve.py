@@ -48,6 +48,18 @@ def _listening(port: int) -> list[str]:
     return out
 
 
+def _repository(path: Path) -> None:
+    """Make ``path`` a git repository on ``main`` with one commit: a board needs one."""
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["commit", "-q", "--allow-empty", "-m", "base"],
+    ):
+        subprocess.run(["git", *args], cwd=path, check=True, capture_output=True,
+                       env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})  # fmt: skip
+
+
 def _one_run(workspace: Path, summary: str = "done") -> gg.RunResult:
     workspace.mkdir(exist_ok=True)
     model = ScriptedModel([call("finish", summary=summary)])
@@ -159,6 +171,7 @@ def test_a_tail_never_reads_past_its_limit_nor_keeps_an_endless_line(tmp_path: P
 
 @pytest.mark.parametrize("damage", ["history", "none"])
 def test_hostile_board_rows_render_as_text_or_a_clear_error(workspace: Path, damage: str) -> None:
+    _repository(workspace)
     with Board(workspace) as board:
         number = board.add("<b>bold</b> title").number
     db = sqlite3.connect(state_path(workspace) / "board.sqlite3")  # behind gg's back
@@ -181,6 +194,7 @@ def test_hostile_board_rows_render_as_text_or_a_clear_error(workspace: Path, dam
 def test_the_store_the_workspace_names_is_the_one_shown(workspace: Path, tmp_path: Path) -> None:
     named = tmp_path / "elsewhere.sqlite3"
     (workspace / "gg.toml").write_text(f'[board]\nstore = "sqlite:{named}"\n')
+    _repository(workspace)
     with Board(workspace) as board:
         board.add("Kept in another file")
     assert named.is_file()
