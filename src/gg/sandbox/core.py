@@ -486,13 +486,13 @@ class Sandbox:
         """
         key = self._deno_key(ws, read_only)
         program, sdk = files["program.mjs"], files["sdk.mjs"]
-        spare = self._spares.take(key, sdk) if self.warm else Spare.start(key)
+        spare = self._spares.take(key, sdk) if self.warm else Spare.start(key, sdk)
         try:
             try:
                 fds = spare.go(program, sdk)
             except OSError:  # it died between the check and the go: nothing of it ran
                 spare.close()
-                spare = Spare.start(key)
+                spare = Spare.start(key, sdk)
                 fds = spare.go(program, sdk)
             cap = self._write_cap(spare.job.written)
             outcome = await watch(
