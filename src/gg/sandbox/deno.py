@@ -45,12 +45,12 @@ from gg.sandbox.limits import Limits
 from gg.sandbox.process import Started, start
 from gg.sandbox.runs import Options, Prepared, prepared
 
-__all__ = ["ENTRY", "Key", "Spare", "Spares"]
+__all__ = ["Key", "Spare", "Spares"]
 
 _SPARES = 1
 _KEYS = 4
 """Spares are kept for this many keys (workspaces), the most recently used."""
-ENTRY = {
+_ENTRY = {
     "entry.mjs": 'import "./start.mjs";\nimport "./program.mjs";\n',
     "start.mjs": 'globalThis[Symbol.for("gg.started")]();\n',
 }
@@ -109,7 +109,7 @@ class Spare:
             OSError: the process could not be started.
         """
         stack = contextlib.ExitStack()
-        files = dict(ENTRY) | ({_WARM_SDK: sdk} if sdk is not None else {})
+        files = dict(_ENTRY) | ({_WARM_SDK: sdk} if sdk is not None else {})
         try:
             options = Options(protect=key.protect, read_only=key.read_only)
             run = prepared(
