@@ -8,9 +8,9 @@ Deno with ``runner.js`` loaded, blocked on its answer pipe. It is started
 exactly as a cold run is (:func:`gg.sandbox.runs.prepared`,
 :func:`gg.sandbox.process.start`); only the time differs. While it waits it
 also pays what every program would pay first: Deno's first timer and message
-port, its module loader, the entry modules (``entry.mjs``, ``start.mjs``,
-written at the start), and the SDK of the previous program of the same key
-(``sdk-warm.mjs``: a session's programs almost always have the same tools).
+port, its module loader, and the SDK of the previous program of the same key
+(``sdk-warm.mjs``: a session's programs almost always have the same tools); the
+constant entry modules (``entry.mjs``, ``start.mjs``) are written at the start.
 When a program comes, gg writes it and its SDK into the spare's run
 directory (the runner keeps the preloaded SDK when it is the same text),
 writes ``{"kind": "go"}`` on its answer pipe, and watches it as it watches any

@@ -7,9 +7,9 @@
 // It may start before its program exists (a warm spare, issue 11): it starts in
 // "/", loads (and, when gg wrote RUN_DIR/sdk-warm.mjs, the SDK it expects), and
 // blocks until gg writes {"kind": "go", "cwd": WORKSPACE, "warm_sdk": BOOL} on fd 4;
-// by then the program (and, unless warm_sdk, the SDK as sdk.mjs) is in RUN_DIR,
-// and it enters the workspace and loads them. One process runs one program, then
-// exits.
+// by then the program and its SDK (sdk.mjs; warm_sdk: the preloaded one is the same
+// text, and is used) are in RUN_DIR, and it enters the workspace and loads them.
+// One process runs one program, then exits.
 //
 // The membrane: every SDK call is one JSON line on fd 3, answered by one JSON
 // line on fd 4 (matched by id); the program's console output never carries
