@@ -353,27 +353,27 @@ def test_a_spare_preloads_the_last_sdk_and_a_new_sdk_still_wins(
     assert seen == expect, results
 
 
-def test_the_next_spare_starts_after_the_program_ends(
+def test_a_replacement_starts_as_soon_as_a_spare_is_taken(
     default_sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    """While a program runs, no replacement competes with it; once it ended, one is started."""
-    during: list[int] = []
+    """While a program runs, the next program's Deno is already starting (a fresh one)."""
+    during: list[list[Spare]] = []
 
     async def answer(request: CallRequest) -> CallAnswer:
-        during.append(len(_spares(default_sandbox, tmp_path)))
+        during.append(_spares(default_sandbox, tmp_path))
         return CallAnswer(ok=True, value=None)
 
-    async def go() -> tuple[ProgramResult, int]:
+    async def go() -> tuple[ProgramResult, Spare]:
         default_sandbox.warm_up(tmp_path, language="javascript")
         await asyncio.sleep(0)
+        (first,) = _spares(default_sandbox, tmp_path)
         result = await default_sandbox.run("await gg.tools.noop();", language="javascript",
                                            workspace=tmp_path, tools=[_tool("noop")],
                                            handler=answer)  # fmt: skip
-        await asyncio.sleep(0)
-        after = len(_spares(default_sandbox, tmp_path))
         await default_sandbox.aclose()
-        return result, after
+        return result, first
 
-    result, after = asyncio.run(go())
+    result, first = asyncio.run(go())
     assert result.error is None, result
-    assert (during, after) == ([0], 1), (during, after)
+    assert len(during) == 1 and len(during[0]) == 1, during
+    assert during[0][0] is not first, "the spare that ran the program was offered again"

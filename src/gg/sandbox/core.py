@@ -480,9 +480,8 @@ class Sandbox:
     ) -> ProgramResult:
         """Run a JavaScript program in a started Deno of its own (issue 11, :mod:`.deno`).
 
-        Warm: the spare started for this workspace while the model thought; else, or
-        when that one died, one started now. Once the program has ended its replacement
-        is started (soon, on the loop: off this program's path and its result's).
+        Warm: the spare started for this workspace while the model thought (then its
+        replacement is started); else, or when that one died, one started now.
         """
         key = self._deno_key(ws, read_only)
         program, sdk = files["program.mjs"], files["sdk.mjs"]
@@ -502,8 +501,6 @@ class Sandbox:
             )  # fmt: skip
         finally:
             spare.close()
-            if self.warm and not self._closed:
-                self._spares.warm(key)
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the program: {outcome.output[-800:]}")
         return self._program_result(outcome, membrane, "javascript", cap)
