@@ -14,8 +14,10 @@ from pathlib import Path
 
 from sandbox_support import Arena, leftover_processes
 
+from gg.models.base import ToolSpec
 from gg.sandbox import CallAnswer, CallRequest, Isolation, ProgramResult, Sandbox
 from gg.sandbox.deno import Spare
+from gg.sandbox.sdk import sdk_source
 
 
 async def _answer(request: CallRequest) -> CallAnswer:
@@ -125,6 +127,7 @@ def test_each_program_runs_in_a_fresh_deno(default_sandbox: Sandbox, tmp_path: P
             assert spare.alive()
             result = await _run(default_sandbox, tmp_path, "console.log(performance.now() > 0);")
             assert not spare.alive()  # used once, then gone
+            await asyncio.sleep(0)  # its replacement starts once the program has ended
             seen.append((spare.begun.child.proc.pid, result))  # type: ignore[attr-defined]
         await default_sandbox.aclose()
         return seen
@@ -142,6 +145,10 @@ def test_a_program_that_breaks_its_deno_gets_an_error_and_the_next_runs(
         "loop": "while (true) {}\n",
         "memory": "const a = [];\nwhile (true) a.push(new Array(1e6).fill(a.length));\n",
         "stack": "function f() { return f() + 1; }\nf();\n",
+        "signal": "Deno.kill(Deno.pid, 'SIGKILL');\nawait new Promise(() => {});\n",
+        "abort": "Deno.exit(-1);\n",
+        "workers": "for (let i = 0; i < 1e5; i++) new Worker("
+        "'data:text/javascript,await new Promise(() => {})', { type: 'module' });\n",
         "garbage": "Deno.openSync('/dev/fd/3', {write: true}).writeSync("
         'new TextEncoder().encode(\'{"kind": "result"}\\n\'));\nawait new Promise(() => {});\n',
     }
@@ -154,6 +161,7 @@ def test_a_program_that_breaks_its_deno_gets_an_error_and_the_next_runs(
 def test_a_dead_spare_is_replaced_never_used(default_sandbox: Sandbox, tmp_path: Path) -> None:
     async def go() -> tuple[ProgramResult, ProgramResult]:
         first = await _run(default_sandbox, tmp_path, "console.log(1);")
+        await asyncio.sleep(0)
         (spare,) = _spares(default_sandbox, tmp_path)
         pid = spare.begun.child.proc.pid  # type: ignore[attr-defined]
         os.killpg(pid, 9)
@@ -244,6 +252,7 @@ def test_cold_javascript_keeps_no_spare(tmp_path: Path) -> None:
 def test_closing_the_sandbox_ends_its_spares(default_sandbox: Sandbox, tmp_path: Path) -> None:
     async def go() -> Spare:
         await _run(default_sandbox, tmp_path, "console.log(1);")
+        await asyncio.sleep(0)
         (spare,) = _spares(default_sandbox, tmp_path)
         await default_sandbox.aclose()
         return spare
@@ -265,6 +274,7 @@ def test_a_spare_for_a_replaced_workspace_is_not_used(
 
     async def go() -> tuple[ProgramResult, ProgramResult]:
         await _run(default_sandbox, workspace, "Deno.writeTextFileSync('old.txt', 'x');")
+        await asyncio.sleep(0)
         (spare,) = _spares(default_sandbox, workspace)
         os.rename(workspace, tmp_path / "gone")
         workspace.mkdir()
@@ -311,3 +321,59 @@ def test_protected_files_stay_read_only_on_the_warm_path(
     assert [r.error for r in results] == [None] * 3, results
     assert all(r.output.strip() != "wrote" for r in results), results
     assert (tmp_path / "gg.toml").read_text() == "[session]\n"
+
+
+def _tool(name: str) -> ToolSpec:
+    return ToolSpec(name=name, description=name, parameters={"type": "object"})
+
+
+def test_a_spare_preloads_the_last_sdk_and_a_new_sdk_still_wins(
+    default_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The next spare loads the last program's SDK; a program with other tools gets its own."""
+    probe = "console.log(typeof gg.tools.alpha, typeof gg.tools.beta);"
+
+    async def go() -> tuple[list[ProgramResult], list[str | None]]:
+        out, preloaded = [], []
+        for tools in ([_tool("alpha")], [_tool("alpha")], [_tool("beta")], [_tool("beta")]):
+            await asyncio.sleep(0)
+            spares = _spares(default_sandbox, tmp_path)
+            preloaded.append(spares[0].sdk if spares else None)
+            out.append(await default_sandbox.run(probe, language="javascript", workspace=tmp_path,
+                                                 tools=tools, handler=_answer))  # fmt: skip
+        await default_sandbox.aclose()
+        return out, preloaded
+
+    results, preloaded = asyncio.run(go())
+    alpha = sdk_source([_tool("alpha")], language="javascript")
+    beta = sdk_source([_tool("beta")], language="javascript")
+    assert preloaded == [None, alpha, alpha, beta], preloaded
+    seen = [(r.output.strip(), r.error) for r in results]
+    expect = [("function undefined", None)] * 2 + [("undefined function", None)] * 2
+    assert seen == expect, results
+
+
+def test_a_replacement_starts_as_soon_as_a_spare_is_taken(
+    default_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """While a program runs, the next program's Deno is already starting (a fresh one)."""
+    during: list[list[Spare]] = []
+
+    async def answer(request: CallRequest) -> CallAnswer:
+        during.append(_spares(default_sandbox, tmp_path))
+        return CallAnswer(ok=True, value=None)
+
+    async def go() -> tuple[ProgramResult, Spare]:
+        default_sandbox.warm_up(tmp_path, language="javascript")
+        await asyncio.sleep(0)
+        (first,) = _spares(default_sandbox, tmp_path)
+        result = await default_sandbox.run("await gg.tools.noop();", language="javascript",
+                                           workspace=tmp_path, tools=[_tool("noop")],
+                                           handler=answer)  # fmt: skip
+        await default_sandbox.aclose()
+        return result, first
+
+    result, first = asyncio.run(go())
+    assert result.error is None, result
+    assert len(during) == 1 and len(during[0]) == 1, during
+    assert during[0][0] is not first, "the spare that ran the program was offered again"

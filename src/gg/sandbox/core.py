@@ -130,11 +130,6 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-_JS_ENTRY = {
-    "entry.mjs": 'import "./start.mjs";\nimport "./program.mjs";\n',
-    "start.mjs": 'globalThis[Symbol.for("gg.started")]();\n',
-}
-"""The module runner.js imports first: parsed and linked with the program before it runs."""
 _JS_OOM = re.compile(r"out of memory|heap limit|Failed to reserve", re.IGNORECASE)
 
 
@@ -391,7 +386,6 @@ class Sandbox:
         if language == "javascript":
             self._need_deno()
             files = {"program.mjs": program, "sdk.mjs": sdk_source(tools, language=language)}
-            files |= _JS_ENTRY  # a syntax error is reported by the run itself (issue 11)
         elif language == "python":
             files = {"program.py": program, "sdk.py": sdk_source(tools, language=language)}
         else:
@@ -490,14 +484,15 @@ class Sandbox:
         replacement is started); else, or when that one died, one started now.
         """
         key = self._deno_key(ws, read_only)
-        spare = self._spares.take(key) if self.warm else Spare.start(key)
+        program, sdk = files["program.mjs"], files["sdk.mjs"]
+        spare = self._spares.take(key, sdk) if self.warm else Spare.start(key, sdk)
         try:
             try:
-                fds = spare.go(files)
+                fds = spare.go(program, sdk)
             except OSError:  # it died between the check and the go: nothing of it ran
                 spare.close()
-                spare = Spare.start(key)
-                fds = spare.go(files)
+                spare = Spare.start(key, sdk)
+                fds = spare.go(program, sdk)
             cap = self._write_cap(spare.job.written)
             outcome = await watch(
                 spare.begun.child, membrane=membrane, fds=fds, started=time.monotonic(),

@@ -6,9 +6,14 @@ the pipes, bubblewrap (or the ``unshare``/``rlimit`` layer's ``boot.py``) with
 every rlimit, Landlock rule, the uid drop and the seccomp filter applied, and
 Deno with ``runner.js`` loaded, blocked on its answer pipe. It is started
 exactly as a cold run is (:func:`gg.sandbox.runs.prepared`,
-:func:`gg.sandbox.process.start`); only the time differs. When a program
-comes, gg writes it and the SDK into the spare's run directory, writes
-``{"kind": "go"}`` on its answer pipe, and watches it as it watches any
+:func:`gg.sandbox.process.start`); only the time differs. While it waits it
+also pays what every program would pay first: Deno's first timer and message
+port, its module loader, and the SDK of the previous program of the same key
+(``sdk-warm.mjs``: a session's programs almost always have the same tools); the
+constant entry modules (``entry.mjs``, ``start.mjs``) are written at the start.
+When a program comes, gg writes it and its SDK into the spare's run
+directory (the runner keeps the preloaded SDK when it is the same text),
+writes ``{"kind": "go"}`` on its answer pipe, and watches it as it watches any
 program (:func:`gg.sandbox.process.watch`: the wall clock starts then).
 
 Each spare runs exactly one program and is then gone: no state (a global, a
@@ -17,7 +22,9 @@ found dead when a program comes is discarded, never used; with no spare
 ready the program's run is started on the spot (the cold path, which is a
 spare started now). :class:`Spares` keeps one ready per :class:`Key`, and
 starts its replacement when one is taken, while the program runs and the
-model thinks.
+model thinks. (Starting it only once the program has ended was measured
+too: no faster with a thinking model, and with a zero-latency one each turn
+then waits for the whole start of the next Deno, about 1.8x slower.)
 
 While it waits, nothing in ``/proc`` names the workspace: the boot config
 and bubblewrap's arguments come through pipes, Deno's permissions from the
@@ -43,6 +50,13 @@ __all__ = ["Key", "Spare", "Spares"]
 _SPARES = 1
 _KEYS = 4
 """Spares are kept for this many keys (workspaces), the most recently used."""
+_ENTRY = {
+    "entry.mjs": 'import "./start.mjs";\nimport "./program.mjs";\n',
+    "start.mjs": 'globalThis[Symbol.for("gg.started")]();\n',
+}
+"""The module runner.js imports first: parsed and linked with the program before it runs
+(so a syntax or link error is reported by the run itself, issue 11). Written at the start."""
+_WARM_SDK = "sdk-warm.mjs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,37 +79,49 @@ class Spare:
             run directory); closed by :meth:`close`.
         job: the prepared run.
         begun: the started process.
+        sdk: the SDK source it loads while it waits (``None``: none).
     """
 
     def __init__(
-        self, key: Key, stack: contextlib.ExitStack, job: Prepared, begun: Started
+        self,
+        key: Key,
+        stack: contextlib.ExitStack,
+        job: Prepared,
+        begun: Started,
+        sdk: str | None = None,
     ) -> None:
-        self.key, self.job, self.begun = key, job, begun
+        self.key, self.job, self.begun, self.sdk = key, job, begun, sdk
         self._stack = stack
         self._watched = False
         self._identity = _identity(key.workspace)
 
     @classmethod
-    def start(cls, key: Key) -> Spare:
+    def start(cls, key: Key, sdk: str | None = None) -> Spare:
         """Start a spare for ``key`` (blocking: a few milliseconds; Deno loads meanwhile).
+
+        Args:
+            key: what it is for.
+            sdk: the SDK source (:func:`gg.sandbox.sdk.sdk_source`) it should load while
+                it waits, if one is expected; a program with another SDK still runs in it.
 
         Raises:
             gg.errors.SandboxError: no uid slot, or the workspace cannot be shared.
             OSError: the process could not be started.
         """
         stack = contextlib.ExitStack()
+        files = dict(_ENTRY) | ({_WARM_SDK: sdk} if sdk is not None else {})
         try:
             options = Options(protect=key.protect, read_only=key.read_only)
             run = prepared(
                 mode="javascript", isolation=key.isolation, limits=key.limits,
-                workspace=key.workspace, files={}, options=options,
+                workspace=key.workspace, files=files, options=options,
             )  # fmt: skip
             job = stack.enter_context(run)
             begun = start(job.plan, pipes=job.hand_over())
         except BaseException:
             stack.close()
             raise
-        return cls(key, stack, job, begun)
+        return cls(key, stack, job, begun, sdk)
 
     def alive(self) -> bool:
         """Whether it can still take its program (else it is discarded, never used).
@@ -107,8 +133,14 @@ class Spare:
             return False
         return self._identity is not None and _identity(self.key.workspace) == self._identity
 
-    def go(self, files: dict[str, str]) -> tuple[int, int, int | None]:
-        """Write the program's ``files`` into its run directory and let it load them.
+    def go(self, program: str, sdk: str) -> tuple[int, int, int | None]:
+        """Write ``program`` and ``sdk`` into its run directory and let it run them.
+
+        The runner uses the SDK it preloaded when ``sdk`` is that same text.
+
+        Args:
+            program: the program's source (``program.mjs``).
+            sdk: its SDK's source (``sdk.mjs``).
 
         Returns:
             gg's ends ``(output_read, requests_read, answers_write)``, for
@@ -121,11 +153,12 @@ class Spare:
             raise OSError("this warm process already ran a program")
         self._watched = True
         assert self.job.run_dir is not None
-        for name, text in files.items():
-            (self.job.run_dir / name).write_text(text, encoding="utf-8")
+        (self.job.run_dir / "program.mjs").write_text(program, encoding="utf-8")
+        (self.job.run_dir / "sdk.mjs").write_text(sdk, encoding="utf-8")  # if the warm one fails
+        warm = sdk == self.sdk
         answers = self.begun.fds[2]
         assert answers is not None
-        go = json.dumps({"kind": "go", "cwd": str(self.key.workspace)}) + "\n"
+        go = json.dumps({"kind": "go", "cwd": str(self.key.workspace), "warm_sdk": warm}) + "\n"
         os.write(answers, go.encode())  # the pipe is empty: a short write cannot block
         return self.begun.fds
 
@@ -155,10 +188,14 @@ class Spares:
 
     def __init__(self) -> None:
         self._ready: dict[Key, list[Spare]] = {}
+        self._sdk: dict[Key, str] = {}
         self._closed = False
 
     def warm(self, key: Key, spares: int = _SPARES) -> None:
-        """Start spares for ``key`` soon (on the running loop) until ``spares`` are ready."""
+        """Start spares for ``key`` soon (on the running loop) until ``spares`` are ready.
+
+        Each loads the SDK of the last program taken for ``key`` while it waits.
+        """
         if not self._closed:
             asyncio.get_running_loop().call_soon(self._fill, key, spares)
 
@@ -166,11 +203,12 @@ class Spares:
         ready = self._live(key)
         self._ready[key] = self._ready.pop(key)  # the most recently used key goes last
         for old in list(self._ready)[:-_KEYS]:
+            self._sdk.pop(old, None)
             for spare in self._ready.pop(old):
                 spare.close()
         while not self._closed and len(ready) < spares:
             try:
-                ready.append(Spare.start(key))
+                ready.append(Spare.start(key, self._sdk.get(key)))
             except Exception:  # the next take starts one itself, and says why
                 return
 
@@ -181,15 +219,20 @@ class Spares:
             spare.close()
         return ready
 
-    def take(self, key: Key) -> Spare:
+    def take(self, key: Key, sdk: str) -> Spare:
         """A live spare for ``key``, or one started now (the cold path); then refill.
+
+        Args:
+            key: what the program needs.
+            sdk: the program's SDK source (the next spares for ``key`` preload it).
 
         Raises:
             gg.errors.SandboxError: no uid slot, or the workspace cannot be shared.
             OSError: the process could not be started.
         """
         ready = self._live(key)
-        spare = ready.pop(0) if ready else Spare.start(key)
+        self._sdk[key] = sdk
+        spare = ready.pop(0) if ready else Spare.start(key, sdk)
         self.warm(key)
         return spare
 
@@ -200,3 +243,4 @@ class Spares:
             for spare in ready:
                 spare.close()
         self._ready.clear()
+        self._sdk.clear()

@@ -169,7 +169,7 @@ def deno_config(spec: Spec) -> str:
     waiting for its program (issue 11) shows no workspace path in ``/proc``.
     """
     run = _run_path(spec)
-    reads = [f"{run}/{name}.mjs" for name in ("sdk", "program", "entry", "start")]
+    reads = [f"{run}/{name}.mjs" for name in ("sdk", "sdk-warm", "program", "entry", "start")]
     reads.append("/dev/fd/4")
     shared = [str(spec.workspace), _tmp(spec)]
     rules = {"read": [*reads, *shared], "write": ["/dev/fd/3", *shared]}

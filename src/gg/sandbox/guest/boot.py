@@ -38,18 +38,25 @@ gg turns that into :class:`gg.errors.SandboxError`.
 
 from __future__ import annotations
 
-import contextlib
+import _json
 import ctypes
 import errno
 import fcntl
 import gc
-import json
 import os
 import resource
-import signal
 import sys
 import time
-from typing import Any, NoReturn
+
+# Only what a JavaScript or shell start needs is imported: typing, json, contextlib and
+# signal's enums would cost about 9 ms of CPU at every start (issue 11); _json and
+# _signal are the C modules under json and signal.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+    from typing import Any, NoReturn
+else:
+    import _signal as signal
 
 BOOT_FAILED = 121
 _CLONE = {
@@ -194,8 +201,7 @@ def _fork_and_wait(before_wait: Any) -> None:
         arm_parent_death()
         return
     for fd in (3, 4):
-        with contextlib.suppress(OSError):
-            os.close(fd)
+        _close(fd)
     os.chdir("/")  # a waiting process holds no workspace as its cwd (issue 11)
     if before_wait is not None:
         before_wait()
@@ -482,8 +488,7 @@ def _exec(config: dict[str, Any], exe_fd: int | None) -> NoReturn:
     env = dict(os.environ)
     if config["mode"] in ("shell", "check"):
         for fd in (3, 4):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            _close(fd)
     try:
         if exe_fd is not None:
             os.execve(exe_fd, argv, env)
@@ -578,15 +583,43 @@ def zygote(config: dict[str, Any], fds: dict[str, int]) -> NoReturn:
     os._exit(0)
 
 
+class _Decoding:
+    """The settings ``_json.make_scanner`` reads: plain JSON, as ``json.loads`` decodes it."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = float
+
+
+def _loads(text: str) -> dict[str, Any]:
+    """``json.loads`` of gg's config (one object), without importing the json package."""
+    start = len(text) - len(text.lstrip())
+    settings: Any = _Decoding()
+    value, end = _json.make_scanner(settings)(text, start)
+    if not isinstance(value, dict) or text[end:].strip():
+        fail("the boot config is not one JSON object")
+    return value
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        return  # already closed
+
+
 def main() -> NoReturn:
     """Confine this process as ``sys.argv[1]`` (JSON) says, then run what it names."""
     if sys.argv[1] == "@stdin":  # a zygote: no workspace path on its command line
-        config = json.loads(sys.stdin.buffer.read())
+        config = _loads(sys.stdin.buffer.read().decode())
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
     else:
-        config = json.loads(sys.argv[1])
+        config = _loads(sys.argv[1])
     fds = move_fds(dict(config["fds"]))
     if config["mode"] == "zygote":
         zygote(config, fds)

@@ -5,9 +5,11 @@
 // Usage: deno run ... runner.js RUN_DIR
 //
 // It may start before its program exists (a warm spare, issue 11): it starts in
-// "/", loads, and blocks until gg writes {"kind": "go", "cwd": WORKSPACE} on fd 4;
-// by then the program and the SDK are in RUN_DIR, and it enters the workspace and
-// loads them. One process runs one program, then exits.
+// "/", loads (and, when gg wrote RUN_DIR/sdk-warm.mjs, the SDK it expects), and
+// blocks until gg writes {"kind": "go", "cwd": WORKSPACE, "warm_sdk": BOOL} on fd 4;
+// by then the program and its SDK (sdk.mjs; warm_sdk: the preloaded one is the same
+// text, and is used) are in RUN_DIR, and it enters the workspace and loads them.
+// One process runs one program, then exits.
 //
 // The membrane: every SDK call is one JSON line on fd 3, answered by one JSON
 // line on fd 4 (matched by id); the program's console output never carries
@@ -51,7 +53,30 @@ function awaitGo() {
   } catch {
     // a parent the sandbox uid cannot search (unshare, rlimit): only the SDK reaches it
   }
-  return text.slice(newline + 1);
+  return { early: text.slice(newline + 1), warmSdk: go.warm_sdk === true };
+}
+
+// One turn of the event loop (a message through a port: after every microtask).
+function turn() {
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => { channel.port1.close(); resolve(); };
+    channel.port2.postMessage(null);
+  });
+}
+
+// What the first program would pay first, paid before it came (issue 11): Deno's
+// first timer and message port, JSON and text encoding, the module loader, and the
+// SDK gg expects (sdk-warm.mjs, when there is one; a missing one is no error).
+async function prepare() {
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  await turn();
+  decoder.decode(encoder.encode(JSON.stringify({ kind: "result", returned: null })));
+  try {
+    return await import(`${runDir}/sdk-warm.mjs`);
+  } catch {
+    return null;
+  }
 }
 
 function send(message) {
@@ -124,10 +149,9 @@ globalThis.addEventListener("error", (event) => {
   unhandled ??= event.error;
 });
 
-// Deno's first timer costs milliseconds: pay it now, before the program came (issue 11).
-await new Promise((resolve) => setTimeout(resolve, 0));
-const early = awaitGo();
-const { makeGG } = await import(`${runDir}/sdk.mjs`);
+const preloaded = await prepare();
+const { early, warmSdk } = awaitGo();
+const { makeGG } = warmSdk && preloaded ? preloaded : await import(`${runDir}/sdk.mjs`);
 Object.defineProperty(globalThis, "gg", { value: makeGG(invoke), writable: false, enumerable: false });
 readAnswers(early).catch((e) => { unhandled ??= e; });
 
@@ -179,11 +203,7 @@ try {
   if (isMemory(e)) limit = "memory";
 }
 if (pending.size > 0) await new Promise((resolve) => { idle = resolve; });
-await new Promise((resolve) => { // one turn of the event loop: a rejection nobody caught shows
-  const channel = new MessageChannel();
-  channel.port1.onmessage = () => { channel.port1.close(); resolve(); };
-  channel.port2.postMessage(null);
-});
+await turn(); // a rejection nobody caught shows
 if (error === null && unhandled !== null) {
   error = describe(unhandled);
   if (isMemory(unhandled)) limit = "memory";
