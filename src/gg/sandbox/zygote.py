@@ -415,6 +415,9 @@ class ZygoteChild:
     def __init__(self, zygote: Zygote) -> None:
         self.zygote = zygote
         self.status: int | None = None
+        self.reaped = True
+        """``False``: the zygote reported the end early (every thread of the program was
+        exiting, nothing else ran), and reaps the process after; its ``clean`` says when."""
         self._ended = asyncio.Event()
         self._reader = asyncio.ensure_future(self._read_exit())
 
@@ -424,6 +427,7 @@ class ZygoteChild:
             if isinstance(answer, dict) and answer.get("kind") == "exit":
                 status = int(answer.get("status", 121))
                 self.status = -(status - 128) if 128 < status < 160 else status
+                self.reaped = answer.get("reaped") is not False
                 self.zygote.cleaning = asyncio.ensure_future(self.zygote.read_clean())
             else:
                 self.status = _KILLED
@@ -565,6 +569,7 @@ class Pool:
             gg.errors.SandboxError: none could start.
         """
         self._sdk[key] = sdk
+        await self._settled(key)
         deadline = time.monotonic() + _START_TIMEOUT_S
         while True:
             ready, pending = self._live(key)
@@ -574,6 +579,28 @@ class Pool:
             if not pending or left <= 0:
                 return await self._fresh(key)
             await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+
+    async def _settled(self, key: Key) -> None:
+        """Wait until every program of ``key`` reported early is reaped (SPEC M3, issue 11).
+
+        A zygote may report a program's end before the kernel has freed its process
+        (:attr:`ZygoteChild.reaped`): its threads can run no more code, but the next
+        program in the same workspace starts only once that process is gone too (its
+        zygote's ``clean``), so nothing of one program overlaps the next. A zygote that
+        does not report within :data:`_STOP_GRACE_S` is closed (its processes killed).
+        """
+        unreaped = {
+            z: z.cleaning
+            for z in self._cleaning
+            if z.key == key and z.cleaning is not None and not z.cleaning.done()
+            if z.child is not None and not z.child.reaped
+        }
+        if not unreaped:
+            return
+        await asyncio.wait(set(unreaped.values()), timeout=_STOP_GRACE_S)
+        for zygote, cleaning in unreaped.items():
+            if not cleaning.done():
+                zygote.close()
 
     def give_back(self, zygote: Zygote) -> None:
         """Return a zygote after its program, and refill the spares.
