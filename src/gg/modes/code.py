@@ -195,7 +195,7 @@ class ProgramTurn:
                 name=request.name,
                 ok=answer.ok,
                 excerpt=excerpt(text, 300),
-            )  # fmt: skip
+            )
         )
         return answer
 

@@ -439,7 +439,9 @@ class Sandbox:
             self._pool.give_back(zygote)
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the program: {outcome.output[-800:]}")
-        return self._program_result(outcome, membrane, "python", cap)
+        result = self._program_result(outcome, membrane, "python", cap)
+        await zygote.reaped()  # its process may still be exiting: gone before the turn goes on
+        return result
 
     async def _fork_and_watch(
         self, zygote: Zygote, membrane: Membrane, files: dict[str, str]

@@ -16,12 +16,15 @@ as the zygote is free: before the program exists (while the model thinks)::
         "reaper": false, "workspace": "..."}
     <- {"kind": "kill"}                      (while it runs: stop it now)
     -> {"kind": "exit", "status": 0}          (the program's process ended)
+    -> {"kind": "exit", "status": 0, "reaped": false}   (or: it is ending, below)
+    -> {"kind": "reaped"}                     (then: that process is gone)
     -> {"kind": "clean", "clean": true}       (its leftovers are gone)
 
-Per program, the forked child puts the pipes on fds 1-2, 3 and 4, closes
-every other descriptor, sets the program's rlimits, builds its Landlock
-ruleset, drops to its uid, loads the seccomp filter and only then announces
-``ready``: the same confinement, in the same order, as a cold start
+Per program, the forked child puts the pipes on fds 1-2, 3 and 4 and its
+exit note (a pipe to the zygote) on fd 5, closes every other descriptor,
+sets the program's rlimits, builds its Landlock ruleset, drops to its uid,
+loads the seccomp filter and only then announces ``ready``: the same
+confinement, in the same order, as a cold start
 (``boot.py``). Then, still before any program code, it binds ``sdk`` (the
 SDK its program most likely has) and waits: gg writes the program itself as
 the first line of the answer pipe (``runner.run_primed``), so a program's
@@ -33,6 +36,21 @@ subreaper: when the child ends, every process it left is killed before its
 report when nothing was left running, and ``clean`` says whether all of it
 worked; gg never gives a zygote another program before it reported
 ``clean: true``.
+
+The end is reported early when it can be (issue 11): freeing a forked
+interpreter's memory takes the kernel about a millisecond, after the program
+can no longer run. As the runner ends it closes its pipes to gg and writes
+its exit status on the exit note; the zygote then reads ``/proc``: once every
+thread of the child is exiting (``PF_EXITING``: it entered ``do_exit``,
+which never returns to user code), none of them has a child and the zygote
+has no other, nothing of the program can run any more, and ``exit`` goes out
+with ``reaped: false``, and ``reaped`` once the child is reaped (gg's own
+work for the turn overlaps the wait; ``Sandbox.run`` returns only after
+it); ``clean`` is false when its real status differs from the note's. The
+note is only a hint (the program can write it too): without that evidence
+within 3 ms the zygote waits for the exit as before. The ``rlimit``
+layer's programs run under a reaper of their own and are always reported
+after their exit.
 
 What a child still shares with its zygote's other children: the
 address-space layout of what the zygote loaded, and ``str``/``bytes`` hash
@@ -270,17 +288,18 @@ def _exiting(child: int) -> bool:
     return _children() == [child]
 
 
-def _noted(poller: Any, note: int, pidfd: int, child: int) -> int | None:
+def _noted(poller: Any, note: int, pidfd: int, child: int, heed: bool) -> int | None:
     """After the child's exit note: its status once :func:`_exiting` holds, else ``None``.
 
     The note is the runner's word only (the program can write it too); the evidence is
     read from ``/proc`` for at most :data:`_NOTE_WAIT_S`, then gg waits for the exit.
+    One note per child is read (a second one is not looked at); not ``heed``: none is.
     """
     try:
-        byte = os.read(note, 1)
+        byte = os.read(note, 1) if heed else b""
     except OSError:
         byte = b""
-    poller.unregister(note)  # one note per child: a second one is not looked at
+    poller.unregister(note)
     deadline = time.monotonic() + _NOTE_WAIT_S
     while byte:
         if _exiting(child):
@@ -308,8 +327,8 @@ def _watch(
         while True:
             timeout = None if killed_at is None else 100
             events = dict(poller.poll(timeout))
-            if note in events and killed_at is None:
-                if (noted := _noted(poller, note, pidfd, child)) is not None:
+            if note in events:  # after a kill, only the exit itself counts
+                if (noted := _noted(poller, note, pidfd, child, killed_at is None)) is not None:
                     return noted, alive, True
                 continue
             if pidfd in events:
@@ -390,6 +409,8 @@ def _report(
             _send(sock, {"kind": "exit", "status": status, "reaped": False})
         _, real = os.waitpid(child, 0)  # the rest of its exit (freeing its memory)
         honest = boot_status(real) == status
+        if alive:
+            _send(sock, {"kind": "reaped"})
     left = _left(boot)
     if left:  # no process outlives its turn: these die before the turn goes on
         clean = _clean(boot, places, drop, keep, left)
