@@ -433,15 +433,14 @@ class Sandbox:
             return None
         try:
             outcome, cap = await self._fork_and_watch(zygote, membrane, files)
+            await zygote.reaped()  # its process may still be exiting: gone before the turn ends
         except _NotForked:
             return None
         finally:
             self._pool.give_back(zygote)
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the program: {outcome.output[-800:]}")
-        result = self._program_result(outcome, membrane, "python", cap)
-        await zygote.reaped()  # its process may still be exiting: gone before the turn goes on
-        return result
+        return self._program_result(outcome, membrane, "python", cap)
 
     async def _fork_and_watch(
         self, zygote: Zygote, membrane: Membrane, files: dict[str, str]

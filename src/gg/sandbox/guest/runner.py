@@ -262,6 +262,7 @@ def run_primed(
     workspace: str,
     sdk_code: types.CodeType | None = None,
     exit_note: int | None = None,
+    home: int | None = None,
 ) -> None:
     """The warm sandbox's child: bind the likely SDK, then wait for the program, run it, exit.
 
@@ -269,7 +270,8 @@ def run_primed(
     the child is already confined. gg's first line on fd 4 is the program,
     ``{"program": str, "sdk": str | null}`` (``null``: the SDK bound already, ``sdk_guess``).
     ``sdk_code`` is ``sdk_guess`` compiled by the zygote (``None``: compiled here);
-    ``exit_note`` is the descriptor of the exit note (:func:`end`).
+    ``exit_note`` is the descriptor of the exit note (:func:`end`); ``home`` one of the
+    workspace, entered (and closed) when the program comes.
     """
     EXIT_NOTE[:] = [] if exit_note is None else [exit_note]
     transport = Transport()
@@ -279,6 +281,9 @@ def run_primed(
     line = transport.first_line()
     if not line:
         os._exit(0)  # gg closed the warm sandbox before a program came
+    if home is not None:
+        os.fchdir(home)
+        os.close(home)
     message = json.loads(line)
     if message.get("sdk") is not None or sdk is None:
         sdk = load_sdk(str(message.get("sdk") or ""), transport)

@@ -122,7 +122,9 @@ def _child(
             os.dup2(source, target, inheritable=True)
         os.closerange(_NOTE_FD + 1, 65536)
         boot.arm_parent_death()
-        os.chdir(msg["workspace"])
+        # Opened now, as root if gg is (its parents may be closed to the slot uid); entered
+        # when the program comes: a waiting child holds no workspace as its cwd.
+        home = os.open(msg["workspace"], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         boot.set_rlimits(msg["rlimits"])
         ruleset = boot.landlock_ruleset(msg["landlock"]) if msg.get("landlock") else None
         if msg.get("reaper"):
@@ -134,8 +136,8 @@ def _child(
     sys.argv = ["<program>"]
     if "random" in sys.modules:  # its state came from the zygote: every child reseeds
         sys.modules["random"].seed()
-    note = None if msg.get("reaper") else _NOTE_FD  # else the program is the reaper's child
-    runner["run_primed"](str(msg.get("sdk") or ""), msg["workspace"], sdk, note)
+    exit_note = None if msg.get("reaper") else _NOTE_FD  # else: the reaper's child runs it
+    runner["run_primed"](str(msg.get("sdk") or ""), msg["workspace"], sdk, exit_note, home)
     os._exit(0)
 
 
