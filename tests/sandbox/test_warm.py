@@ -206,3 +206,51 @@ def test_a_dead_waiting_zygote_is_replaced_not_used(tmp_path: Path) -> None:
     assert killed >= 1
     assert before.output.strip() == "42", before
     assert after.error is None and after.output.strip() == "42", after
+
+
+def test_a_forged_exit_note_does_not_end_a_running_program(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The runner's exit note is only a hint: the zygote reports an end once nothing runs.
+
+    The program does what the runner does as it ends (closes its pipes to gg, writes the
+    note: fd 5 on the forked path, a bad descriptor on a cold one), then goes on, a thread
+    of it writing all along: ``run`` returns only after the program's last write, and
+    nothing of it writes after.
+    """
+    forger = (
+        "import os, threading, time\n"
+        "def beat():\n    while True:\n"
+        "        with open('beat', 'a') as f:\n            f.write('.')\n"
+        "        time.sleep(0.001)\n"
+        "threading.Thread(target=beat, daemon=True).start()\n"
+        "os.closerange(0, 5)\n"
+        "try:\n    os.write(5, b'\\x00')\nexcept OSError:\n    pass\n"
+        "time.sleep(0.3)\n"
+        "open('late', 'w').write('x')\n"
+    )
+    (result,) = _runs(sandbox, tmp_path, [forger])
+    assert result.error is not None, result  # it closed its channel: no result came
+    assert (tmp_path / "late").exists(), result
+    size = (tmp_path / "beat").stat().st_size
+    time.sleep(0.1)
+    assert (tmp_path / "beat").stat().st_size == size
+
+
+def test_a_thread_left_running_is_dead_when_run_returns(sandbox: Sandbox, tmp_path: Path) -> None:
+    """The end is reported early (before the kernel freed the process) only once every thread
+    is exiting: a thread writing in a loop has stopped for good when ``run`` returns."""
+    beater = (
+        "import threading, time\n"
+        "def beat():\n    while True:\n"
+        "        with open('beat', 'a') as f:\n            f.write('.')\n"
+        "        time.sleep(0.001)\n"
+        "threading.Thread(target=beat, daemon=True).start()\n"
+        "time.sleep(0.05)\n"
+    )
+    for _ in range(3):  # every run on a fresh or reused zygote, early or not
+        (result,) = _runs(sandbox, tmp_path, [beater])
+        assert result.error is None, result
+        size = (tmp_path / "beat").stat().st_size
+        time.sleep(0.1)
+        assert (tmp_path / "beat").stat().st_size == size

@@ -78,6 +78,7 @@ from gg.stream import (
     ToolResult,
     excerpt,
     excerpt_arguments,
+    now_iso,
 )
 from gg.tools.registry import ArgumentsError, Tool, ToolContext
 
@@ -155,8 +156,11 @@ class ProgramTurn:
     async def _tool(self, request: CallRequest) -> CallAnswer:
         args = excerpt_arguments(request.arguments)
         # gg built every field (ids, a str name, excerpts): no validation (one per call, the
-        # tool's own; issue 11). The stream still serialises whatever these hold (F4).
-        self.emit(ToolCalled.model_construct(**self.ids, name=request.name, arguments=args))
+        # tool's own; issue 11). The stream still serialises whatever these hold (F4). The
+        # time is given, not left to the default factory (pydantic inspects it per call).
+        self.emit(
+            ToolCalled.model_construct(**self.ids, at=now_iso(), name=request.name, arguments=args)
+        )
         tool = self.tools.get(request.name)
         if tool is None:
             answer = CallAnswer(
@@ -186,7 +190,11 @@ class ProgramTurn:
             )
         self.emit(
             ToolResult.model_construct(
-                **self.ids, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300)
+                **self.ids,
+                at=now_iso(),
+                name=request.name,
+                ok=answer.ok,
+                excerpt=excerpt(text, 300),
             )
         )
         return answer

@@ -427,6 +427,7 @@ class Sandbox:
             return None
         try:
             outcome, cap = await self._fork_and_watch(zygote, membrane, files)
+            await zygote.reaped()  # its process may still be exiting: gone before the turn ends
         except _NotForked:
             return None
         finally:

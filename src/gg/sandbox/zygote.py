@@ -8,7 +8,9 @@ runner and its imports, and waits on a control socket. Each program is one
 (:meth:`Zygote.prime`): the forked child applies the program's confinement
 (rlimits, Landlock, the slot uid, seccomp), binds the SDK and waits for its
 program on its answer pipe. A program's turn is then one write of the
-program, its run, and the zygote's report that it ended; gg watches it as
+program, its run, and the zygote's report that it ended (as soon as every
+thread of it is exiting, before the kernel freed its memory: ``guest/zygote.py``;
+the next program of the workspace waits for the reap); gg watches it as
 it watches a cold process (the wall clock, the output cap, the membrane,
 the write cap: :func:`gg.sandbox.process.watch`), from the moment the
 program is written.
@@ -289,12 +291,31 @@ class Zygote:
         """
         try:
             answer = await self._line()
+            if answer == {"kind": "reaped"} and self.child is not None:
+                self.child.gone.set()  # reported early: now the process is gone too
+                answer = await self._line()
             clean = isinstance(answer, dict) and answer == {"kind": "clean", "clean": True}
         except (OSError, ValueError, TypeError):
             clean = False
         if not clean:
             self.close()
         return clean
+
+    async def reaped(self) -> None:
+        """Return once its latest program's process is reaped; past a grace, close it.
+
+        The zygote may report a program's end while the kernel still frees the
+        process's memory (every thread of it exiting, :mod:`guest.zygote`); gg's host-side
+        work for the turn overlaps that, and ``Sandbox.run`` returns only after it: no
+        process of a program remains when its turn ends (SPEC M3).
+        """
+        child = self.child
+        if child is None or child.gone.is_set():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(child.gone.wait(), _STOP_GRACE_S)
+        if not child.gone.is_set():
+            self.close()
 
     def close(self) -> None:
         """Stop it for good (its namespace and every process in it die with it)."""
@@ -314,6 +335,8 @@ class Zygote:
         for held in [*self._held, *([primed] if primed is not None else [])]:
             held.close()  # its processes died with the zygote: the slot uid is free
         self._held.clear()
+        if self.child is not None:
+            self.child.gone.set()  # killed with the zygote's namespace
         if self.run_dir is not None:
             with contextlib.suppress(OSError):
                 remove_tree(self.run_dir)
@@ -415,6 +438,9 @@ class ZygoteChild:
     def __init__(self, zygote: Zygote) -> None:
         self.zygote = zygote
         self.status: int | None = None
+        self.gone = asyncio.Event()
+        """Set once the program's process is reaped (or its zygote closed): the zygote may
+        report the end first, as soon as every thread of it is exiting."""
         self._ended = asyncio.Event()
         self._reader = asyncio.ensure_future(self._read_exit())
 
@@ -424,6 +450,8 @@ class ZygoteChild:
             if isinstance(answer, dict) and answer.get("kind") == "exit":
                 status = int(answer.get("status", 121))
                 self.status = -(status - 128) if 128 < status < 160 else status
+                if answer.get("reaped") is not False:
+                    self.gone.set()
                 self.zygote.cleaning = asyncio.ensure_future(self.zygote.read_clean())
             else:
                 self.status = _KILLED

@@ -46,6 +46,8 @@ MAX_ERROR_CHARS = 6000
 MAX_RETURNED_CHARS = 10000
 CHANNEL_BROKEN = 120
 """Exit status when the result cannot be sent: the program closed or broke fd 3."""
+EXIT_NOTE: list[int] = []
+"""In a warm sandbox's child: the descriptor of its exit note to the zygote (see :func:`end`)."""
 
 
 class Transport:
@@ -86,11 +88,21 @@ class Transport:
         return answer
 
 
-def load_sdk(source: str, transport: Transport) -> types.ModuleType:
-    """Execute the generated SDK source as the module ``gg`` (so ``import gg`` works too)."""
+def compile_sdk(source: str) -> types.CodeType:
+    """The generated SDK source, compiled (the warm sandbox's zygote does it once per SDK)."""
+    return compile(source, SDK, "exec", dont_inherit=True)
+
+
+def load_sdk(
+    source: str, transport: Transport, code: types.CodeType | None = None
+) -> types.ModuleType:
+    """Execute the generated SDK as the module ``gg`` (so ``import gg`` works too).
+
+    ``code`` is ``source`` compiled already (:func:`compile_sdk`), or ``None``.
+    """
     module = types.ModuleType("gg", "gg: the SDK of this program; every call goes to gg.")
     module.__dict__["_transport"] = transport.call
-    exec(compile(source, SDK, "exec", dont_inherit=True), module.__dict__)
+    exec(code if code is not None else compile_sdk(source), module.__dict__)
     sys.modules["gg"] = module
     return module
 
@@ -210,6 +222,20 @@ def finish(transport: Transport, returned: str, error: str | None, limit: str | 
         except (OSError, ValueError):
             os.write(2, b"gg: the program closed its channel to gg; its result is lost\n")
             code = CHANNEL_BROKEN
+    end(code, transport)
+
+
+def end(code: int, transport: Transport) -> None:
+    """End the process with status ``code``.
+
+    In a warm sandbox's child, the pipes to gg are closed first (gg sees their end now,
+    not once the kernel freed this process's memory) and the status is written on the
+    exit note: the zygote then reports the end as soon as every thread is exiting.
+    """
+    if EXIT_NOTE and os.getpid() == transport.pid:
+        os.closerange(0, EXIT_NOTE[0])
+        with contextlib.suppress(OSError):
+            os.write(EXIT_NOTE[0], bytes([code]))
     os._exit(code)
 
 
@@ -218,8 +244,8 @@ def report_compile_error(transport: Transport, exc: BaseException) -> None:
     try:
         transport.send(compile_problem(exc))
     except (OSError, ValueError):
-        os._exit(CHANNEL_BROKEN)
-    os._exit(1)
+        end(CHANNEL_BROKEN, transport)
+    end(1, transport)
 
 
 def main(run_dir: str, workspace: str) -> None:
@@ -231,20 +257,33 @@ def main(run_dir: str, workspace: str) -> None:
     run_sources(sdk_source, source, workspace)
 
 
-def run_primed(sdk_guess: str, workspace: str) -> None:
+def run_primed(
+    sdk_guess: str,
+    workspace: str,
+    sdk_code: types.CodeType | None = None,
+    exit_note: int | None = None,
+    home: int | None = None,
+) -> None:
     """The warm sandbox's child: bind the likely SDK, then wait for the program, run it, exit.
 
     Everything before the program's arrival is paid while the model thinks (issue 11):
     the child is already confined. gg's first line on fd 4 is the program,
     ``{"program": str, "sdk": str | null}`` (``null``: the SDK bound already, ``sdk_guess``).
+    ``sdk_code`` is ``sdk_guess`` compiled by the zygote (``None``: compiled here);
+    ``exit_note`` is the descriptor of the exit note (:func:`end`); ``home`` one of the
+    workspace, entered (and closed) when the program comes.
     """
+    EXIT_NOTE[:] = [] if exit_note is None else [exit_note]
     transport = Transport()
-    sdk = load_sdk(sdk_guess, transport) if sdk_guess else None
+    sdk = load_sdk(sdk_guess, transport, sdk_code) if sdk_guess else None
     compile_program("_ = [1]\n_")  # the compiler's first use (pages copied from the zygote)
     json.loads('{"program": "", "sdk": null}')
     line = transport.first_line()
     if not line:
         os._exit(0)  # gg closed the warm sandbox before a program came
+    if home is not None:
+        os.fchdir(home)
+        os.close(home)
     message = json.loads(line)
     if message.get("sdk") is not None or sdk is None:
         sdk = load_sdk(str(message.get("sdk") or ""), transport)

@@ -16,12 +16,15 @@ as the zygote is free: before the program exists (while the model thinks)::
         "reaper": false, "workspace": "..."}
     <- {"kind": "kill"}                      (while it runs: stop it now)
     -> {"kind": "exit", "status": 0}          (the program's process ended)
+    -> {"kind": "exit", "status": 0, "reaped": false}   (or: it is ending, below)
+    -> {"kind": "reaped"}                     (then: that process is gone)
     -> {"kind": "clean", "clean": true}       (its leftovers are gone)
 
-Per program, the forked child puts the pipes on fds 1-2, 3 and 4, closes
-every other descriptor, sets the program's rlimits, builds its Landlock
-ruleset, drops to its uid, loads the seccomp filter and only then announces
-``ready``: the same confinement, in the same order, as a cold start
+Per program, the forked child puts the pipes on fds 1-2, 3 and 4 and its
+exit note (a pipe to the zygote) on fd 5, closes every other descriptor,
+sets the program's rlimits, builds its Landlock ruleset, drops to its uid,
+loads the seccomp filter and only then announces ``ready``: the same
+confinement, in the same order, as a cold start
 (``boot.py``). Then, still before any program code, it binds ``sdk`` (the
 SDK its program most likely has) and waits: gg writes the program itself as
 the first line of the answer pipe (``runner.run_primed``), so a program's
@@ -33,6 +36,21 @@ subreaper: when the child ends, every process it left is killed before its
 report when nothing was left running, and ``clean`` says whether all of it
 worked; gg never gives a zygote another program before it reported
 ``clean: true``.
+
+The end is reported early when it can be (issue 11): freeing a forked
+interpreter's memory takes the kernel about a millisecond, after the program
+can no longer run. As the runner ends it closes its pipes to gg and writes
+its exit status on the exit note; the zygote then reads ``/proc``: once every
+thread of the child is exiting (``PF_EXITING``: it entered ``do_exit``,
+which never returns to user code), none of them has a child and the zygote
+has no other, nothing of the program can run any more, and ``exit`` goes out
+with ``reaped: false``, and ``reaped`` once the child is reaped (gg's own
+work for the turn overlaps the wait; ``Sandbox.run`` returns only after
+it); ``clean`` is false when its real status differs from the note's. The
+note is only a hint (the program can write it too): without that evidence
+within 3 ms the zygote waits for the exit as before. The ``rlimit``
+layer's programs run under a reaper of their own and are always reported
+after their exit.
 
 What a child still shares with its zygote's other children: the
 address-space layout of what the zygote loaded, and ``str``/``bytes`` hash
@@ -60,10 +78,19 @@ import signal
 import socket
 import stat
 import sys
+import time
 from typing import Any
 
 _MAX_MESSAGE = 64 << 20
 _KILL_GRACE_S = 12.0
+_SDK_CACHE = 4
+"""Compiled SDKs a zygote keeps (a session's arms differ in their tools)."""
+_NOTE_FD = 5
+"""The child's end of its exit note: the runner writes its exit status there as it ends."""
+_PF_EXITING = 0x4
+"""``PF_EXITING`` in ``/proc/PID/stat``'s flags: the thread entered ``do_exit`` for good."""
+_NOTE_WAIT_S = 0.003
+"""How long a note may precede the evidence that every thread of the child is exiting."""
 
 
 def _read_message(sock: socket.socket, pending: bytearray, fds: list[int]) -> Any:
@@ -86,16 +113,18 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 
 def _child(
-    boot: Any, runner: dict[str, Any], msg: dict[str, Any], fds: list[int], bpf: Any
+    boot: Any, runner: dict[str, Any], msg: dict[str, Any], fds: list[int], bpf: Any, sdk: Any
 ) -> None:
     """In the forked child: the program's confinement, then the program. Never returns."""
     try:
-        out, req, ans = fds
-        for source, target in ((out, 1), (out, 2), (req, 3), (ans, 4)):
+        out, req, ans, note = fds
+        for source, target in ((out, 1), (out, 2), (req, 3), (ans, 4), (note, _NOTE_FD)):
             os.dup2(source, target, inheritable=True)
-        os.closerange(5, 65536)
+        os.closerange(_NOTE_FD + 1, 65536)
         boot.arm_parent_death()
-        os.chdir(msg["workspace"])
+        # Opened now, as root if gg is (its parents may be closed to the slot uid); entered
+        # when the program comes: a waiting child holds no workspace as its cwd.
+        home = os.open(msg["workspace"], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         boot.set_rlimits(msg["rlimits"])
         ruleset = boot.landlock_ruleset(msg["landlock"]) if msg.get("landlock") else None
         if msg.get("reaper"):
@@ -107,8 +136,28 @@ def _child(
     sys.argv = ["<program>"]
     if "random" in sys.modules:  # its state came from the zygote: every child reseeds
         sys.modules["random"].seed()
-    runner["run_primed"](str(msg.get("sdk") or ""), msg["workspace"])
+    exit_note = None if msg.get("reaper") else _NOTE_FD  # else: the reaper's child runs it
+    runner["run_primed"](str(msg.get("sdk") or ""), msg["workspace"], sdk, exit_note, home)
     os._exit(0)
+
+
+def _sdk_code(runner: dict[str, Any], source: Any, cache: dict[str, Any]) -> Any:
+    """``source`` (the SDK's) compiled, once per distinct SDK; ``None``: the child compiles it.
+
+    The code object is immutable and each child executes it into a module of its own, so
+    nothing of one program's SDK reaches the next; the few SDKs of a session are kept.
+    """
+    if not isinstance(source, str) or not source:
+        return None
+    if source not in cache:
+        try:
+            code = runner["compile_sdk"](source)
+        except BaseException:  # the child compiles it again, and reports what went wrong
+            return None
+        if len(cache) >= _SDK_CACHE:
+            cache.pop(next(iter(cache)))
+        cache[source] = code
+    return cache[source]
 
 
 def _empty(path: str, keep: list[str]) -> bool:
@@ -218,24 +267,75 @@ def _clean(boot: Any, places: list[str], drop: Any, keep: list[str], left: bool)
     return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
-def _watch(sock: socket.socket, child: int, reaper: bool, pending: bytearray) -> tuple[int, bool]:
-    """Wait for ``child``; a ``kill`` from gg (or gg gone) stops it.
+def _exiting(child: int) -> bool:
+    """Whether ``child`` can run no code any more and nothing else of its program runs.
+
+    Every thread of it has ``PF_EXITING`` (it entered ``do_exit``, which never returns to
+    user code; the kernel only tears down its memory and closes its files after that),
+    none of them has a child, and the zygote has no child but ``child``. A process can
+    no longer be forked once its thread group is exiting (``copy_process`` refuses under
+    a pending fatal signal), so nothing new can appear after a ``True``.
+    """
+    try:
+        for tid in os.listdir(f"/proc/{child}/task"):
+            with open(f"/proc/{child}/task/{tid}/stat", "rb") as f:
+                flags = int(f.read().rsplit(b")", 1)[1].split()[6])
+            if not flags & _PF_EXITING:
+                return False
+            with open(f"/proc/{child}/task/{tid}/children", "rb") as f:
+                if f.read().split():
+                    return False
+    except (OSError, ValueError, IndexError):
+        return False
+    return _children() == [child]
+
+
+def _noted(poller: Any, note: int, pidfd: int, child: int, heed: bool) -> int | None:
+    """After the child's exit note: its status once :func:`_exiting` holds, else ``None``.
+
+    The note is the runner's word only (the program can write it too); the evidence is
+    read from ``/proc`` for at most :data:`_NOTE_WAIT_S`, then gg waits for the exit.
+    One note per child is read (a second one is not looked at); not ``heed``: none is.
+    """
+    try:
+        byte = os.read(note, 1) if heed else b""
+    except OSError:
+        byte = b""
+    poller.unregister(note)
+    deadline = time.monotonic() + _NOTE_WAIT_S
+    while byte:
+        if _exiting(child):
+            return byte[0]
+        if time.monotonic() > deadline or select.select([pidfd], [], [], 0.0001)[0]:
+            return None
+    return None
+
+
+def _watch(
+    sock: socket.socket, child: int, reaper: bool, pending: bytearray, note: int
+) -> tuple[int, bool, bool]:
+    """Wait for ``child`` (or its exit note); a ``kill`` from gg (or gg gone) stops it.
 
     Returns:
-        Its status and whether gg is still there.
+        Its status, whether gg is still there, and whether the status came from the
+        note, before the child was reaped (its memory is still being freed).
     """
     pidfd = os.pidfd_open(child)
     alive, killed_at = True, None
     poller = select.poll()
-    poller.register(pidfd, select.POLLIN)
-    poller.register(sock.fileno(), select.POLLIN)
+    for fd in (pidfd, sock.fileno(), *([] if reaper else [note])):
+        poller.register(fd, select.POLLIN)
     try:
         while True:
             timeout = None if killed_at is None else 100
             events = dict(poller.poll(timeout))
+            if note in events:  # after a kill, only the exit itself counts
+                if (noted := _noted(poller, note, pidfd, child, killed_at is None)) is not None:
+                    return noted, alive, True
+                continue
             if pidfd in events:
                 _, status = os.waitpid(child, 0)
-                return boot_status(status), alive
+                return boot_status(status), alive, False
             if sock.fileno() in events:
                 msg = _read_message(sock, pending, [])
                 if msg is None:
@@ -262,7 +362,7 @@ def boot_status(status: int) -> int:
 def serve(boot: Any, runner: dict[str, Any], bpf: Any, places: list[str]) -> None:
     """Serve ``run`` requests on fd 3 until gg closes it; every program in a fresh child."""
     sock = socket.socket(fileno=3)
-    pending = bytearray()
+    pending, sdks = bytearray(), dict[str, Any]()
     while True:
         fds: list[int] = []
         msg = _read_message(sock, pending, fds)
@@ -276,22 +376,50 @@ def serve(boot: Any, runner: dict[str, Any], bpf: Any, places: list[str]) -> Non
             _send(sock, {"kind": "exit", "status": 121})
             _send(sock, {"kind": "clean", "clean": False})
             continue
+        sdk = _sdk_code(runner, msg.get("sdk"), sdks)
+        note, note_w = os.pipe()
         gc.freeze()  # what the child shares stays out of its collections (fewer copied pages)
         child = os.fork()
         if child == 0:
             sock.close()
-            _child(boot, runner, msg, fds, bpf)
-        for fd in fds:
+            os.close(note)
+            _child(boot, runner, msg, [*fds, note_w], bpf, sdk)
+        for fd in (*fds, note_w):
             os.close(fd)
-        status, alive = _watch(sock, child, bool(msg.get("reaper")), pending)
-        keep = [str(msg.get("workspace", "/"))]
-        left = _left(boot)
-        if left:  # no process outlives its turn: these die before the turn goes on
-            clean = _clean(boot, places, msg.get("drop"), keep, left)
+        try:
+            status, alive, early = _watch(sock, child, bool(msg.get("reaper")), pending, note)
+        finally:
+            os.close(note)
+        _report(sock, boot, msg, places, (child, status, alive, early))
+
+
+def _report(
+    sock: socket.socket, boot: Any, msg: dict[str, Any], places: list[str], end: tuple[Any, ...]
+) -> None:
+    """Report a program's end (``exit``), then whether its leftovers are gone (``clean``).
+
+    ``end`` is ``(pid, status, gg_alive, early)``. Early (the child's threads are all
+    exiting and nothing else runs, :func:`_exiting`), ``exit`` goes first and the child
+    is reaped after it, while gg goes on: its status must then match the note. Otherwise
+    any process the program left is killed before ``exit`` is sent.
+    """
+    child, status, alive, early = end
+    keep, drop = [str(msg.get("workspace", "/"))], msg.get("drop")
+    honest = True
+    if early:
         if alive:
-            _send(sock, {"kind": "exit", "status": status})
-        if not left:  # nothing runs: emptying the scratch places can follow the turn
-            clean = _clean(boot, places, msg.get("drop"), keep, left)
-        if not alive:
-            os._exit(0)
-        _send(sock, {"kind": "clean", "clean": clean})
+            _send(sock, {"kind": "exit", "status": status, "reaped": False})
+        _, real = os.waitpid(child, 0)  # the rest of its exit (freeing its memory)
+        honest = boot_status(real) == status
+        if alive:
+            _send(sock, {"kind": "reaped"})
+    left = _left(boot)
+    if left:  # no process outlives its turn: these die before the turn goes on
+        clean = _clean(boot, places, drop, keep, left)
+    if alive and not early:
+        _send(sock, {"kind": "exit", "status": status})
+    if not left:  # nothing runs: emptying the scratch places can follow the turn
+        clean = _clean(boot, places, drop, keep, left)
+    if not alive:
+        os._exit(0)
+    _send(sock, {"kind": "clean", "clean": clean and honest and not (early and left)})
