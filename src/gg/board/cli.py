@@ -32,6 +32,7 @@ from gg.board.raydispatch import WorkerFailed, dispatch
 from gg.board.sqlite import default_path
 from gg.board.store import IssueDetail
 from gg.cliopts import TrustConfig
+from gg.config import RAY_ADDRESS
 from gg.errors import DiskFull
 from gg.terminal import inert, inert_json, line
 
@@ -61,7 +62,9 @@ RayAddress = Annotated[
         metavar="ADDRESS",
         help="Dispatch on a Ray cluster (ray://HOST:10001, HOST:6379, or 'local'): "
         "--concurrency board runners as Ray tasks, each in its own clone of the 'origin' "
-        "remote, on a PostgreSQL store (the 'ray' extra).",
+        "remote, on a PostgreSQL store (the 'ray' extra). Overrides [board] executor and "
+        'ray_address: executor = "ray" with ray_address = ADDRESS in gg.toml is the same '
+        "as --ray ADDRESS.",
     ),
 ]
 
@@ -241,9 +244,9 @@ def run(
     """Run every open or unfinished issue to done or stuck; resumes after a crash."""
     if concurrency is not None and concurrency < 1:
         raise _fail(f"--concurrency: must be at least 1, not {concurrency}")
-    if ray_address is not None:
-        _run_on_ray(ray_address, concurrency, workspace, config, model, max_turns, json_out)
-        return
+    if ray_address is not None and not RAY_ADDRESS.fullmatch(ray_address):
+        raise _fail(f"--ray: {ray_address!r} is not a Ray address (ray://HOST:PORT, HOST:PORT "
+                    "or 'local')")  # fmt: skip
     console = Console(stderr=json_out, highlight=False)
     display = BoardDisplay(console)
     board = _board(
@@ -255,6 +258,12 @@ def run(
         progress=lambda say: console.print(line((say, "dim"))),
         trust_config=trust_config,
     )
+    settings = board.settings.board
+    if ray_address is None and settings.executor == "ray":
+        ray_address = settings.ray_address
+    if ray_address is not None:
+        _run_on_ray(board, ray_address, concurrency, json_out)
+        return
     try:
         with board, display:
             result = board.run(concurrency=concurrency, signals=True)
@@ -269,22 +278,12 @@ def run(
     raise typer.Exit(result.exit_code)
 
 
-def _run_on_ray(
-    address: str,
-    workers: int | None,
-    workspace: Path,
-    config: Path | None,
-    model: str | None,
-    max_turns: int | None,
-    json_out: bool,
-) -> None:
-    """``gg board run --ray ADDRESS``: :func:`gg.board.raydispatch.dispatch`; exits 0 or 1."""
-    board = _board(
-        workspace,
-        config,
-        model=model,
-        ceilings={"max_turns": max_turns} if max_turns is not None else None,
-    )
+def _run_on_ray(board: Board, address: str, workers: int | None, json_out: bool) -> None:
+    """``gg board run --ray ADDRESS`` (or ``[board] executor = "ray"``): dispatch; exit 0 or 1.
+
+    :func:`gg.board.raydispatch.dispatch`, ``--concurrency`` (default ``[board]
+    concurrency``) workers.
+    """
     try:
         with board:
             result = dispatch(

@@ -32,7 +32,6 @@ and the model's credentials in its environment.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import socket
@@ -41,7 +40,8 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Collection
-from dataclasses import asdict, dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,8 +50,10 @@ from gg.board.board import Board
 from gg.board.errors import BoardError
 from gg.board.git import branch_name
 from gg.board.gitsafe import GIT_IDENTITY, config_args
+from gg.board.merged import Part, merge
 from gg.board.postgres import PostgresStore, is_postgres_url
 from gg.board.store import Issue, IssueDetail, IssueState, SessionKind, SessionStatus, Verdict
+from gg.seal import HEAD_NAME, KEY_NAME
 from gg.shell import scrubbed_env
 from gg.state import private_dir, workspace_state
 
@@ -65,10 +67,36 @@ try:
 except ImportError:  # the 'postgres' extra is not installed
     psycopg = None  # type: ignore[assignment]
 
-__all__ = ["DispatchResult", "WorkerFailed", "WorkerJob", "WorkerReport", "dispatch", "run_worker"]
+__all__ = [
+    "POINTS",
+    "DispatchResult",
+    "Probe",
+    "WorkerFailed",
+    "WorkerJob",
+    "WorkerReport",
+    "dispatch",
+    "run_worker",
+]
 
 _MERGE_LOCK = 0x67670018
 """The advisory lock key of a board's merges (one per database)."""
+
+Probe = Callable[[str, int], None]
+"""``probe(point, issue)``: told when a worker or the driver reaches one of :data:`POINTS`."""
+
+POINTS = (
+    "implementer_ended",  # the implementer's finish is recorded; nothing committed yet
+    "branch_committed",  # the round's commit is in the worker's clone, not pushed
+    "branch_pushed",  # the branch is on the remote; the store still says implementing
+    "reviewer_ended",  # a verdict is recorded; the issue is still reviewing
+    "merge_ended",  # the merge agent's finish is recorded; no merge commit yet
+    "base_merged",  # the merge commit is on the clone's base branch, not pushed
+    "base_pushed",  # the merge is on the remote's base branch; the issue is still merging
+    "dispatching",  # the driver: Ray is up, no task is started (issue 0)
+    "workers_done",  # the driver: every task returned; the checkout is not pulled (issue 0)
+    "pulled",  # the driver: the checkout is pulled; the streams are not merged (issue 0)
+)
+"""The named points of a dispatched run a :data:`Probe` is told of, in the order they come."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +111,8 @@ class WorkerJob:
         model: a model spec (``openai:...``) or a picklable :class:`gg.Model`.
         reviewers / max_rounds: ``[board]`` overrides, ``None`` for the repository's.
         lease_s / poll_s: the claim lease and poll period (seconds).
+        probe: called as ``probe(point, issue)`` at each of :data:`POINTS` (a test's
+            kill points; picklable: a module-level function), or ``None``.
     """
 
     slot: int
@@ -94,6 +124,7 @@ class WorkerJob:
     max_rounds: int | None = None
     lease_s: float = 60.0
     poll_s: float = 2.0
+    probe: Probe | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +136,8 @@ class WorkerReport:
         run_id / status / exit_code: its board run's.
         issues: the numbers of the issues its run took.
         stream: its run's stream, as JSONL text.
+        seal: its stream's seal files, ``{"seal.key": text, "seal.head": text}``, so the
+            driver verifies the stream before it merges it (:mod:`gg.board.merged`).
     """
 
     slot: int
@@ -115,6 +148,7 @@ class WorkerReport:
     exit_code: int
     issues: tuple[int, ...]
     stream: str
+    seal: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,11 +217,25 @@ class RemoteStore:
     A failed push raises a retryable :class:`BoardError` and nothing is recorded.
     """
 
-    def __init__(self, store: PostgresStore, *, clone: Path, remote: str, base: str) -> None:
+    def __init__(
+        self,
+        store: PostgresStore,
+        *,
+        clone: Path,
+        remote: str,
+        base: str,
+        probe: Probe | None = None,
+    ) -> None:
         self.inner = store
         self.clone = clone
         self.remote = remote
         self.base = base
+        self.probe = probe
+        self._records: dict[int, tuple[int, SessionKind]] = {}
+
+    def _at(self, point: str, number: int) -> None:
+        if self.probe is not None:
+            self.probe(point, number)
 
     def _fetch_branch(self, number: int) -> None:
         branch = branch_name(number)
@@ -223,6 +271,7 @@ class RemoteStore:
     ) -> Issue:
         """Push what the transition relies on, then record it (:meth:`PostgresStore.transition`)."""
         if to is IssueState.REVIEWING:
+            self._at("branch_committed", number)
             branch = branch_name(number)
             _git(
                 self.clone,
@@ -232,7 +281,9 @@ class RemoteStore:
                 self.remote,
                 f"refs/heads/{branch}:refs/heads/{branch}",
             )
+            self._at("branch_pushed", number)
         elif to is IssueState.DONE:
+            self._at("base_merged", number)
             _git(
                 self.clone,
                 "push",
@@ -240,6 +291,7 @@ class RemoteStore:
                 self.remote,
                 f"refs/heads/{self.base}:refs/heads/{self.base}",
             )
+            self._at("base_pushed", number)
         return self.inner.transition(
             number, event=event, to=to, expect=expect, detail=detail, **fields
         )
@@ -262,9 +314,11 @@ class RemoteStore:
         self, number: int, *, kind: SessionKind, round: int, reviewer: int | None, run_id: str
     ) -> int:
         """:meth:`PostgresStore.start_session`."""
-        return self.inner.start_session(
+        record = self.inner.start_session(
             number, kind=kind, round=round, reviewer=reviewer, run_id=run_id
         )
+        self._records[record] = (number, kind)
+        return record
 
     def session_started(self, record: int, session_id: str) -> None:
         """:meth:`PostgresStore.session_started`."""
@@ -280,7 +334,7 @@ class RemoteStore:
         messages: str | None = None,
         verdict: Verdict | None = None,
     ) -> None:
-        """:meth:`PostgresStore.end_session`."""
+        """:meth:`PostgresStore.end_session`; then the probe's ``<kind>_ended`` point."""
         self.inner.end_session(
             record,
             status=status,
@@ -289,6 +343,9 @@ class RemoteStore:
             messages=messages,
             verdict=verdict,
         )
+        number, kind = self._records.pop(record, (0, "implementer"))
+        if status == "ended" and number:
+            self._at(f"{kind}_ended", number)
 
     def abandon_running(self, runner: str | None = None) -> int:
         """:meth:`PostgresStore.abandon_running`."""
@@ -376,7 +433,11 @@ class WorkerBoard(Board):
 
     def __init__(self, clone: Path, job: WorkerJob, **agent: Any) -> None:
         store = RemoteStore(
-            PostgresStore(job.store), clone=clone, remote=job.remote, base=job.base_branch
+            PostgresStore(job.store),
+            clone=clone,
+            remote=job.remote,
+            base=job.base_branch,
+            probe=job.probe,
         )
         super().__init__(
             clone,
@@ -421,9 +482,8 @@ def run_worker(job: WorkerJob) -> WorkerReport:
     _git(root, "clone", "--quiet", "--branch", job.base_branch, job.remote, str(clone))
     with WorkerBoard(clone, job) as board:
         result = board.run()
-    if result.status == "ended":  # kept otherwise, for a look at what the worker left
-        shutil.rmtree(root, ignore_errors=True)
-    return WorkerReport(
+    seal = {name: (result.stream.parent / name).read_text() for name in (KEY_NAME, HEAD_NAME)}
+    report = WorkerReport(
         slot=job.slot,
         host=socket.gethostname(),
         pid=os.getpid(),
@@ -432,7 +492,11 @@ def run_worker(job: WorkerJob) -> WorkerReport:
         exit_code=result.exit_code,
         issues=tuple(i.number for i in result.issues),
         stream=result.stream.read_text(encoding="utf-8"),
+        seal=seal,
     )
+    if result.status == "ended":  # kept otherwise, for a look at what the worker left
+        shutil.rmtree(root, ignore_errors=True)
+    return report
 
 
 class WorkerFailed(RuntimeError):
@@ -462,41 +526,10 @@ def _remote_of(workspace: Path, name: str) -> str:
         ) from None
 
 
-def dispatch(
-    board: Board,
-    *,
-    address: str,
-    workers: int,
-    remote: str = "origin",
-    max_retries: int = 2,
-    lease_s: float | None = None,
-) -> DispatchResult:
-    """Run ``board`` on a Ray cluster: ``workers`` board runners as Ray tasks (issue 17).
-
-    Args:
-        board: the driver's board (its workspace gives the remote, its settings the store).
-        address: the Ray cluster (``ray://HOST:10001``, ``HOST:6379``, or ``local`` for a
-            cluster of this machine on 127.0.0.1).
-        workers: how many runners (tasks) at once.
-        remote: the workspace's remote the workers clone and push to.
-        max_retries: Ray's retries of a task whose worker died.
-        lease_s: the claim lease (default :attr:`Board.claim_lease_s`).
-
-    Returns:
-        The workers' reports, the board's issues, the index of the copied streams.
-
-    Raises:
-        UserError: no ``ray`` extra, a store that is not PostgreSQL, no such remote.
-    """
+def _start_ray(address: str) -> None:
+    """Connect to the cluster at ``address`` (``local``: start one here, on 127.0.0.1)."""
     if ray is None:
         raise gg.UserError("--ray needs the 'ray' extra (pip install 'gg-agent[ray]')")
-    spec = board.settings.board.store
-    if not is_postgres_url(spec):
-        raise gg.UserError(
-            "--ray: the board's store must be PostgreSQL ([board] store = 'postgresql://...'), "
-            "which every worker reaches"
-        )
-    url = _remote_of(board.workspace, remote)
     if not ray.is_initialized():
         local = address == "local"
         ray.init(
@@ -505,6 +538,52 @@ def dispatch(
             _node_ip_address="127.0.0.1" if local else None,
             log_to_driver=False,
         )
+
+
+def _in_process(jobs: list[WorkerJob]) -> list[WorkerReport]:
+    """The workers' runs in threads of this process, without Ray (``address=None``)."""
+    with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="gg-worker") as pool:
+        return list(pool.map(_task, jobs))
+
+
+def dispatch(
+    board: Board,
+    *,
+    address: str | None,
+    workers: int,
+    remote: str = "origin",
+    max_retries: int = 2,
+    lease_s: float | None = None,
+    probe: Probe | None = None,
+) -> DispatchResult:
+    """Run ``board`` on a Ray cluster: ``workers`` board runners as Ray tasks (issue 17).
+
+    Args:
+        board: the driver's board (its workspace gives the remote, its settings the store).
+        address: the Ray cluster (``ray://HOST:10001``, ``HOST:6379``, or ``local`` for a
+            cluster of this machine on 127.0.0.1); ``None``: the same runners, each in its
+            own clone, in threads of this process (finishing a board without its cluster).
+        workers: how many runners (tasks) at once.
+        remote: the workspace's remote the workers clone and push to.
+        max_retries: Ray's retries of a task whose worker died.
+        lease_s: the claim lease (default :attr:`Board.claim_lease_s`).
+        probe: told of every point of :data:`POINTS` (tests' kill points), on the workers too.
+
+    Returns:
+        The workers' reports, the board's issues, the dispatch's merged stream and index.
+
+    Raises:
+        UserError: no ``ray`` extra, a store that is not PostgreSQL, no such remote.
+    """
+    spec = board.settings.board.store
+    if not is_postgres_url(spec):
+        raise gg.UserError(
+            "--ray: the board's store must be PostgreSQL ([board] store = 'postgresql://...'), "
+            "which every worker reaches"
+        )
+    url = _remote_of(board.workspace, remote)
+    if address is not None:
+        _start_ray(address)
     model = board._agent.get("model") or board.settings.model.spec
     jobs = [
         WorkerJob(
@@ -515,30 +594,52 @@ def dispatch(
             model=model,
             lease_s=lease_s or board.claim_lease_s,
             poll_s=board.claim_poll_s,
+            probe=probe,
         )
         for i in range(1, workers + 1)
     ]
-    task = ray.remote(max_retries=max_retries, retry_exceptions=False)(_task)
-    reports: list[WorkerReport] = ray.get([task.remote(job) for job in jobs])
+    if probe is not None:
+        probe("dispatching", 0)
+    if address is None:
+        reports = _in_process(jobs)
+    else:
+        task = ray.remote(max_retries=max_retries, retry_exceptions=False)(_task)
+        reports = ray.get([task.remote(job) for job in jobs])
+    if probe is not None:
+        probe("workers_done", 0)
     _git(board.workspace, "pull", "--quiet", "--ff-only", url, board.settings.board.base_branch)
+    if probe is not None:
+        probe("pulled", 0)
     return _record(board, sorted(reports, key=lambda r: r.slot))
 
 
 def _record(board: Board, reports: list[WorkerReport]) -> DispatchResult:
-    """Copy every worker's stream into ``<state>/runs/<dispatch id>/`` with an index."""
+    """Verify and merge every worker's stream into ``<state>/runs/<dispatch id>/`` (one record).
+
+    :func:`gg.board.merged.merge` writes the parts, the index and the merged stream.
+    """
     dispatch_id = time.strftime("ray-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
     folder = private_dir(workspace_state(board.workspace) / "runs" / dispatch_id)
-    entries = []
-    for report in reports:
-        name = f"worker-{report.slot}-{report.run_id}.jsonl"
-        (folder / name).write_text(report.stream, encoding="utf-8")
-        entry = {k: v for k, v in asdict(report).items() if k != "stream"}
-        entries.append({**entry, "issues": list(report.issues), "stream": name})
-    index = folder / "index.json"
-    index.write_text(json.dumps({"dispatch_id": dispatch_id, "workers": entries}, indent=2) + "\n")
-    return DispatchResult(
+    issues = tuple(board.store.issues())
+    done = all(i.state is IssueState.DONE for i in issues)
+    parts = [
+        Part(
+            slot=r.slot,
+            run_id=r.run_id,
+            stream=r.stream,
+            seal=r.seal,
+            meta={"host": r.host, "pid": r.pid, "status": r.status, "issues": list(r.issues)},
+        )
+        for r in reports
+    ]
+    index = merge(
+        folder,
         dispatch_id=dispatch_id,
-        index=index,
-        workers=tuple(reports),
-        issues=tuple(board.store.issues()),
+        parts=parts,
+        workspace=board.workspace,
+        settings=board.settings.model_dump(mode="json"),
+        done=done,
+    )
+    return DispatchResult(
+        dispatch_id=dispatch_id, index=index, workers=tuple(reports), issues=issues
     )

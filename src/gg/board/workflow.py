@@ -456,6 +456,19 @@ class IssueFlow:
                 return str((s.ending or {}).get("summary", ""))
         return None
 
+    async def _committed_this_round(self) -> bool:
+        """Whether the branch holds a commit of this round (a killed run made it, or pushed it).
+
+        Its tip is then neither on the base branch nor the commit the last round's
+        ``implemented`` recorded.
+        """
+        git = self.ctx.git
+        tip = await git.ref(f"refs/heads/{self.branch}")
+        if tip is None or await git.is_ancestor(tip, f"refs/heads/{self.base}"):
+            return False
+        done = [h for h in self.ctx.store.detail(self.number).history if h.event == "implemented"]
+        return not done or done[-1].detail.get("commit") != tip
+
     async def implement(self, issue: Issue) -> Issue:
         """``implementing``: the implementer finishes under the gate; gg commits (B2)."""
         git = self.ctx.git
@@ -463,6 +476,8 @@ class IssueFlow:
         await git.branch_worktree(self.worktree, self.branch, self.base)
         kept = before is not None and _inode(self.worktree) == before  # not made again
         summary = self._finished_this_round(issue)
+        if summary is not None and not kept and not await self._committed_this_round():
+            summary = None  # its files went with the old worktree (another machine's clone)
         if summary is None:
             continued = self.interrupted("implementer", issue.round) if kept else None
             if continued is None:  # a half-done session restarts cleanly
