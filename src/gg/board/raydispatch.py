@@ -526,12 +526,36 @@ def _remote_of(workspace: Path, name: str) -> str:
         ) from None
 
 
+def _reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Refuse a cluster address nothing answers on (``ray.init`` would wait for minutes).
+
+    Raises:
+        UserError: no TCP connection to ``HOST:PORT`` within ``timeout_s`` seconds.
+    """
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host:  # ray://HOST: Ray's client port
+        host, port = address.removeprefix("ray://"), "10001"
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as e:
+        raise gg.UserError(
+            f"--ray: cannot reach the Ray cluster at {address!r} ({e}); start it "
+            "(ray start --head) or fix [board] ray_address"
+        ) from None
+
+
 def _start_ray(address: str) -> None:
-    """Connect to the cluster at ``address`` (``local``: start one here, on 127.0.0.1)."""
+    """Connect to the cluster at ``address`` (``local``: start one here, on 127.0.0.1).
+
+    Raises:
+        UserError: no ``ray`` extra, or nothing answers at ``address``.
+    """
     if ray is None:
         raise gg.UserError("--ray needs the 'ray' extra (pip install 'gg-agent[ray]')")
     if not ray.is_initialized():
         local = address == "local"
+        if not local:
+            _reachable(address)
         ray.init(
             address=None if local else address,
             include_dashboard=False if local else None,

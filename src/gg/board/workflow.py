@@ -421,7 +421,23 @@ class IssueFlow:
             expect={S.OPEN},
             round=issue.round + 1,
             branch=self.branch,
+            detail={"base": await git.rev(f"refs/heads/{self.branch}")},
         )
+
+    async def start_point(self) -> str:
+        """Where the issue's branch starts when it must be made again (issue 17).
+
+        The base commit its last start recorded, so that a branch made again in
+        another clone (a worker that died before pushing it) starts where the first
+        one did, whatever was merged since; the base branch when none is recorded.
+        """
+        for entry in reversed(self.ctx.store.detail(self.number).history):
+            if entry.event == "started":
+                base = entry.detail.get("base")
+                if isinstance(base, str) and await self.ctx.git.ref(base):
+                    return base
+                break
+        return self.base
 
     async def _catch_up(self, issue: Issue) -> None:
         """A reopened issue's merged branch moves to the base branch before work starts.
@@ -473,7 +489,7 @@ class IssueFlow:
         """``implementing``: the implementer finishes under the gate; gg commits (B2)."""
         git = self.ctx.git
         before = _inode(self.worktree)
-        await git.branch_worktree(self.worktree, self.branch, self.base)
+        await git.branch_worktree(self.worktree, self.branch, await self.start_point())
         kept = before is not None and _inode(self.worktree) == before  # not made again
         summary = self._finished_this_round(issue)
         if summary is not None and not kept and not await self._committed_this_round():
