@@ -5,9 +5,9 @@ branch from the same base; the merge agent then writes the union, in number orde
 #3's reviewer requests changes once, #4 and #5 write a file each. The first reply
 of every implementer waits ``GG_TEST_PAUSE_S`` seconds so that workers overlap.
 
-Kill points: ``GG_TEST_CRASH=POINT:N:WHO[:K]`` with ``GG_TEST_CRASH_DIR=DIR`` makes
-:func:`probe` SIGKILL at the ``K``-th time (default 1) issue ``N`` (0: the driver's
-points) reaches ``POINT``, once per test (a marker in DIR): one of
+Kill points: ``GG_TEST_CRASH=POINT:N:WHO[:K][,...]`` with ``GG_TEST_CRASH_DIR=DIR``
+makes :func:`probe` SIGKILL at the ``K``-th time (default 1) issue ``N`` (0: the
+driver's points) reaches ``POINT``, each point once per test (a marker in DIR): one of
 :data:`gg.board.raydispatch.POINTS`, or the model's own ``implementing``, ``reviewing``
 and ``merging`` (a session's first reply). ``WHO``: ``worker`` kills the process that
 got there (a Ray worker; Ray retries its task), ``all`` the driver's process group
@@ -77,22 +77,20 @@ async def _hang_once(n: int) -> None:
 def probe(point: str, n: int) -> None:
     """The kill points of ``GG_TEST_CRASH`` (see the module's description)."""
     spec, folder = os.environ.get("GG_TEST_CRASH", ""), os.environ.get("GG_TEST_CRASH_DIR", "")
-    if not spec or not folder:
-        return
-    want, number, who, *k = spec.split(":")
-    if want != point or int(number) != n or os.path.exists(os.path.join(folder, "killed")):
-        return
-    count = os.path.join(folder, f"{point}-{n}.count")
-    seen = int(Path(count).read_text()) + 1 if os.path.exists(count) else 1
-    with open(count, "w") as f:
-        f.write(str(seen))
-    if seen != int(k[0] if k else 1):
-        return
-    with open(os.path.join(folder, "killed"), "w") as f:
-        f.write(f"{point}:{n}:{who} pid {os.getpid()}\n")
-    if who == "all":
-        os.killpg(os.getpgid(int(os.environ["GG_TEST_DRIVER_PID"])), signal.SIGKILL)
-    os.kill(os.getpid(), signal.SIGKILL)
+    for i, one in enumerate(spec.split(",") if spec and folder else []):
+        want, number, who, *k = one.split(":")
+        marker = os.path.join(folder, f"killed-{i}")
+        if want != point or int(number) != n or os.path.exists(marker):
+            continue
+        count = os.path.join(folder, f"{point}-{n}.count")
+        seen = int(Path(count).read_text()) + 1 if os.path.exists(count) else 1
+        Path(count).write_text(str(seen))
+        if seen != int(k[0] if k else 1):
+            continue
+        Path(marker).write_text(f"{point}:{n}:{who} pid {os.getpid()}\n")
+        if who == "all":
+            os.killpg(os.getpgid(int(os.environ["GG_TEST_DRIVER_PID"])), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 async def answer(messages: list[Any], tools: list[gg.ToolSpec]) -> gg.Reply:

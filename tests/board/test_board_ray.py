@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import typer
 from board_support import gg_toml
-from ray_support import check_dispatched, ray_board, reference, run_case
+from ray_support import check_dispatched, conflicts, ray_board, reference, run_case
 from typer.testing import CliRunner
 
 from gg.board import IssueState
@@ -41,6 +41,10 @@ def test_a_board_on_ray_with_two_workers_ends_as_in_one_process(
     runners = check_dispatched(tmp_path, origin, workspace, pg_url, on_sqlite)
     assert all(len(r) == 1 for r in runners.values())  # each issue claimed once
     assert {r[0] for r in runners.values()} == {"ray-worker-1", "ray-worker-2"}
+    store = PostgresStore(pg_url)
+    found = conflicts(store)
+    store.close()
+    assert sorted(found.values()) == [[], ["shared.py"]]  # #1 and #2 met, and were resolved
 
 
 def test_a_ray_worker_killed_mid_issue_is_retried_to_the_same_end(
@@ -55,7 +59,7 @@ def test_a_ray_worker_killed_mid_issue_is_retried_to_the_same_end(
     os.kill(int((hang / "pid").read_text()), signal.SIGKILL)  # the worker running #4
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err.decode()[-3000:]
-    runners = check_dispatched(tmp_path, origin, workspace, pg_url, on_sqlite, killed=True)
+    runners = check_dispatched(tmp_path, origin, workspace, pg_url, on_sqlite, killed={4})
     assert len(runners[4]) == 2 and len(set(runners[4])) == 1  # the retry reclaimed it
     index = json.loads(Path(json.loads((tmp_path / "out.json").read_text())["index"]).read_text())
     assert 4 in [n for w in index["workers"] for n in w["issues"]]  # the retry's run finished it

@@ -62,9 +62,9 @@ RayAddress = Annotated[
         metavar="ADDRESS",
         help="Dispatch on a Ray cluster (ray://HOST:10001, HOST:6379, or 'local'): "
         "--concurrency board runners as Ray tasks, each in its own clone of the 'origin' "
-        "remote, on a PostgreSQL store (the 'ray' extra). Overrides [board] executor and "
-        'ray_address: executor = "ray" with ray_address = ADDRESS in gg.toml is the same '
-        "as --ray ADDRESS.",
+        "remote, on a PostgreSQL store (the 'ray' extra). Overrides gg.toml's "
+        'board.executor and board.ray_address (executor = "ray" with ray_address = ADDRESS '
+        "is the same as --ray ADDRESS).",
     ),
 ]
 

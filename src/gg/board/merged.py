@@ -119,6 +119,17 @@ def _rebased(events: list[Event], slot: int, dispatch_id: str) -> Iterator[Event
         yield event.model_copy(update=update)
 
 
+def _problems(entries: list[dict[str, Any]], *, done: bool) -> list[str]:
+    """Why the dispatch's record is not a clean end: issues not done, parts not verified."""
+    why = [] if done else ["not every issue is done (gg board list)"]
+    why += [
+        f"worker {e['slot']} ({e['run_id']}): {e['message']}"
+        for e in entries
+        if e["verdict"] != "intact"
+    ]
+    return why
+
+
 def merge(
     folder: Path,
     *,
@@ -145,36 +156,28 @@ def merge(
         OSError, StateError: the files cannot be written (the folder is not new).
     """
     stored = [_store_part(folder, part) for part in parts]
-    bad = [e for _, e, _ in stored if e["verdict"] != "intact"]
+    why = _problems([e for _, e, _ in stored], done=done)
+    start = RunStarted(
+        run_id=dispatch_id,
+        settings=settings,
+        isolation="ray",
+        workspace=str(workspace),
+        pid=os.getpid(),
+    )
+    end = RunEnded(
+        run_id=dispatch_id,
+        status="stopped" if why else "ended",
+        exit_code=1 if why else 0,
+        diagnosis="; ".join(why) or None,
+    )
+    merged = heapq.merge(
+        *(_rebased(events, e["slot"], dispatch_id) for _, e, events in stored),
+        key=lambda event: event.at,
+    )
     writer = StreamWriter(folder / "stream.jsonl")
     try:
-        writer.emit(
-            RunStarted(
-                run_id=dispatch_id,
-                settings=settings,
-                isolation="ray",
-                workspace=str(workspace),
-                pid=os.getpid(),
-            )
-        )
-        merged = heapq.merge(
-            *(_rebased(events, e["slot"], dispatch_id) for _, e, events in stored),
-            key=lambda event: event.at,
-        )
-        for event in merged:
+        for event in (start, *merged, end):
             writer.emit(event)
-        why = [f"worker {e['slot']} ({e['run_id']}): {e['message']}" for e in bad]
-        if not done:
-            why.insert(0, "not every issue is done (gg board list)")
-        ok = not why
-        writer.emit(
-            RunEnded(
-                run_id=dispatch_id,
-                status="ended" if ok else "stopped",
-                exit_code=0 if ok else 1,
-                diagnosis=None if ok else "; ".join(why),
-            )
-        )
     finally:
         writer.close()
     index = folder / "index.json"

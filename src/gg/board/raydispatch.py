@@ -20,9 +20,21 @@ one meeting point:
 A worker that dies is retried by Ray (``max_retries``) under the same runner
 key, so the new attempt reclaims its issues at once; a worker lost for good
 leaves its claims to run out (:data:`gg.board.board.CLAIM_LEASE_S`) for the
-others. Each worker's run writes its own stream; the driver copies every
-stream into ``<state>/runs/<dispatch id>/`` with an ``index.json`` naming each
-worker's run and issues: one ordered record per worker run, indexed.
+others. Whatever the point it died at, the end state is an uninterrupted
+run's: a branch made again starts at the base commit its issue's start
+recorded, an implementer's finish whose files went with the dead clone is done
+again, a merge already pushed is found on the remote and recorded. The named
+points (:data:`POINTS`) are told to a ``probe`` (tests kill there).
+
+Each worker's run writes its own sealed stream and ships it to the driver with
+its seal; the driver verifies every part and merges them into one ordered,
+sealed stream of the dispatch, ``<state>/runs/<dispatch id>/stream.jsonl``,
+with the parts and an ``index.json`` beside it (:mod:`gg.board.merged`):
+``gg show <dispatch id>`` replays and verifies it as any run.
+
+``[board] executor = "ray"`` with ``ray_address`` is ``--ray ADDRESS`` in
+``gg.toml``. ``address=None`` runs the same workers, each in its own clone, in
+threads of the driver's process: a dispatched board finished without Ray.
 
 What each worker needs: gg installed with the ``postgres`` and ``ray`` extras,
 ``git``, a route to the PostgreSQL server and to the remote (read and push),
@@ -570,6 +582,22 @@ def _in_process(jobs: list[WorkerJob]) -> list[WorkerReport]:
         return list(pool.map(_task, jobs))
 
 
+def _job(
+    board: Board, *, slot: int, remote: str, lease_s: float | None, probe: Probe | None
+) -> WorkerJob:
+    """Worker ``slot``'s job: the board's store, base branch, model and claim timings."""
+    return WorkerJob(
+        slot=slot,
+        remote=remote,
+        store=board.settings.board.store,
+        base_branch=board.settings.board.base_branch,
+        model=board._agent.get("model") or board.settings.model.spec,
+        lease_s=lease_s or board.claim_lease_s,
+        poll_s=board.claim_poll_s,
+        probe=probe,
+    )
+
+
 def dispatch(
     board: Board,
     *,
@@ -608,32 +636,19 @@ def dispatch(
     url = _remote_of(board.workspace, remote)
     if address is not None:
         _start_ray(address)
-    model = board._agent.get("model") or board.settings.model.spec
     jobs = [
-        WorkerJob(
-            slot=i,
-            remote=url,
-            store=spec,
-            base_branch=board.settings.board.base_branch,
-            model=model,
-            lease_s=lease_s or board.claim_lease_s,
-            poll_s=board.claim_poll_s,
-            probe=probe,
-        )
-        for i in range(1, workers + 1)
+        _job(board, slot=i, remote=url, lease_s=lease_s, probe=probe) for i in range(1, workers + 1)
     ]
-    if probe is not None:
-        probe("dispatching", 0)
+    tell = probe or (lambda point, number: None)
+    tell("dispatching", 0)
     if address is None:
         reports = _in_process(jobs)
     else:
         task = ray.remote(max_retries=max_retries, retry_exceptions=False)(_task)
         reports = ray.get([task.remote(job) for job in jobs])
-    if probe is not None:
-        probe("workers_done", 0)
+    tell("workers_done", 0)
     _git(board.workspace, "pull", "--quiet", "--ff-only", url, board.settings.board.base_branch)
-    if probe is not None:
-        probe("pulled", 0)
+    tell("pulled", 0)
     return _record(board, sorted(reports, key=lambda r: r.slot))
 
 
