@@ -7,6 +7,7 @@ its Unix socket. Starts a local Ray cluster (2 CPUs, node address 127.0.0.1),
 dispatches the board with 2 workers, writes ``{"exit_code", "index"}`` to OUT.
 ``GG_TEST_INLINE=1``: the same two workers in this process, without Ray
 (``dispatch(address=None)``). The kill points of :func:`ray_model.probe` are on.
+``GG_TEST_RETRIES=N``: Ray's retries of a dead worker's task (default 2).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def main() -> int:
             workers=2,
             lease_s=10,
             probe=ray_model.probe,
+            max_retries=int(os.environ.get("GG_TEST_RETRIES", "2")),
         )
         board.close()
     finally:

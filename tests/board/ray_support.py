@@ -150,7 +150,8 @@ def check_dispatched(
         if issue.number not in hit:
             assert len(runners[issue.number]) == 1, (issue.number, runners[issue.number])
         assert git(origin, "cat-file", "-t", issue.merge_sha or "") == "commit"
-        assert not [s for s in store.detail(issue.number).sessions if s.status == "running"]
+        running = [s for s in store.detail(issue.number).sessions if s.status == "running"]
+        assert not running, (issue.number, running)
         assert [h.event for h in history].count("merged") == 1  # never merged twice
     store.close()
     check_index(Path(out["index"]), killed=bool(killed))
@@ -160,7 +161,8 @@ def check_dispatched(
 def check_index(index_path: Path, *, killed: bool) -> list[dict[str, object]]:
     """The index and the merged stream of a dispatch; the merged stream's events."""
     index = json.loads(index_path.read_text())
-    assert [w["slot"] for w in index["workers"]] == [1, 2]
+    lost = [int(line.split()[1].rstrip(":")) for line in index["lost"]]
+    assert sorted([w["slot"] for w in index["workers"]] + lost) == [1, 2]
     assert all(w["verdict"] == "intact" for w in index["workers"]), index["workers"]
     indexed = sorted(n for w in index["workers"] for n in w["issues"])
     assert set(indexed) <= {1, 2, 3, 4, 5} and len(set(indexed)) == len(indexed)

@@ -22,6 +22,7 @@ session left running; one merged, sealed stream of the finishing dispatch.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,27 @@ def test_a_worker_killed_at_a_point_is_retried_to_the_same_end(
     runners = check_dispatched(tmp_path, origin, workspace, pg_url, on_sqlite, killed=hit)
     for number in hit:
         assert len(runners[number]) >= 2  # the dead attempt's claim, and its retry's
+
+
+def test_a_worker_lost_for_good_has_its_issue_taken_over_by_the_other(
+    tmp_path: Path, pg: PgCluster, pg_url: str, on_sqlite: dict[str, object]
+) -> None:
+    origin, workspace, toml = ray_board(tmp_path, pg, pg_url)
+    env = crash(tmp_path, ("implementing:4:worker",))
+    proc = run_case(tmp_path, workspace, toml, GG_TEST_RETRIES="0", **env)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    kills(tmp_path, ("implementing:4:worker",))
+    runners = check_dispatched(tmp_path, origin, workspace, pg_url, on_sqlite, killed={4})
+    assert len(runners[4]) == 2 and len(set(runners[4])) == 2  # the other worker took it
+    out = json.loads((tmp_path / "out.json").read_text())
+    index = json.loads(Path(out["index"]).read_text())
+    assert len(index["lost"]) == 1 and "WorkerCrashedError" in index["lost"][0], index["lost"]
+    assert len(index["workers"]) == 1  # the survivor's run; the dead one shipped nothing
+    store = PostgresStore(pg_url)
+    sessions = store.detail(4).sessions
+    store.close()
+    assert [s.status for s in sessions if s.kind == "implementer"] == ["abandoned", "ended"]
 
 
 DRIVER_POINTS = [

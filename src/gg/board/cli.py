@@ -298,12 +298,21 @@ def _run_on_ray(board: Board, address: str, workers: int | None, json_out: bool)
         raise typer.Exit(1) from None
     if json_out:
         issues = [issue_json(i) for i in result.issues]
-        out = {"dispatch_id": result.dispatch_id, "index": str(result.index), "issues": issues}
+        out = {
+            "dispatch_id": result.dispatch_id,
+            "index": str(result.index),
+            "lost": list(result.lost),
+            "issues": issues,
+        }
         sys.stdout.write(inert_json(out) + "\n")
     else:
         console = Console(highlight=False, soft_wrap=True)
         console.print(issues_table(list(result.issues)))
-        console.print(line((f"{len(result.workers)} worker run(s); index: {result.index}", "dim")))
+        for lost in result.lost:
+            console.print(line(("lost ", "yellow"), lost))
+        console.print(
+            line((f"{len(result.workers)} worker run(s); gg show {result.dispatch_id}", "dim"))
+        )
     raise typer.Exit(result.exit_code)
 
 

@@ -19,7 +19,8 @@ run's key and head), and the driver, in :func:`merge`:
    keeps what they said). The merged stream is sealed by the driver with a key
    of its own, so ``gg show <dispatch id>`` replays and verifies it as any run;
 3. writes ``index.json``: each part's slot, run id, host, pid, status, issues,
-   directory, verdict, event count and last chain value.
+   directory, verdict, event count and last chain value; and the workers lost
+   for good (their issues were taken over by the others once their claims ran out).
 
 A worker that was killed never shipped its stream: the attempt Ray retried
 shipped the one that finished its issues (the dead attempt's stream stays on
@@ -138,6 +139,7 @@ def merge(
     workspace: Path,
     settings: dict[str, Any],
     done: bool,
+    lost: tuple[str, ...] = (),
 ) -> Path:
     """Verify ``parts`` and write the merged stream and the index in ``folder`` (see above).
 
@@ -148,6 +150,9 @@ def merge(
         workspace: the driver's workspace (named by the merged ``run_started``).
         settings: the effective settings (the merged ``run_started`` carries them).
         done: every issue of the board is done.
+        lost: the workers that died for good (Ray gave up on them), one line each:
+            in the index, and named by the merged ``run_ended``'s diagnosis (a run
+            whose issues are all done, every part verified, still ends ``ended``).
 
     Returns:
         The index, ``folder / "index.json"``.
@@ -157,6 +162,7 @@ def merge(
     """
     stored = [_store_part(folder, part) for part in parts]
     why = _problems([e for _, e, _ in stored], done=done)
+    notes = [f"lost {line} (its issues were taken over)" for line in lost]
     start = RunStarted(
         run_id=dispatch_id,
         settings=settings,
@@ -168,7 +174,7 @@ def merge(
         run_id=dispatch_id,
         status="stopped" if why else "ended",
         exit_code=1 if why else 0,
-        diagnosis="; ".join(why) or None,
+        diagnosis="; ".join(why + notes) or None,
     )
     merged = heapq.merge(
         *(_rebased(events, e["slot"], dispatch_id) for _, e, events in stored),
@@ -185,6 +191,7 @@ def merge(
         "dispatch_id": dispatch_id,
         "stream": "stream.jsonl",
         "workers": [entry for _, entry, _ in stored],
+        "lost": list(lost),
     }
     _write_private(index, json.dumps(body, indent=2) + "\n")
     return index

@@ -205,6 +205,17 @@ def _history(
     )
 
 
+def _abandon(cur: Cursor, rows: Sequence[Sequence[Any]]) -> None:
+    """Mark sessions ``(record, issue_id, kind, session_id)`` abandoned, each with a history row."""
+    for record, issue_id, kind, sid in rows:
+        cur.execute(
+            "UPDATE sessions SET status = 'abandoned', ended_at = %s WHERE id = %s",
+            (now_iso(), record),
+        )
+        facts = {"kind": kind, "session_id": sid, "record": record}
+        _history(cur, issue_id, "session_abandoned", None, None, facts)
+
+
 class PostgresStore:
     """A :class:`gg.board.store.Store` on a PostgreSQL database (SPEC B1, issue 17).
 
@@ -589,13 +600,7 @@ class PostgresStore:
                 f"OR i.claimed_until < {_NOW}) FOR UPDATE OF s",
                 (self._board, runner, runner),
             ).fetchall()
-            for record, issue_id, kind, sid in rows:
-                cur.execute(
-                    "UPDATE sessions SET status = 'abandoned', ended_at = %s WHERE id = %s",
-                    (now_iso(), record),
-                )
-                facts = {"kind": kind, "session_id": sid, "record": record}
-                _history(cur, issue_id, "session_abandoned", None, None, facts)
+            _abandon(cur, rows)
             return len(rows)
 
         return self._do(abandon, "abandon the sessions a dead run left")
@@ -608,7 +613,9 @@ class PostgresStore:
         """Claim the lowest-numbered unfinished issue no live runner holds (history ``claimed``).
 
         ``SELECT ... FOR UPDATE SKIP LOCKED``: a runner claiming at the same moment
-        skips the row this one locked, so each issue goes to exactly one runner.
+        skips the row this one locked, so each issue goes to exactly one runner. An
+        issue taken over from a runner whose lease ran out has that runner's sessions
+        still marked ``running`` made ``abandoned`` in the same transaction.
 
         Returns:
             The claimed issue, or ``None`` when none is free.
@@ -628,6 +635,13 @@ class PostgresStore:
                 (runner, lease_s, row[0]),
             )
             _history(cur, row[0], "claimed", None, None, {"runner": runner})
+            # a session still marked running is a dead runner's (none live holds the issue)
+            left = cur.execute(
+                "SELECT id, issue_id, kind, session_id FROM sessions WHERE issue_id = %s AND "
+                "status = 'running' FOR UPDATE",
+                (row[0],),
+            ).fetchall()
+            _abandon(cur, left)
             return int(row[1])
 
         number = self._do(claim, "claim an issue")

@@ -168,16 +168,18 @@ class DispatchResult:
     """A dispatched board run: every worker's report and the board as it ended.
 
     Attributes:
-        dispatch_id: the directory name of the copied streams and index.
+        dispatch_id: the run id of the merged stream (``gg show DISPATCH_ID``).
         index: ``<state>/runs/<dispatch_id>/index.json``.
         workers: the workers' reports, by slot.
         issues: every issue of the board, by number.
+        lost: the workers Ray gave up on, one line each (their issues went to others).
     """
 
     dispatch_id: str
     index: Path
     workers: tuple[WorkerReport, ...]
     issues: tuple[Issue, ...]
+    lost: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -641,18 +643,45 @@ def dispatch(
     ]
     tell = probe or (lambda point, number: None)
     tell("dispatching", 0)
+    lost: list[str] = []
     if address is None:
         reports = _in_process(jobs)
     else:
         task = ray.remote(max_retries=max_retries, retry_exceptions=False)(_task)
-        reports = ray.get([task.remote(job) for job in jobs])
+        reports, lost = _gather([task.remote(job) for job in jobs], jobs)
     tell("workers_done", 0)
     _git(board.workspace, "pull", "--quiet", "--ff-only", url, board.settings.board.base_branch)
     tell("pulled", 0)
-    return _record(board, sorted(reports, key=lambda r: r.slot))
+    return _record(board, sorted(reports, key=lambda r: r.slot), tuple(lost))
 
 
-def _record(board: Board, reports: list[WorkerReport]) -> DispatchResult:
+def _gather(refs: list[Any], jobs: list[WorkerJob]) -> tuple[list[WorkerReport], list[str]]:
+    """Every task's report, waiting for all; the workers Ray gave up on, one line each.
+
+    A worker that died for good (its retries spent, its node gone) is no failure of the
+    dispatch: the others take its issues over once its claims run out.
+
+    Raises:
+        WorkerFailed: a worker's run raised a gg error (after every task is waited for).
+    """
+    reports: list[WorkerReport] = []
+    lost: list[str] = []
+    failed: BaseException | None = None
+    for ref, job in zip(refs, jobs, strict=True):
+        try:
+            reports.append(ray.get(ref))
+        except ray.exceptions.RayTaskError as e:  # the task raised: WorkerFailed
+            failed = failed or e
+        except ray.exceptions.RayError as e:  # the worker or its node died for good
+            lost.append(f"worker {job.slot}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+    if failed is not None:
+        raise failed
+    return reports, lost
+
+
+def _record(
+    board: Board, reports: list[WorkerReport], lost: tuple[str, ...] = ()
+) -> DispatchResult:
     """Verify and merge every worker's stream into ``<state>/runs/<dispatch id>/`` (one record).
 
     :func:`gg.board.merged.merge` writes the parts, the index and the merged stream.
@@ -678,7 +707,8 @@ def _record(board: Board, reports: list[WorkerReport]) -> DispatchResult:
         workspace=board.workspace,
         settings=board.settings.model_dump(mode="json"),
         done=done,
+        lost=lost,
     )
     return DispatchResult(
-        dispatch_id=dispatch_id, index=index, workers=tuple(reports), issues=issues
+        dispatch_id=dispatch_id, index=index, workers=tuple(reports), issues=issues, lost=lost
     )

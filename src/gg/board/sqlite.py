@@ -484,20 +484,18 @@ class SqliteStore:
                 "(? IS NULL OR i.claimed_by IS NULL OR i.claimed_by = ? OR i.claimed_until < ?)",
                 (self._board, runner, runner, now_iso()),
             ).fetchall()
-            for record, issue_id, kind, sid in rows:
-                db.execute(
-                    "UPDATE sessions SET status = 'abandoned', ended_at = ? WHERE id = ?",
-                    (now_iso(), record),
-                )
-                self._history(
-                    db,
-                    issue_id,
-                    "session_abandoned",
-                    None,
-                    None,
-                    {"kind": kind, "session_id": sid, "record": record},
-                )
+            self._abandon(db, rows)
         return len(rows)
+
+    def _abandon(self, db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+        """Mark sessions ``(record, issue_id, kind, session_id)`` abandoned, with history."""
+        for record, issue_id, kind, sid in rows:
+            db.execute(
+                "UPDATE sessions SET status = 'abandoned', ended_at = ? WHERE id = ?",
+                (now_iso(), record),
+            )
+            facts = {"kind": kind, "session_id": sid, "record": record}
+            self._history(db, issue_id, "session_abandoned", None, None, facts)
 
     # -- claims (several runners on one store) ----------------------------------------------
 
@@ -512,7 +510,8 @@ class SqliteStore:
             skip: issue numbers not to claim (taken already by this run).
 
         Returns:
-            The claimed issue, or ``None`` when none is free.
+            The claimed issue, or ``None`` when none is free. Sessions of it still marked
+            ``running`` (a runner whose lease ran out left them) are made ``abandoned``.
         """
         now = now_iso()
         with self._tx() as db:
@@ -530,6 +529,13 @@ class SqliteStore:
                 (runner, now_iso(after=lease_s), rowid),
             )
             self._history(db, rowid, "claimed", None, None, {"runner": runner})
+            # a session still marked running is a dead runner's (none live holds the issue)
+            left = db.execute(
+                "SELECT id, issue_id, kind, session_id FROM sessions WHERE issue_id = ? AND "
+                "status = 'running'",
+                (rowid,),
+            ).fetchall()
+            self._abandon(db, left)
         return self.issue(number)
 
     def renew(self, runner: str, *, lease_s: float) -> set[int]:
