@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from board_support import git
 from ray_support import check_index, ray_board, run_case
 from typer.testing import CliRunner
 
@@ -39,8 +40,8 @@ def _state_home(module_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="module")
 def dispatched(
     tmp_path_factory: pytest.TempPathFactory, pg: PgCluster, module_home: Path
-) -> tuple[Path, Path]:
-    """A finished dispatch: the driver's workspace and the dispatch's run directory."""
+) -> tuple[Path, Path, Path]:
+    """A finished dispatch: the driver's workspace, the dispatch's run directory, its config."""
     tmp_path = tmp_path_factory.mktemp("dispatch")
     _, workspace, toml = ray_board(tmp_path, pg, pg.new_database())
     proc = run_case(tmp_path, workspace, toml, GG_STATE_HOME=str(module_home))
@@ -48,7 +49,7 @@ def dispatched(
     assert proc.returncode == 0, err.decode()[-3000:]
     index = Path(json.loads((tmp_path / "out.json").read_text())["index"])
     check_index(index, killed=False)
-    return workspace, index.parent
+    return workspace, index.parent, toml
 
 
 def copy_of(folder: Path, name: str) -> Path:
@@ -64,8 +65,10 @@ def show(workspace: Path, run: str) -> tuple[int, str]:
     return done.exit_code, " ".join(done.stdout.split())
 
 
-def test_gg_show_replays_the_dispatch_as_one_verified_stream(dispatched: tuple[Path, Path]) -> None:
-    workspace, folder = dispatched
+def test_gg_show_replays_the_dispatch_as_one_verified_stream(
+    dispatched: tuple[Path, Path, Path],
+) -> None:
+    workspace, folder, _ = dispatched
     code, out = show(workspace, folder.name)
     assert code == 0, out
     assert "stream intact" in out
@@ -76,8 +79,8 @@ def test_gg_show_replays_the_dispatch_as_one_verified_stream(dispatched: tuple[P
 
 
 @pytest.mark.parametrize("how", ["edit", "remove", "swap", "cut_end"])
-def test_a_tampered_merged_stream_is_named(dispatched: tuple[Path, Path], how: str) -> None:
-    workspace, folder = dispatched
+def test_a_tampered_merged_stream_is_named(dispatched: tuple[Path, Path, Path], how: str) -> None:
+    workspace, folder, _ = dispatched
     copy = copy_of(folder, f"tampered-{how}")
     path = copy / "stream.jsonl"
     lines = path.read_text().splitlines(keepends=True)
@@ -122,9 +125,9 @@ def remerge(folder: Path, parts: list[Part], name: str) -> tuple[dict[str, objec
 
 @pytest.mark.parametrize("how", ["edit", "reorder", "no_key", "other_key"])
 def test_a_tampered_part_is_found_named_and_left_out(
-    dispatched: tuple[Path, Path], how: str
+    dispatched: tuple[Path, Path, Path], how: str
 ) -> None:
-    _, folder = dispatched
+    _, folder, _ = dispatched
     parts = parts_of(folder)
     good, bad = parts
     lines = bad.stream.splitlines(keepends=True)
@@ -154,9 +157,9 @@ def test_a_tampered_part_is_found_named_and_left_out(
 
 
 def test_parts_merged_again_in_another_order_give_the_same_record(
-    dispatched: tuple[Path, Path],
+    dispatched: tuple[Path, Path, Path],
 ) -> None:
-    _, folder = dispatched
+    _, folder, _ = dispatched
     parts = parts_of(folder)
     _, first = remerge(folder, parts, "order-a")
     _, second = remerge(folder, parts[::-1], "order-b")
@@ -165,3 +168,21 @@ def test_parts_merged_again_in_another_order_give_the_same_record(
     again = [{k: v for k, v in e.items() if k not in strip} for e in second[1:-1]]
     assert sorted(map(json.dumps, body)) == sorted(map(json.dumps, again))
     assert [e["at"] for e in first[1:-1]] == [e["at"] for e in second[1:-1]]
+
+
+def test_gg_board_run_without_ray_on_a_dispatched_board_runs_its_workers_here(
+    dispatched: tuple[Path, Path, Path],
+) -> None:
+    workspace, folder, toml = dispatched
+    tree = git(workspace, "rev-parse", "main^{tree}")
+    done = CliRunner().invoke(
+        app, ["board", "run", "-w", str(workspace), "--config", str(toml), "--json"]
+    )
+    assert done.exit_code == 0, done.stderr
+    assert "this board was run on Ray" in " ".join(done.stderr.split())
+    out = json.loads(done.stdout)
+    assert [i["state"] for i in out["issues"]] == ["done"] * 5
+    assert out["dispatch_id"] != folder.name and out["lost"] == []
+    assert git(workspace, "rev-parse", "main^{tree}") == tree  # nothing merged in this checkout
+    assert git(workspace, "branch", "--list", "gg/*") == ""
+    check_index(Path(out["index"]), killed=True)  # its own merged record (nothing to do)

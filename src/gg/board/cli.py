@@ -28,7 +28,7 @@ from gg.board.board import Board, BoardResult, issue_json
 from gg.board.display import BoardDisplay, detail_view, issues_table
 from gg.board.errors import BoardError
 from gg.board.postgres import PostgresStore, StoreLost, is_postgres_url
-from gg.board.raydispatch import WorkerFailed, dispatch
+from gg.board.raydispatch import WorkerFailed, dispatch, was_dispatched
 from gg.board.sqlite import default_path
 from gg.board.store import IssueDetail
 from gg.cliopts import TrustConfig
@@ -264,6 +264,18 @@ def run(
     if ray_address is not None:
         _run_on_ray(board, ray_address, concurrency, json_out)
         return
+    if _was_dispatched(board):
+        console.print(
+            line(
+                (
+                    "this board was run on Ray (its branches and merges are on 'origin'): "
+                    "its workers run in this process, each in its own clone",
+                    "dim",
+                )
+            )
+        )
+        _run_on_ray(board, None, concurrency, json_out)
+        return
     try:
         with board, display:
             result = board.run(concurrency=concurrency, signals=True)
@@ -278,7 +290,16 @@ def run(
     raise typer.Exit(result.exit_code)
 
 
-def _run_on_ray(board: Board, address: str, workers: int | None, json_out: bool) -> None:
+def _was_dispatched(board: Board) -> bool:
+    """:func:`gg.board.raydispatch.was_dispatched`, a store that cannot be read as exit 2."""
+    try:
+        return was_dispatched(board)
+    except gg.UserError as e:
+        board.close()
+        raise _fail(str(e)) from None
+
+
+def _run_on_ray(board: Board, address: str | None, workers: int | None, json_out: bool) -> None:
     """``gg board run --ray ADDRESS`` (or ``[board] executor = "ray"``): dispatch; exit 0 or 1.
 
     :func:`gg.board.raydispatch.dispatch`, ``--concurrency`` (default ``[board]

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from gg import UserError
-from gg.board.errors import BoardError
+from gg.board.errors import BoardError, IssueMoved
 from gg.board.sqlite import MIGRATIONS, SqliteStore
 from gg.board.store import (
     TERMINAL,
@@ -481,10 +481,9 @@ class PostgresStore:
         def change(cur: Cursor) -> None:
             rowid, state = self._row_id(cur, number, lock=True)
             if expect is not None and state not in expect:
-                raise BoardError(
+                raise IssueMoved(
                     f"issue #{number} is {state.value!r}, expected one of "
                     f"{sorted(s.value for s in expect)!r}",
-                    code="store",
                     operation=f"transition to {to}",
                 )
             sets = dict(fields, updated_at=now_iso())

@@ -59,7 +59,7 @@ from typing import Any, Literal
 
 import gg
 from gg.board.board import Board
-from gg.board.errors import BoardError
+from gg.board.errors import BoardError, IssueMoved
 from gg.board.git import branch_name
 from gg.board.gitsafe import GIT_IDENTITY, config_args
 from gg.board.merged import Part, merge
@@ -88,6 +88,7 @@ __all__ = [
     "WorkerReport",
     "dispatch",
     "run_worker",
+    "was_dispatched",
 ]
 
 _MERGE_LOCK = 0x67670018
@@ -223,6 +224,11 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+def worker_key(slot: int) -> str:
+    """The runner key of worker ``slot``'s claims: ``ray-worker-SLOT``."""
+    return f"ray-worker-{slot}"
+
+
 class RemoteStore:
     """A :class:`PostgresStore` that keeps the worker's clone in step with the remote.
 
@@ -239,12 +245,16 @@ class RemoteStore:
         remote: str,
         base: str,
         probe: Probe | None = None,
+        runner: str | None = None,
+        lease_s: float = 60.0,
     ) -> None:
         self.inner = store
         self.clone = clone
         self.remote = remote
         self.base = base
         self.probe = probe
+        self.runner = runner
+        self.lease_s = lease_s
         self._records: dict[int, tuple[int, SessionKind]] = {}
 
     def _at(self, point: str, number: int) -> None:
@@ -283,7 +293,26 @@ class RemoteStore:
         detail: dict[str, Any] | None = None,
         **fields: Any,
     ) -> Issue:
-        """Push what the transition relies on, then record it (:meth:`PostgresStore.transition`)."""
+        """Push what the transition relies on, then record it (:meth:`PostgresStore.transition`).
+
+        A change of state is fenced by the claim: when ``runner`` no longer holds the
+        issue (its lease ran out and another runner took it over), nothing is pushed
+        or recorded.
+
+        Raises:
+            IssueMoved: the issue is another runner's now, or not in an ``expect`` state.
+            BoardError: a push failed (retryable).
+        """
+        held = (
+            self.inner.renew(self.runner, lease_s=self.lease_s)
+            if to is not None and self.runner is not None
+            else {number}
+        )
+        if number not in held:
+            raise IssueMoved(
+                f"issue #{number} is no longer {self.runner}'s: another runner took it over",
+                operation=f"transition to {to}",
+            )
         if to is IssueState.REVIEWING:
             self._at("branch_committed", number)
             branch = branch_name(number)
@@ -452,6 +481,8 @@ class WorkerBoard(Board):
             remote=job.remote,
             base=job.base_branch,
             probe=job.probe,
+            runner=worker_key(job.slot),
+            lease_s=job.lease_s,
         )
         super().__init__(
             clone,
@@ -470,7 +501,7 @@ class WorkerBoard(Board):
     @property
     def runner(self) -> str:
         """``ray-worker-SLOT``: the same key for Ray's retry of a dead worker's task."""
-        return f"ray-worker-{self.job.slot}"
+        return worker_key(self.job.slot)
 
     def merge_lock(self) -> asyncio.Lock:
         """The :class:`SharedMergeLock` of the board's database."""
@@ -582,6 +613,23 @@ def _in_process(jobs: list[WorkerJob]) -> list[WorkerReport]:
     """The workers' runs in threads of this process, without Ray (``address=None``)."""
     with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="gg-worker") as pool:
         return list(pool.map(_task, jobs))
+
+
+def was_dispatched(board: Board) -> bool:
+    """Whether ``board`` (on PostgreSQL) was run by dispatched workers before.
+
+    Its issues' branches and merges are then on the remote, not in this checkout:
+    ``gg board run`` without Ray finishes it with the same workers in this process
+    (:func:`dispatch` with ``address=None``), never in this checkout.
+    """
+    if not is_postgres_url(board.settings.board.store):
+        return False
+    for issue in board.store.issues():
+        for entry in board.store.detail(issue.number).history:
+            runner = entry.detail.get("runner") if entry.event == "claimed" else None
+            if isinstance(runner, str) and runner.startswith("ray-worker-"):
+                return True
+    return False
 
 
 def _job(

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from gg import UserError
-from gg.board.errors import BoardError
+from gg.board.errors import BoardError, IssueMoved
 from gg.board.store import (
     TERMINAL,
     HistoryEntry,
@@ -331,10 +331,10 @@ class SqliteStore:
         with self._tx() as db:
             rowid, state = self._row_id(db, number)
             if expect is not None and state not in expect:
-                raise _store_error(
+                raise IssueMoved(
                     f"issue #{number} is {state.value!r}, expected one of "
                     f"{sorted(s.value for s in expect)!r}",
-                    f"transition to {to}",
+                    operation=f"transition to {to}",
                 )
             sets = dict(fields, updated_at=now_iso())
             if to is not None:

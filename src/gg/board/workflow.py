@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import gg
-from gg.board.errors import BoardError
+from gg.board.errors import BoardError, IssueMoved
 from gg.board.git import Git, branch_name, worktree_path
 from gg.board.merge import MergeGuard, merge_issue
 from gg.board.prompts import implement_task, review_task, rework_fresh_task, rework_task
@@ -184,6 +184,8 @@ class IssueFlow:
         self.branch = branch_name(number)
         self.worktree = worktree_path(ctx.workspace, f"issue-{number}")
         self.view = worktree_path(ctx.workspace, f"issue-{number}-review")
+        self.step: IssueState | None = None
+        """The state the step being taken started from (a ``stuck`` expects it)."""
 
     @property
     def base(self) -> str:
@@ -194,6 +196,7 @@ class IssueFlow:
         """Take steps until the issue is done, stuck or paused; returns it as stored."""
         issue = self.ctx.store.issue(self.number)
         while issue.state not in TERMINAL and self.ctx.halt is None:
+            self.step = issue.state
             try:
                 if issue.state is S.OPEN:
                     issue = await self.start(issue)
@@ -205,10 +208,21 @@ class IssueFlow:
                     issue = await merge_issue(self, issue)
             except Pause as p:
                 return self.pause(str(p))
+            except IssueMoved as e:
+                return self.moved(e)
             except BoardError as e:
                 if e.retryable:
                     return self.pause(str(e))
-                issue = self.stuck(str(e))
+                try:
+                    issue = self.stuck(str(e))
+                except IssueMoved as moved:
+                    return self.moved(moved)
+        return issue
+
+    def moved(self, error: IssueMoved) -> Issue:
+        """Another runner has the issue now (issue 17): write nothing more; it as stored."""
+        issue = self.ctx.store.issue(self.number)
+        self.ctx.notify(Progress(issue=issue, activity=f"left: {error}", event="paused"))
         return issue
 
     # -- store helpers ---------------------------------------------------------------------
@@ -252,8 +266,13 @@ class IssueFlow:
         )
 
     def stuck(self, diagnosis: str) -> Issue:
-        """Mark the issue ``stuck`` with ``diagnosis``."""
-        return self.transition(event="stuck", to=S.STUCK, diagnosis=diagnosis)
+        """Mark the issue ``stuck`` with ``diagnosis``, if it is still in this step's state.
+
+        Raises:
+            IssueMoved: it is not (another runner moved it on meanwhile).
+        """
+        expect = None if self.step is None else {self.step}
+        return self.transition(event="stuck", to=S.STUCK, expect=expect, diagnosis=diagnosis)
 
     def pause(self, reason: str) -> Issue:
         """Leave the issue in its state for the next run; record why."""
