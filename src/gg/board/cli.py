@@ -258,24 +258,7 @@ def run(
         progress=lambda say: console.print(line((say, "dim"))),
         trust_config=trust_config,
     )
-    settings = board.settings.board
-    if ray_address is None and settings.executor == "ray":
-        ray_address = settings.ray_address
-    if ray_address is not None:
-        _run_on_ray(board, ray_address, concurrency, json_out)
-        return
-    if _was_dispatched(board):
-        console.print(
-            line(
-                (
-                    "this board was run on Ray (its branches and merges are on 'origin'): "
-                    "its workers run in this process, each in its own clone",
-                    "dim",
-                )
-            )
-        )
-        _run_on_ray(board, None, concurrency, json_out)
-        return
+    _maybe_dispatch(board, ray_address, concurrency, json_out, console)
     try:
         with board, display:
             result = board.run(concurrency=concurrency, signals=True)
@@ -288,6 +271,33 @@ def run(
     else:
         _print_result(console, result)
     raise typer.Exit(result.exit_code)
+
+
+def _maybe_dispatch(
+    board: Board, address: str | None, workers: int | None, json_out: bool, console: Console
+) -> None:
+    """Dispatch (and exit) when ``--ray``, ``[board] executor = "ray"`` or the board asks.
+
+    ``--ray ADDRESS`` wins over ``[board] ray_address``. A PostgreSQL board that Ray
+    workers ran before is finished by the same workers in this process, never in this
+    checkout (its branches and merges are on ``origin``). Returns for a local run.
+    """
+    settings = board.settings.board
+    if address is None and settings.executor == "ray":
+        address = settings.ray_address
+    if address is None:
+        if not _was_dispatched(board):
+            return
+        console.print(
+            line(
+                (
+                    "this board was run on Ray (its branches and merges are on 'origin'): "
+                    "its workers run in this process, each in its own clone",
+                    "dim",
+                )
+            )
+        )
+    _run_on_ray(board, address, workers, json_out)
 
 
 def _was_dispatched(board: Board) -> bool:

@@ -186,12 +186,14 @@ def merge(
             writer.emit(event)
     finally:
         writer.close()
+    return _write_index(folder, dispatch_id, [entry for _, entry, _ in stored], lost)
+
+
+def _write_index(
+    folder: Path, dispatch_id: str, entries: list[dict[str, Any]], lost: tuple[str, ...]
+) -> Path:
+    """Write ``folder/index.json``: the parts' entries and the lost workers; its path."""
     index = folder / "index.json"
-    body = {
-        "dispatch_id": dispatch_id,
-        "stream": "stream.jsonl",
-        "workers": [entry for _, entry, _ in stored],
-        "lost": list(lost),
-    }
-    _write_private(index, json.dumps(body, indent=2) + "\n")
+    body = {"dispatch_id": dispatch_id, "stream": "stream.jsonl", "workers": entries}
+    _write_private(index, json.dumps({**body, "lost": list(lost)}, indent=2) + "\n")
     return index
