@@ -32,14 +32,20 @@ from typing import Any
 
 from gg import UserError
 from gg.board.errors import BoardError, IssueMoved
+from gg.board.rows import (
+    HISTORY_COLUMNS,
+    ISSUE_COLUMNS,
+    SESSION_COLUMNS,
+    history_of,
+    issue_of,
+    session_of,
+)
 from gg.board.store import (
     TERMINAL,
-    HistoryEntry,
     Issue,
     IssueDetail,
     IssueState,
     SessionKind,
-    SessionRecord,
     SessionStatus,
     Verdict,
     now_iso,
@@ -264,27 +270,6 @@ class SqliteStore:
             raise UserError(f"no issue #{number} on this board")
         return int(row[0]), IssueState(row[1])
 
-    _ISSUE_COLS = (
-        "number, title, body, state, round, branch, summary, diagnosis, merge_sha, "
-        "created_at, updated_at"
-    )
-
-    @staticmethod
-    def _issue(row: tuple[Any, ...]) -> Issue:
-        return Issue(
-            number=row[0],
-            title=row[1],
-            body=row[2],
-            state=IssueState(row[3]),
-            round=row[4],
-            branch=row[5],
-            summary=row[6],
-            diagnosis=row[7],
-            merge_sha=row[8],
-            created_at=row[9],
-            updated_at=row[10],
-        )
-
     def issue(self, number: int) -> Issue:
         """The issue ``#number``.
 
@@ -293,21 +278,21 @@ class SqliteStore:
         """
         with self._lock:
             row = self._db.execute(
-                f"SELECT {self._ISSUE_COLS} FROM issues WHERE board_id = ? AND number = ?",
+                f"SELECT {ISSUE_COLUMNS} FROM issues WHERE board_id = ? AND number = ?",
                 (self._board, number),
             ).fetchone()
         if row is None:
             raise UserError(f"no issue #{number} on this board")
-        return self._issue(row)
+        return issue_of(row)
 
     def issues(self) -> list[Issue]:
         """All issues of the board, by number."""
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {self._ISSUE_COLS} FROM issues WHERE board_id = ? ORDER BY number",
+                f"SELECT {ISSUE_COLUMNS} FROM issues WHERE board_id = ? ORDER BY number",
                 (self._board,),
             ).fetchall()
-        return [self._issue(r) for r in rows]
+        return [issue_of(r) for r in rows]
 
     def transition(
         self,
@@ -588,44 +573,18 @@ class SqliteStore:
         with self._lock:
             rowid, _ = self._row_id(self._db, number)
             sessions = self._db.execute(
-                "SELECT id, kind, round, reviewer, run_id, session_id, status, ending, "
-                "diagnosis, started_at, ended_at FROM sessions WHERE issue_id = ? ORDER BY id",
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE issue_id = ? ORDER BY id",
                 (rowid,),
             ).fetchall()
             history = self._db.execute(
-                "SELECT at, event, from_state, to_state, detail FROM history "
-                "WHERE issue_id = ? ORDER BY id",
+                f"SELECT {HISTORY_COLUMNS} FROM history WHERE issue_id = ? ORDER BY id",
                 (rowid,),
             ).fetchall()
         return IssueDetail(
             issue=issue,
-            sessions=tuple(
-                SessionRecord(
-                    id=r[0],
-                    kind=r[1],
-                    round=r[2],
-                    reviewer=r[3],
-                    run_id=r[4],
-                    session_id=r[5],
-                    status=r[6],
-                    ending=None if r[7] is None else json.loads(r[7]),
-                    diagnosis=r[8],
-                    started_at=r[9],
-                    ended_at=r[10],
-                )
-                for r in sessions
-            ),
+            sessions=tuple(session_of(r) for r in sessions),
             verdicts=tuple(self.verdicts(number)),
-            history=tuple(
-                HistoryEntry(
-                    at=h[0],
-                    event=h[1],
-                    from_state=IssueState(h[2]) if h[2] else None,
-                    to_state=IssueState(h[3]) if h[3] else None,
-                    detail=json.loads(h[4]),
-                )
-                for h in history
-            ),
+            history=tuple(history_of(h) for h in history),
         )
 
     def verdicts(self, number: int, round: int | None = None) -> list[Verdict]:
