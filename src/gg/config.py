@@ -369,6 +369,31 @@ class BoardSettings(_Section):
     """The branch issues merge into; ``""``: the branch checked out when the board was
     made (its first ``gg board add`` or ``run``), recorded with the board."""
     store: str = "sqlite"
+    executor: Literal["local", "ray"] = "local"
+    """Where ``gg board run`` runs the issues (issue 17): ``local`` (this process, in this
+    checkout) or ``ray`` (board runners as Ray tasks at ``ray_address``; as ``--ray``)."""
+    ray_address: str | None = None
+    """The Ray cluster of ``executor = "ray"``: ``ray://HOST:PORT``, ``HOST:PORT`` or
+    ``local`` (a cluster of this machine on 127.0.0.1)."""
+
+    @field_validator("ray_address")
+    @classmethod
+    def _address(cls, v: str | None) -> str | None:
+        if v is not None and not RAY_ADDRESS.fullmatch(v):
+            raise ValueError(f"{v!r} is not a Ray address (ray://HOST:PORT, HOST:PORT or 'local')")
+        return v
+
+    @model_validator(mode="after")
+    def _ray_needs_address(self) -> BoardSettings:
+        if self.executor == "ray" and self.ray_address is None:
+            raise ValueError('executor = "ray" needs ray_address (e.g. "ray://head:10001")')
+        return self
+
+
+RAY_ADDRESS = re.compile(
+    r"local|(ray://)?[A-Za-z0-9._-]{1,253}:[0-9]{1,5}|ray://[A-Za-z0-9._-]{1,253}"
+)
+"""What ``[board] ray_address`` and ``--ray`` accept (issue 17)."""
 
 
 class AgentsSettings(_Section):
@@ -674,6 +699,8 @@ max_rounds = 3
 concurrency = 2
 base_branch = ""          # "": the branch checked out when the board was made (kept)
 store = "sqlite"
+executor = "local"        # local | ray (board runners as Ray tasks at ray_address)
+# ray_address = "ray://head:10001"   # or "HOST:6379", or "local"
 
 [agents]                  # subagents (capability "agents": spawn, spawn_all)
 max_depth = 2             # the root session is depth 0; 0 = no spawning

@@ -13,7 +13,9 @@ written) until the operator confirms with ``--trust-config``
 ``trusted = true`` or a non-empty ``pass_env``; a ``[model] spec`` that names
 its own server (``openai-compat:MODEL@URL``: the prompts, with workspace
 content, and ``OPENAI_COMPAT_API_KEY`` go there); ``[board] store`` set to a
-path (``sqlite:PATH``); an MCP server (``[[tools.mcp]]``) that runs on the host
+path (``sqlite:PATH``) or a server; ``[board] executor = "ray"`` (issue 17: the
+issues, the workspace and the model's credentials go to the cluster); an MCP
+server (``[[tools.mcp]]``) that runs on the host
 (``sandboxed = false``), gets ``pass_env``, has host files bound into the sandbox
 (:func:`gg.mcp.binds.server_binds`), or is reached at a ``url`` (tool arguments,
 with workspace content, and its headers go there).
@@ -106,6 +108,8 @@ def weakening(settings: Settings, snapshot: Snapshot | None = None) -> list[str]
         out.append(f"[model] local file = {settings.model.path or local!r}")
     if settings.board.store != "sqlite":
         out.append(f"[board] store = {settings.board.store!r}")
+    if settings.board.executor != "local":  # the work and the model's keys leave this machine
+        out.append(f"[board] executor = {settings.board.executor!r}: {settings.board.ray_address}")
     return sorted(out)
 
 

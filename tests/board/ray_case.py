@@ -5,6 +5,9 @@ Run in a network namespace of its own with only the loopback interface
 binds (it listens on every interface it finds); PostgreSQL is reached through
 its Unix socket. Starts a local Ray cluster (2 CPUs, node address 127.0.0.1),
 dispatches the board with 2 workers, writes ``{"exit_code", "index"}`` to OUT.
+``GG_TEST_INLINE=1``: the same two workers in this process, without Ray
+(``dispatch(address=None)``). The kill points of :func:`ray_model.probe` are on.
+``GG_TEST_RETRIES=N``: Ray's retries of a dead worker's task (default 2).
 """
 
 from __future__ import annotations
@@ -37,14 +40,20 @@ def main() -> int:
         "GG_STATE_HOME": os.environ["GG_STATE_HOME"],
         "GG_TEST_PAUSE_S": os.environ.get("GG_TEST_PAUSE_S", "1.0"),
         "GG_TEST_HANG": os.environ.get("GG_TEST_HANG", ""),
+        "GG_TEST_CRASH": os.environ.get("GG_TEST_CRASH", ""),
+        "GG_TEST_CRASH_DIR": os.environ.get("GG_TEST_CRASH_DIR", ""),
+        "GG_TEST_DRIVER_PID": str(os.getpid()),
     }
-    ray.init(
-        num_cpus=2,
-        _node_ip_address="127.0.0.1",
-        include_dashboard=False,
-        log_to_driver=False,
-        runtime_env={"env_vars": env},
-    )
+    os.environ["GG_TEST_DRIVER_PID"] = str(os.getpid())
+    inline = os.environ.get("GG_TEST_INLINE") == "1"
+    if not inline:
+        ray.init(
+            num_cpus=2,
+            _node_ip_address="127.0.0.1",
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": env},
+        )
     try:
         board = Board(
             Path(sys.argv[1]),
@@ -53,7 +62,14 @@ def main() -> int:
             reviewers=1,
             max_rounds=2,
         )
-        result = dispatch(board, address="local", workers=2, lease_s=10)
+        result = dispatch(
+            board,
+            address=None if inline else "local",
+            workers=2,
+            lease_s=10,
+            probe=ray_model.probe,
+            max_retries=int(os.environ.get("GG_TEST_RETRIES", "2")),
+        )
         board.close()
     finally:
         ray.shutdown()

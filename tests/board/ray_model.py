@@ -4,6 +4,14 @@ Five issues: #1 and #2 append a line each to ``shared.py`` (they conflict when b
 branch from the same base; the merge agent then writes the union, in number order),
 #3's reviewer requests changes once, #4 and #5 write a file each. The first reply
 of every implementer waits ``GG_TEST_PAUSE_S`` seconds so that workers overlap.
+
+Kill points: ``GG_TEST_CRASH=POINT:N:WHO[:K][,...]`` with ``GG_TEST_CRASH_DIR=DIR``
+makes :func:`probe` SIGKILL at the ``K``-th time (default 1) issue ``N`` (0: the
+driver's points) reaches ``POINT``, each point once per test (a marker in DIR): one of
+:data:`gg.board.raydispatch.POINTS`, or the model's own ``implementing``, ``reviewing``
+and ``merging`` (a session's first reply). ``WHO``: ``worker`` kills the process that
+got there (a Ray worker; Ray retries its task), ``all`` the driver's process group
+with it (the driver, its local Ray cluster, every worker).
 """
 
 from __future__ import annotations
@@ -11,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import signal
+from pathlib import Path
 from typing import Any
 
 from board_support import job_of
@@ -64,10 +74,32 @@ async def _hang_once(n: int) -> None:
     await asyncio.sleep(600)  # until the test SIGKILLs this worker
 
 
+def probe(point: str, n: int) -> None:
+    """The kill points of ``GG_TEST_CRASH`` (see the module's description)."""
+    spec, folder = os.environ.get("GG_TEST_CRASH", ""), os.environ.get("GG_TEST_CRASH_DIR", "")
+    for i, one in enumerate(spec.split(",") if spec and folder else []):
+        want, number, who, *k = one.split(":")
+        marker = os.path.join(folder, f"killed-{i}")
+        if want != point or int(number) != n or os.path.exists(marker):
+            continue
+        count = os.path.join(folder, f"{point}-{n}.count")
+        seen = int(Path(count).read_text()) + 1 if os.path.exists(count) else 1
+        Path(count).write_text(str(seen))
+        if seen != int(k[0] if k else 1):
+            continue
+        Path(marker).write_text(f"{point}:{n}:{who} pid {os.getpid()}\n")
+        if who == "all":
+            os.killpg(os.getpgid(int(os.environ["GG_TEST_DRIVER_PID"])), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 async def answer(messages: list[Any], tools: list[gg.ToolSpec]) -> gg.Reply:
     job, n = job_of(messages)
+    first = sum(1 for m in messages if m.role == "assistant") == 0
+    if first:
+        probe({"implement": "implementing", "review": "reviewing"}.get(job, "merging"), n)
     if job == "implement":
-        if sum(1 for m in messages if m.role == "assistant") == 0:
+        if first:
             await asyncio.sleep(float(os.environ.get("GG_TEST_PAUSE_S", "0.5")))
             await _hang_once(n)
         return implementer(n, messages)

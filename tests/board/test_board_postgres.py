@@ -121,7 +121,10 @@ def test_claims_leases_and_takeover(
     taken = store.claim_next("A", lease_s=60, skip={1, 2})
     assert taken is not None and taken.number == 3  # ...and A takes #3 over
     assert store.renew("B", lease_s=60) == set()  # B sees it lost its claim
-    assert store.abandon_running("A") == 1
+    # the takeover itself abandoned B's session of #3: no record of it stays running
+    assert [s.status for s in store.detail(3).sessions] == ["abandoned"]
+    assert [h.event for h in store.detail(3).history][-2:] == ["claimed", "session_abandoned"]
+    assert store.abandon_running("A") == 0
     store.release("A", 1)
     assert store.claimed_elsewhere("B") == [2, 3]
     store.release("A")

@@ -233,6 +233,8 @@ class Board:
             raise gg.UserError(f"workspace {str(ws)!r} does not exist or is not a directory")
         self.workspace = ws.resolve()
         config = agent.pop("config", None)
+        self.config_path = Path(config).resolve() if config else None
+        """The ``--config`` file the settings came from, if any (the trust rule hashes it)."""
         base = agent.pop("settings", None) or gg.load_settings(
             Path(config) if config else None, workspace=self.workspace
         )

@@ -28,10 +28,11 @@ from gg.board.board import Board, BoardResult, issue_json
 from gg.board.display import BoardDisplay, detail_view, issues_table
 from gg.board.errors import BoardError
 from gg.board.postgres import PostgresStore, StoreLost, is_postgres_url
-from gg.board.raydispatch import WorkerFailed, dispatch
+from gg.board.raydispatch import WorkerFailed, dispatch, was_dispatched
 from gg.board.sqlite import default_path
 from gg.board.store import IssueDetail
 from gg.cliopts import Commands, TrustConfig, out_console
+from gg.config import RAY_ADDRESS
 from gg.errors import DiskFull
 from gg.terminal import inert, inert_json, line
 
@@ -71,7 +72,9 @@ RayAddress = Annotated[
         metavar="ADDRESS",
         help="Dispatch on a Ray cluster (ray://HOST:10001, HOST:6379, or 'local'): "
         "--concurrency board runners as Ray tasks, each in its own clone of the 'origin' "
-        "remote, on a PostgreSQL store (the 'ray' extra).",
+        "remote, on a PostgreSQL store (the 'ray' extra). Overrides gg.toml's "
+        'board.executor and board.ray_address (executor = "ray" with ray_address = ADDRESS '
+        "is the same as --ray ADDRESS).",
     ),
 ]
 
@@ -262,9 +265,9 @@ def run(
     """Run every open or unfinished issue to done or stuck; resumes after a crash."""
     if concurrency is not None and concurrency < 1:
         raise _fail(f"--concurrency: must be at least 1, not {concurrency}")
-    if ray_address is not None:
-        _run_on_ray(ray_address, concurrency, workspace, config, model, max_turns, json_out)
-        return
+    if ray_address is not None and not RAY_ADDRESS.fullmatch(ray_address):
+        raise _fail(f"--ray: {ray_address!r} is not a Ray address (ray://HOST:PORT, HOST:PORT "
+                    "or 'local')")  # fmt: skip
     console = out_console(stderr=json_out)
     display = BoardDisplay(console)
     board = _board(
@@ -276,6 +279,7 @@ def run(
         progress=lambda say: console.print(line((say, "dim"))),
         trust_config=trust_config,
     )
+    _maybe_dispatch(board, ray_address, concurrency, json_out, console)
     try:
         with board, display:
             result = board.run(concurrency=concurrency, signals=True)
@@ -290,22 +294,48 @@ def run(
     raise typer.Exit(result.exit_code)
 
 
-def _run_on_ray(
-    address: str,
-    workers: int | None,
-    workspace: Path,
-    config: Path | None,
-    model: str | None,
-    max_turns: int | None,
-    json_out: bool,
+def _maybe_dispatch(
+    board: Board, address: str | None, workers: int | None, json_out: bool, console: Console
 ) -> None:
-    """``gg board run --ray ADDRESS``: :func:`gg.board.raydispatch.dispatch`; exits 0 or 1."""
-    board = _board(
-        workspace,
-        config,
-        model=model,
-        ceilings={"max_turns": max_turns} if max_turns is not None else None,
-    )
+    """Dispatch (and exit) when ``--ray``, ``[board] executor = "ray"`` or the board asks.
+
+    ``--ray ADDRESS`` wins over ``[board] ray_address``. A PostgreSQL board that Ray
+    workers ran before is finished by the same workers in this process, never in this
+    checkout (its branches and merges are on ``origin``). Returns for a local run.
+    """
+    settings = board.settings.board
+    if address is None and settings.executor == "ray":
+        address = settings.ray_address
+    if address is None:
+        if not _was_dispatched(board):
+            return
+        console.print(
+            line(
+                (
+                    "this board was run on Ray (its branches and merges are on 'origin'): "
+                    "its workers run in this process, each in its own clone",
+                    "dim",
+                )
+            )
+        )
+    _run_on_ray(board, address, workers, json_out)
+
+
+def _was_dispatched(board: Board) -> bool:
+    """:func:`gg.board.raydispatch.was_dispatched`, a store that cannot be read as exit 2."""
+    try:
+        return was_dispatched(board)
+    except gg.UserError as e:
+        board.close()
+        raise _fail(str(e)) from None
+
+
+def _run_on_ray(board: Board, address: str | None, workers: int | None, json_out: bool) -> None:
+    """``gg board run --ray ADDRESS`` (or ``[board] executor = "ray"``): dispatch; exit 0 or 1.
+
+    :func:`gg.board.raydispatch.dispatch`, ``--concurrency`` (default ``[board]
+    concurrency``) workers.
+    """
     try:
         with board:
             result = dispatch(
@@ -318,12 +348,21 @@ def _run_on_ray(
         raise typer.Exit(1) from None
     if json_out:
         issues = [issue_json(i) for i in result.issues]
-        out = {"dispatch_id": result.dispatch_id, "index": str(result.index), "issues": issues}
+        out = {
+            "dispatch_id": result.dispatch_id,
+            "index": str(result.index),
+            "lost": list(result.lost),
+            "issues": issues,
+        }
         sys.stdout.write(inert_json(out) + "\n")
     else:
         console = out_console(soft_wrap=True)
         console.print(issues_table(list(result.issues)))
-        console.print(line((f"{len(result.workers)} worker run(s); index: {result.index}", "dim")))
+        for lost in result.lost:
+            console.print(line(("lost ", "yellow"), lost))
+        console.print(
+            line((f"{len(result.workers)} worker run(s); gg show {result.dispatch_id}", "dim"))
+        )
     raise typer.Exit(result.exit_code)
 
 

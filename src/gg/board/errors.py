@@ -4,7 +4,8 @@ The tree::
 
     GGError                    gg's root (gg.errors)
     └── BoardError             a board operation failed; carries .code, .operation, .retryable
-        └── WorktreeChanged    a worktree's ``.git`` is not the file gg wrote (code "worktree")
+        ├── WorktreeChanged    a worktree's ``.git`` is not the file gg wrote (code "worktree")
+        └── IssueMoved         the issue is not this step's any more (code "store")
 
 A :class:`BoardError` with ``retryable=True`` leaves the issue in its state,
 so the next ``gg board run`` tries again (the base branch moved, a git lock
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from gg import GGError
 
-__all__ = ["BoardError", "WorktreeChanged"]
+__all__ = ["BoardError", "IssueMoved", "WorktreeChanged"]
 
 
 class BoardError(GGError):
@@ -46,3 +47,16 @@ class WorktreeChanged(BoardError):
 
     def __init__(self, message: str, *, operation: str) -> None:
         super().__init__(message, code="worktree", operation=operation, retryable=False)
+
+
+class IssueMoved(BoardError):
+    """The issue is not this step's to change any more (issue 17).
+
+    Its stored state is not the one the step expected, or the runner no longer holds
+    its claim: another runner took it over (this one's lease ran out while it worked).
+    The step stops without writing anything: neither ``stuck`` nor ``paused``, since
+    the issue is someone else's now.
+    """
+
+    def __init__(self, message: str, *, operation: str) -> None:
+        super().__init__(message, code="store", operation=operation, retryable=True)

@@ -41,16 +41,22 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from gg import UserError
-from gg.board.errors import BoardError
+from gg.board.errors import BoardError, IssueMoved
+from gg.board.rows import (
+    HISTORY_COLUMNS,
+    ISSUE_COLUMNS,
+    SESSION_COLUMNS,
+    history_of,
+    issue_of,
+    session_of,
+)
 from gg.board.sqlite import MIGRATIONS, SqliteStore
 from gg.board.store import (
     TERMINAL,
-    HistoryEntry,
     Issue,
     IssueDetail,
     IssueState,
     SessionKind,
-    SessionRecord,
     SessionStatus,
     Verdict,
     now_iso,
@@ -87,10 +93,6 @@ _NOW = f"to_char(clock_timestamp() AT TIME ZONE 'UTC', {_FMT})"
 _AFTER = f"to_char((clock_timestamp() + make_interval(secs => %s)) AT TIME ZONE 'UTC', {_FMT})"
 _FIELDS = frozenset({"round", "branch", "summary", "diagnosis", "merge_sha"})
 _TERMINAL = sorted(s.value for s in TERMINAL)
-_ISSUE_COLS = (
-    "number, title, body, state, round, branch, summary, diagnosis, merge_sha, "
-    "created_at, updated_at"
-)
 
 T = TypeVar("T")
 Cursor = Any
@@ -167,22 +169,6 @@ class StoreLost(BoardError):
         super().__init__(message, code="store", operation="postgresql", retryable=True)
 
 
-def _issue(row: Sequence[Any]) -> Issue:
-    return Issue(
-        number=row[0],
-        title=row[1],
-        body=row[2],
-        state=IssueState(row[3]),
-        round=row[4],
-        branch=row[5],
-        summary=row[6],
-        diagnosis=row[7],
-        merge_sha=row[8],
-        created_at=row[9],
-        updated_at=row[10],
-    )
-
-
 def _history(
     cur: Cursor,
     issue_id: int,
@@ -203,6 +189,17 @@ def _history(
             json.dumps(detail, ensure_ascii=False),
         ),
     )
+
+
+def _abandon(cur: Cursor, rows: Sequence[Sequence[Any]]) -> None:
+    """Mark sessions ``(record, issue_id, kind, session_id)`` abandoned, each with a history row."""
+    for record, issue_id, kind, sid in rows:
+        cur.execute(
+            "UPDATE sessions SET status = 'abandoned', ended_at = %s WHERE id = %s",
+            (now_iso(), record),
+        )
+        facts = {"kind": kind, "session_id": sid, "record": record}
+        _history(cur, issue_id, "session_abandoned", None, None, facts)
 
 
 class PostgresStore:
@@ -422,25 +419,25 @@ class PostgresStore:
         """
         row = self._do(
             lambda cur: cur.execute(
-                f"SELECT {_ISSUE_COLS} FROM issues WHERE board_id = %s AND number = %s",
+                f"SELECT {ISSUE_COLUMNS} FROM issues WHERE board_id = %s AND number = %s",
                 (self._board, number),
             ).fetchone(),
             "read an issue",
         )
         if row is None:
             raise UserError(f"no issue #{number} on this board")
-        return _issue(row)
+        return issue_of(row)
 
     def issues(self) -> list[Issue]:
         """All issues of the board, by number."""
         rows = self._do(
             lambda cur: cur.execute(
-                f"SELECT {_ISSUE_COLS} FROM issues WHERE board_id = %s ORDER BY number",
+                f"SELECT {ISSUE_COLUMNS} FROM issues WHERE board_id = %s ORDER BY number",
                 (self._board,),
             ).fetchall(),
             "list the issues",
         )
-        return [_issue(r) for r in rows]
+        return [issue_of(r) for r in rows]
 
     def transition(
         self,
@@ -470,10 +467,9 @@ class PostgresStore:
         def change(cur: Cursor) -> None:
             rowid, state = self._row_id(cur, number, lock=True)
             if expect is not None and state not in expect:
-                raise BoardError(
+                raise IssueMoved(
                     f"issue #{number} is {state.value!r}, expected one of "
                     f"{sorted(s.value for s in expect)!r}",
-                    code="store",
                     operation=f"transition to {to}",
                 )
             sets = dict(fields, updated_at=now_iso())
@@ -589,13 +585,7 @@ class PostgresStore:
                 f"OR i.claimed_until < {_NOW}) FOR UPDATE OF s",
                 (self._board, runner, runner),
             ).fetchall()
-            for record, issue_id, kind, sid in rows:
-                cur.execute(
-                    "UPDATE sessions SET status = 'abandoned', ended_at = %s WHERE id = %s",
-                    (now_iso(), record),
-                )
-                facts = {"kind": kind, "session_id": sid, "record": record}
-                _history(cur, issue_id, "session_abandoned", None, None, facts)
+            _abandon(cur, rows)
             return len(rows)
 
         return self._do(abandon, "abandon the sessions a dead run left")
@@ -608,7 +598,9 @@ class PostgresStore:
         """Claim the lowest-numbered unfinished issue no live runner holds (history ``claimed``).
 
         ``SELECT ... FOR UPDATE SKIP LOCKED``: a runner claiming at the same moment
-        skips the row this one locked, so each issue goes to exactly one runner.
+        skips the row this one locked, so each issue goes to exactly one runner. An
+        issue taken over from a runner whose lease ran out has that runner's sessions
+        still marked ``running`` made ``abandoned`` in the same transaction.
 
         Returns:
             The claimed issue, or ``None`` when none is free.
@@ -628,6 +620,13 @@ class PostgresStore:
                 (runner, lease_s, row[0]),
             )
             _history(cur, row[0], "claimed", None, None, {"runner": runner})
+            # a session still marked running is a dead runner's (none live holds the issue)
+            left = cur.execute(
+                "SELECT id, issue_id, kind, session_id FROM sessions WHERE issue_id = %s AND "
+                "status = 'running' FOR UPDATE",
+                (row[0],),
+            ).fetchall()
+            _abandon(cur, left)
             return int(row[1])
 
         number = self._do(claim, "claim an issue")
@@ -690,13 +689,11 @@ class PostgresStore:
         def read(cur: Cursor) -> tuple[list[Any], list[Any]]:
             rowid, _ = self._row_id(cur, number)
             sessions = cur.execute(
-                "SELECT id, kind, round, reviewer, run_id, session_id, status, ending, "
-                "diagnosis, started_at, ended_at FROM sessions WHERE issue_id = %s ORDER BY id",
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE issue_id = %s ORDER BY id",
                 (rowid,),
             ).fetchall()
             history = cur.execute(
-                "SELECT at, event, from_state, to_state, detail FROM history "
-                "WHERE issue_id = %s ORDER BY id",
+                f"SELECT {HISTORY_COLUMNS} FROM history WHERE issue_id = %s ORDER BY id",
                 (rowid,),
             ).fetchall()
             return sessions, history
@@ -705,18 +702,9 @@ class PostgresStore:
         sessions, history = self._do(read, "read an issue's records")
         return IssueDetail(
             issue=issue,
-            sessions=tuple(_session(r) for r in sessions),
+            sessions=tuple(session_of(r) for r in sessions),
             verdicts=tuple(self.verdicts(number)),
-            history=tuple(
-                HistoryEntry(
-                    at=h[0],
-                    event=h[1],
-                    from_state=IssueState(h[2]) if h[2] else None,
-                    to_state=IssueState(h[3]) if h[3] else None,
-                    detail=json.loads(h[4]),
-                )
-                for h in history
-            ),
+            history=tuple(history_of(h) for h in history),
         )
 
     def verdicts(self, number: int, round: int | None = None) -> list[Verdict]:
@@ -849,19 +837,3 @@ def _read_sqlite(db: sqlite3.Connection, board: str) -> dict[str, list[tuple[Any
             f"SELECT id, {_COPY['history']} FROM history WHERE issue_id IN ({issues}) ORDER BY id"
         ).fetchall(),
     }
-
-
-def _session(r: Sequence[Any]) -> SessionRecord:
-    return SessionRecord(
-        id=r[0],
-        kind=r[1],
-        round=r[2],
-        reviewer=r[3],
-        run_id=r[4],
-        session_id=r[5],
-        status=r[6],
-        ending=None if r[7] is None else json.loads(r[7]),
-        diagnosis=r[8],
-        started_at=r[9],
-        ended_at=r[10],
-    )

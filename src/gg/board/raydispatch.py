@@ -20,9 +20,21 @@ one meeting point:
 A worker that dies is retried by Ray (``max_retries``) under the same runner
 key, so the new attempt reclaims its issues at once; a worker lost for good
 leaves its claims to run out (:data:`gg.board.board.CLAIM_LEASE_S`) for the
-others. Each worker's run writes its own stream; the driver copies every
-stream into ``<state>/runs/<dispatch id>/`` with an ``index.json`` naming each
-worker's run and issues: one ordered record per worker run, indexed.
+others. Whatever the point it died at, the end state is an uninterrupted
+run's: a branch made again starts at the base commit its issue's start
+recorded, an implementer's finish whose files went with the dead clone is done
+again, a merge already pushed is found on the remote and recorded. The named
+points (:data:`POINTS`) are told to a ``probe`` (tests kill there).
+
+Each worker's run writes its own sealed stream and ships it to the driver with
+its seal; the driver verifies every part and merges them into one ordered,
+sealed stream of the dispatch, ``<state>/runs/<dispatch id>/stream.jsonl``,
+with the parts and an ``index.json`` beside it (:mod:`gg.board.merged`):
+``gg show <dispatch id>`` replays and verifies it as any run.
+
+``[board] executor = "ray"`` with ``ray_address`` is ``--ray ADDRESS`` in
+``gg.toml``. ``address=None`` runs the same workers, each in its own clone, in
+threads of the driver's process: a dispatched board finished without Ray.
 
 What each worker needs: gg installed with the ``postgres`` and ``ray`` extras,
 ``git``, a route to the PostgreSQL server and to the remote (read and push),
@@ -32,7 +44,6 @@ and the model's credentials in its environment.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import socket
@@ -41,18 +52,22 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Collection
-from dataclasses import asdict, dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import gg
 from gg.board.board import Board
-from gg.board.errors import BoardError
+from gg.board.errors import BoardError, IssueMoved
 from gg.board.git import branch_name
 from gg.board.gitsafe import GIT_IDENTITY, config_args
+from gg.board.merged import Part, merge
 from gg.board.postgres import PostgresStore, is_postgres_url
 from gg.board.store import Issue, IssueDetail, IssueState, SessionKind, SessionStatus, Verdict
+from gg.seal import HEAD_NAME, KEY_NAME
 from gg.shell import scrubbed_env
+from gg.trust import Approval, check
 from gg.state import private_dir, workspace_state
 
 try:
@@ -65,10 +80,37 @@ try:
 except ImportError:  # the 'postgres' extra is not installed
     psycopg = None  # type: ignore[assignment]
 
-__all__ = ["DispatchResult", "WorkerFailed", "WorkerJob", "WorkerReport", "dispatch", "run_worker"]
+__all__ = [
+    "POINTS",
+    "DispatchResult",
+    "Probe",
+    "WorkerFailed",
+    "WorkerJob",
+    "WorkerReport",
+    "dispatch",
+    "run_worker",
+    "was_dispatched",
+]
 
 _MERGE_LOCK = 0x67670018
 """The advisory lock key of a board's merges (one per database)."""
+
+Probe = Callable[[str, int], None]
+"""``probe(point, issue)``: told when a worker or the driver reaches one of :data:`POINTS`."""
+
+POINTS = (
+    "implementer_ended",  # the implementer's finish is recorded; nothing committed yet
+    "branch_committed",  # the round's commit is in the worker's clone, not pushed
+    "branch_pushed",  # the branch is on the remote; the store still says implementing
+    "reviewer_ended",  # a verdict is recorded; the issue is still reviewing
+    "merge_ended",  # the merge agent's finish is recorded; no merge commit yet
+    "base_merged",  # the merge commit is on the clone's base branch, not pushed
+    "base_pushed",  # the merge is on the remote's base branch; the issue is still merging
+    "dispatching",  # the driver: Ray is up, no task is started (issue 0)
+    "workers_done",  # the driver: every task returned; the checkout is not pulled (issue 0)
+    "pulled",  # the driver: the checkout is pulled; the streams are not merged (issue 0)
+)
+"""The named points of a dispatched run a :data:`Probe` is told of, in the order they come."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +125,8 @@ class WorkerJob:
         model: a model spec (``openai:...``) or a picklable :class:`gg.Model`.
         reviewers / max_rounds: ``[board]`` overrides, ``None`` for the repository's.
         lease_s / poll_s: the claim lease and poll period (seconds).
+        probe: called as ``probe(point, issue)`` at each of :data:`POINTS` (a test's
+            kill points; picklable: a module-level function), or ``None``.
     """
 
     slot: int
@@ -94,6 +138,7 @@ class WorkerJob:
     max_rounds: int | None = None
     lease_s: float = 60.0
     poll_s: float = 2.0
+    probe: Probe | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +150,8 @@ class WorkerReport:
         run_id / status / exit_code: its board run's.
         issues: the numbers of the issues its run took.
         stream: its run's stream, as JSONL text.
+        seal: its stream's seal files, ``{"seal.key": text, "seal.head": text}``, so the
+            driver verifies the stream before it merges it (:mod:`gg.board.merged`).
     """
 
     slot: int
@@ -115,6 +162,7 @@ class WorkerReport:
     exit_code: int
     issues: tuple[int, ...]
     stream: str
+    seal: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,16 +170,18 @@ class DispatchResult:
     """A dispatched board run: every worker's report and the board as it ended.
 
     Attributes:
-        dispatch_id: the directory name of the copied streams and index.
+        dispatch_id: the run id of the merged stream (``gg show DISPATCH_ID``).
         index: ``<state>/runs/<dispatch_id>/index.json``.
         workers: the workers' reports, by slot.
         issues: every issue of the board, by number.
+        lost: the workers Ray gave up on, one line each (their issues went to others).
     """
 
     dispatch_id: str
     index: Path
     workers: tuple[WorkerReport, ...]
     issues: tuple[Issue, ...]
+    lost: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -175,6 +225,11 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+def worker_key(slot: int) -> str:
+    """The runner key of worker ``slot``'s claims: ``ray-worker-SLOT``."""
+    return f"ray-worker-{slot}"
+
+
 class RemoteStore:
     """A :class:`PostgresStore` that keeps the worker's clone in step with the remote.
 
@@ -183,11 +238,29 @@ class RemoteStore:
     A failed push raises a retryable :class:`BoardError` and nothing is recorded.
     """
 
-    def __init__(self, store: PostgresStore, *, clone: Path, remote: str, base: str) -> None:
+    def __init__(
+        self,
+        store: PostgresStore,
+        *,
+        clone: Path,
+        remote: str,
+        base: str,
+        probe: Probe | None = None,
+        runner: str | None = None,
+        lease_s: float = 60.0,
+    ) -> None:
         self.inner = store
         self.clone = clone
         self.remote = remote
         self.base = base
+        self.probe = probe
+        self.runner = runner
+        self.lease_s = lease_s
+        self._records: dict[int, tuple[int, SessionKind]] = {}
+
+    def _at(self, point: str, number: int) -> None:
+        if self.probe is not None:
+            self.probe(point, number)
 
     def _fetch_branch(self, number: int) -> None:
         branch = branch_name(number)
@@ -221,8 +294,28 @@ class RemoteStore:
         detail: dict[str, Any] | None = None,
         **fields: Any,
     ) -> Issue:
-        """Push what the transition relies on, then record it (:meth:`PostgresStore.transition`)."""
+        """Push what the transition relies on, then record it (:meth:`PostgresStore.transition`).
+
+        A change of state is fenced by the claim: when ``runner`` no longer holds the
+        issue (its lease ran out and another runner took it over), nothing is pushed
+        or recorded.
+
+        Raises:
+            IssueMoved: the issue is another runner's now, or not in an ``expect`` state.
+            BoardError: a push failed (retryable).
+        """
+        held = (
+            self.inner.renew(self.runner, lease_s=self.lease_s)
+            if to is not None and self.runner is not None
+            else {number}
+        )
+        if number not in held:
+            raise IssueMoved(
+                f"issue #{number} is no longer {self.runner}'s: another runner took it over",
+                operation=f"transition to {to}",
+            )
         if to is IssueState.REVIEWING:
+            self._at("branch_committed", number)
             branch = branch_name(number)
             _git(
                 self.clone,
@@ -232,7 +325,9 @@ class RemoteStore:
                 self.remote,
                 f"refs/heads/{branch}:refs/heads/{branch}",
             )
+            self._at("branch_pushed", number)
         elif to is IssueState.DONE:
+            self._at("base_merged", number)
             _git(
                 self.clone,
                 "push",
@@ -240,6 +335,7 @@ class RemoteStore:
                 self.remote,
                 f"refs/heads/{self.base}:refs/heads/{self.base}",
             )
+            self._at("base_pushed", number)
         return self.inner.transition(
             number, event=event, to=to, expect=expect, detail=detail, **fields
         )
@@ -262,9 +358,11 @@ class RemoteStore:
         self, number: int, *, kind: SessionKind, round: int, reviewer: int | None, run_id: str
     ) -> int:
         """:meth:`PostgresStore.start_session`."""
-        return self.inner.start_session(
+        record = self.inner.start_session(
             number, kind=kind, round=round, reviewer=reviewer, run_id=run_id
         )
+        self._records[record] = (number, kind)
+        return record
 
     def session_started(self, record: int, session_id: str) -> None:
         """:meth:`PostgresStore.session_started`."""
@@ -280,7 +378,7 @@ class RemoteStore:
         messages: str | None = None,
         verdict: Verdict | None = None,
     ) -> None:
-        """:meth:`PostgresStore.end_session`."""
+        """:meth:`PostgresStore.end_session`; then the probe's ``<kind>_ended`` point."""
         self.inner.end_session(
             record,
             status=status,
@@ -289,6 +387,9 @@ class RemoteStore:
             messages=messages,
             verdict=verdict,
         )
+        number, kind = self._records.pop(record, (0, "implementer"))
+        if status == "ended" and number:
+            self._at(f"{kind}_ended", number)
 
     def abandon_running(self, runner: str | None = None) -> int:
         """:meth:`PostgresStore.abandon_running`."""
@@ -376,7 +477,13 @@ class WorkerBoard(Board):
 
     def __init__(self, clone: Path, job: WorkerJob, **agent: Any) -> None:
         store = RemoteStore(
-            PostgresStore(job.store), clone=clone, remote=job.remote, base=job.base_branch
+            PostgresStore(job.store),
+            clone=clone,
+            remote=job.remote,
+            base=job.base_branch,
+            probe=job.probe,
+            runner=worker_key(job.slot),
+            lease_s=job.lease_s,
         )
         super().__init__(
             clone,
@@ -395,7 +502,7 @@ class WorkerBoard(Board):
     @property
     def runner(self) -> str:
         """``ray-worker-SLOT``: the same key for Ray's retry of a dead worker's task."""
-        return f"ray-worker-{self.job.slot}"
+        return worker_key(self.job.slot)
 
     def merge_lock(self) -> asyncio.Lock:
         """The :class:`SharedMergeLock` of the board's database."""
@@ -421,9 +528,8 @@ def run_worker(job: WorkerJob) -> WorkerReport:
     _git(root, "clone", "--quiet", "--branch", job.base_branch, job.remote, str(clone))
     with WorkerBoard(clone, job) as board:
         result = board.run()
-    if result.status == "ended":  # kept otherwise, for a look at what the worker left
-        shutil.rmtree(root, ignore_errors=True)
-    return WorkerReport(
+    seal = {name: (result.stream.parent / name).read_text() for name in (KEY_NAME, HEAD_NAME)}
+    report = WorkerReport(
         slot=job.slot,
         host=socket.gethostname(),
         pid=os.getpid(),
@@ -432,7 +538,11 @@ def run_worker(job: WorkerJob) -> WorkerReport:
         exit_code=result.exit_code,
         issues=tuple(i.number for i in result.issues),
         stream=result.stream.read_text(encoding="utf-8"),
+        seal=seal,
     )
+    if result.status == "ended":  # kept otherwise, for a look at what the worker left
+        shutil.rmtree(root, ignore_errors=True)
+    return report
 
 
 class WorkerFailed(RuntimeError):
@@ -462,34 +572,137 @@ def _remote_of(workspace: Path, name: str) -> str:
         ) from None
 
 
+def _reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Refuse a cluster address nothing answers on (``ray.init`` would wait for minutes).
+
+    Raises:
+        UserError: no TCP connection to ``HOST:PORT`` within ``timeout_s`` seconds.
+    """
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host:  # ray://HOST: Ray's client port
+        host, port = address.removeprefix("ray://"), "10001"
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as e:
+        raise gg.UserError(
+            f"--ray: cannot reach the Ray cluster at {address!r} ({e}); start it "
+            "(ray start --head) or fix [board] ray_address"
+        ) from None
+
+
+def _start_ray(address: str) -> None:
+    """Connect to the cluster at ``address`` (``local``: start one here, on 127.0.0.1).
+
+    Raises:
+        UserError: no ``ray`` extra, or nothing answers at ``address``.
+    """
+    if ray is None:
+        raise gg.UserError("--ray needs the 'ray' extra (pip install 'gg-agent[ray]')")
+    if not ray.is_initialized():
+        local = address == "local"
+        if not local:
+            _reachable(address)
+        ray.init(
+            address=None if local else address,
+            include_dashboard=False if local else None,
+            _node_ip_address="127.0.0.1" if local else None,
+            log_to_driver=False,
+        )
+
+
+def _in_process(jobs: list[WorkerJob]) -> list[WorkerReport]:
+    """The workers' runs in threads of this process, without Ray (``address=None``)."""
+    with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="gg-worker") as pool:
+        return list(pool.map(_task, jobs))
+
+
+def was_dispatched(board: Board) -> bool:
+    """Whether ``board`` (on PostgreSQL) was run by dispatched workers before.
+
+    Its issues' branches and merges are then on the remote, not in this checkout:
+    ``gg board run`` without Ray finishes it with the same workers in this process
+    (:func:`dispatch` with ``address=None``), never in this checkout.
+    """
+    if not is_postgres_url(board.settings.board.store):
+        return False
+    for issue in board.store.issues():
+        for entry in board.store.detail(issue.number).history:
+            runner = entry.detail.get("runner") if entry.event == "claimed" else None
+            if isinstance(runner, str) and runner.startswith("ray-worker-"):
+                return True
+    return False
+
+
+def _job(
+    board: Board, *, slot: int, remote: str, lease_s: float | None, probe: Probe | None
+) -> WorkerJob:
+    """Worker ``slot``'s job: the board's store, base branch, model and claim timings."""
+    return WorkerJob(
+        slot=slot,
+        remote=remote,
+        store=board.settings.board.store,
+        base_branch=board.base_branch(),  # settled and recorded: every worker agrees
+        model=board._agent.get("model") or board.settings.model.spec,
+        lease_s=lease_s or board.claim_lease_s,
+        poll_s=board.claim_poll_s,
+        probe=probe,
+    )
+
+
+def _approved(board: Board) -> Approval:
+    """The trust rule (issue 9) for the driver, which starts no run of its own.
+
+    Asking for Ray, like a PostgreSQL store, sends the issues, the workspace and the
+    model's credentials elsewhere (:func:`gg.trust.weakening`): a changed ``gg.toml``
+    (or ``--config`` file) that newly asks for it is refused unless the operator said
+    ``--trust-config`` (Python: ``trust_config=True``), before any cluster is reached.
+
+    Raises:
+        ConfigError: the rule refuses (exit 2, nothing dispatched).
+    """
+    keys = ["gg.toml"]
+    if board.config_path is not None:
+        inside = board.config_path.is_relative_to(board.workspace)
+        keys.append(
+            board.config_path.relative_to(board.workspace).as_posix()
+            if inside
+            else str(board.config_path)
+        )
+    trusted = bool(board._agent.get("trust_config"))
+    return check(board.workspace, board.settings, configs=keys, trust=trusted)
+
+
 def dispatch(
     board: Board,
     *,
-    address: str,
+    address: str | None,
     workers: int,
     remote: str = "origin",
     max_retries: int = 2,
     lease_s: float | None = None,
+    probe: Probe | None = None,
 ) -> DispatchResult:
     """Run ``board`` on a Ray cluster: ``workers`` board runners as Ray tasks (issue 17).
 
     Args:
         board: the driver's board (its workspace gives the remote, its settings the store).
         address: the Ray cluster (``ray://HOST:10001``, ``HOST:6379``, or ``local`` for a
-            cluster of this machine on 127.0.0.1).
+            cluster of this machine on 127.0.0.1); ``None``: the same runners, each in its
+            own clone, in threads of this process (finishing a board without its cluster).
         workers: how many runners (tasks) at once.
         remote: the workspace's remote the workers clone and push to.
         max_retries: Ray's retries of a task whose worker died.
         lease_s: the claim lease (default :attr:`Board.claim_lease_s`).
+        probe: told of every point of :data:`POINTS` (tests' kill points), on the workers too.
 
     Returns:
-        The workers' reports, the board's issues, the index of the copied streams.
+        The workers' reports, the board's issues, the dispatch's merged stream and index.
 
     Raises:
         UserError: no ``ray`` extra, a store that is not PostgreSQL, no such remote.
+        ConfigError: a changed config newly asks for Ray or another weakening setting,
+            without ``trust_config`` (the trust rule, issue 9).
     """
-    if ray is None:
-        raise gg.UserError("--ray needs the 'ray' extra (pip install 'gg-agent[ray]')")
     spec = board.settings.board.store
     if not is_postgres_url(spec):
         raise gg.UserError(
@@ -497,48 +710,81 @@ def dispatch(
             "which every worker reaches"
         )
     url = _remote_of(board.workspace, remote)
-    if not ray.is_initialized():
-        local = address == "local"
-        ray.init(
-            address=None if local else address,
-            include_dashboard=False if local else None,
-            _node_ip_address="127.0.0.1" if local else None,
-            log_to_driver=False,
-        )
-    model = board._agent.get("model") or board.settings.model.spec
+    approval = _approved(board)
+    if address is not None:
+        _start_ray(address)
+    approval.record()  # the dispatch starts: its config is the workspace's approved one
     jobs = [
-        WorkerJob(
-            slot=i,
-            remote=url,
-            store=spec,
-            base_branch=board.base_branch(),  # settled and recorded: every worker agrees
-            model=model,
-            lease_s=lease_s or board.claim_lease_s,
-            poll_s=board.claim_poll_s,
-        )
-        for i in range(1, workers + 1)
+        _job(board, slot=i, remote=url, lease_s=lease_s, probe=probe) for i in range(1, workers + 1)
     ]
-    task = ray.remote(max_retries=max_retries, retry_exceptions=False)(_task)
-    reports: list[WorkerReport] = ray.get([task.remote(job) for job in jobs])
-    _git(board.workspace, "pull", "--quiet", "--ff-only", url, board.settings.board.base_branch)
-    return _record(board, sorted(reports, key=lambda r: r.slot))
+    tell = probe or (lambda point, number: None)
+    tell("dispatching", 0)
+    lost: list[str] = []
+    if address is None:
+        reports = _in_process(jobs)
+    else:
+        task = ray.remote(max_retries=max_retries, retry_exceptions=False)(_task)
+        reports, lost = _gather([task.remote(job) for job in jobs], jobs)
+    tell("workers_done", 0)
+    _git(board.workspace, "pull", "--quiet", "--ff-only", url, board.base_branch())
+    tell("pulled", 0)
+    return _record(board, sorted(reports, key=lambda r: r.slot), tuple(lost))
 
 
-def _record(board: Board, reports: list[WorkerReport]) -> DispatchResult:
-    """Copy every worker's stream into ``<state>/runs/<dispatch id>/`` with an index."""
+def _gather(refs: list[Any], jobs: list[WorkerJob]) -> tuple[list[WorkerReport], list[str]]:
+    """Every task's report, waiting for all; the workers Ray gave up on, one line each.
+
+    A worker that died for good (its retries spent, its node gone) is no failure of the
+    dispatch: the others take its issues over once its claims run out.
+
+    Raises:
+        WorkerFailed: a worker's run raised a gg error (after every task is waited for).
+    """
+    reports: list[WorkerReport] = []
+    lost: list[str] = []
+    failed: BaseException | None = None
+    for ref, job in zip(refs, jobs, strict=True):
+        try:
+            reports.append(ray.get(ref))
+        except ray.exceptions.RayTaskError as e:  # the task raised: WorkerFailed
+            failed = failed or e
+        except ray.exceptions.RayError as e:  # the worker or its node died for good
+            lost.append(f"worker {job.slot}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+    if failed is not None:
+        raise failed
+    return reports, lost
+
+
+def _record(
+    board: Board, reports: list[WorkerReport], lost: tuple[str, ...] = ()
+) -> DispatchResult:
+    """Verify and merge every worker's stream into ``<state>/runs/<dispatch id>/`` (one record).
+
+    :func:`gg.board.merged.merge` writes the parts, the index and the merged stream.
+    """
     dispatch_id = time.strftime("ray-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
     folder = private_dir(workspace_state(board.workspace) / "runs" / dispatch_id)
-    entries = []
-    for report in reports:
-        name = f"worker-{report.slot}-{report.run_id}.jsonl"
-        (folder / name).write_text(report.stream, encoding="utf-8")
-        entry = {k: v for k, v in asdict(report).items() if k != "stream"}
-        entries.append({**entry, "issues": list(report.issues), "stream": name})
-    index = folder / "index.json"
-    index.write_text(json.dumps({"dispatch_id": dispatch_id, "workers": entries}, indent=2) + "\n")
-    return DispatchResult(
+    issues = tuple(board.store.issues())
+    done = all(i.state is IssueState.DONE for i in issues)
+    parts = [
+        Part(
+            slot=r.slot,
+            run_id=r.run_id,
+            stream=r.stream,
+            seal=r.seal,
+            meta={"host": r.host, "pid": r.pid, "status": r.status, "issues": list(r.issues)},
+        )
+        for r in reports
+    ]
+    index = merge(
+        folder,
         dispatch_id=dispatch_id,
-        index=index,
-        workers=tuple(reports),
-        issues=tuple(board.store.issues()),
+        parts=parts,
+        workspace=board.workspace,
+        settings=board.settings.model_dump(mode="json"),
+        done=done,
+        lost=lost,
+    )
+    return DispatchResult(
+        dispatch_id=dispatch_id, index=index, workers=tuple(reports), issues=issues, lost=lost
     )

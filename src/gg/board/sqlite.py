@@ -31,15 +31,21 @@ from pathlib import Path
 from typing import Any
 
 from gg import UserError
-from gg.board.errors import BoardError
+from gg.board.errors import BoardError, IssueMoved
+from gg.board.rows import (
+    HISTORY_COLUMNS,
+    ISSUE_COLUMNS,
+    SESSION_COLUMNS,
+    history_of,
+    issue_of,
+    session_of,
+)
 from gg.board.store import (
     TERMINAL,
-    HistoryEntry,
     Issue,
     IssueDetail,
     IssueState,
     SessionKind,
-    SessionRecord,
     SessionStatus,
     Verdict,
     now_iso,
@@ -264,27 +270,6 @@ class SqliteStore:
             raise UserError(f"no issue #{number} on this board")
         return int(row[0]), IssueState(row[1])
 
-    _ISSUE_COLS = (
-        "number, title, body, state, round, branch, summary, diagnosis, merge_sha, "
-        "created_at, updated_at"
-    )
-
-    @staticmethod
-    def _issue(row: tuple[Any, ...]) -> Issue:
-        return Issue(
-            number=row[0],
-            title=row[1],
-            body=row[2],
-            state=IssueState(row[3]),
-            round=row[4],
-            branch=row[5],
-            summary=row[6],
-            diagnosis=row[7],
-            merge_sha=row[8],
-            created_at=row[9],
-            updated_at=row[10],
-        )
-
     def issue(self, number: int) -> Issue:
         """The issue ``#number``.
 
@@ -293,21 +278,21 @@ class SqliteStore:
         """
         with self._lock:
             row = self._db.execute(
-                f"SELECT {self._ISSUE_COLS} FROM issues WHERE board_id = ? AND number = ?",
+                f"SELECT {ISSUE_COLUMNS} FROM issues WHERE board_id = ? AND number = ?",
                 (self._board, number),
             ).fetchone()
         if row is None:
             raise UserError(f"no issue #{number} on this board")
-        return self._issue(row)
+        return issue_of(row)
 
     def issues(self) -> list[Issue]:
         """All issues of the board, by number."""
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {self._ISSUE_COLS} FROM issues WHERE board_id = ? ORDER BY number",
+                f"SELECT {ISSUE_COLUMNS} FROM issues WHERE board_id = ? ORDER BY number",
                 (self._board,),
             ).fetchall()
-        return [self._issue(r) for r in rows]
+        return [issue_of(r) for r in rows]
 
     def transition(
         self,
@@ -331,10 +316,10 @@ class SqliteStore:
         with self._tx() as db:
             rowid, state = self._row_id(db, number)
             if expect is not None and state not in expect:
-                raise _store_error(
+                raise IssueMoved(
                     f"issue #{number} is {state.value!r}, expected one of "
                     f"{sorted(s.value for s in expect)!r}",
-                    f"transition to {to}",
+                    operation=f"transition to {to}",
                 )
             sets = dict(fields, updated_at=now_iso())
             if to is not None:
@@ -484,20 +469,18 @@ class SqliteStore:
                 "(? IS NULL OR i.claimed_by IS NULL OR i.claimed_by = ? OR i.claimed_until < ?)",
                 (self._board, runner, runner, now_iso()),
             ).fetchall()
-            for record, issue_id, kind, sid in rows:
-                db.execute(
-                    "UPDATE sessions SET status = 'abandoned', ended_at = ? WHERE id = ?",
-                    (now_iso(), record),
-                )
-                self._history(
-                    db,
-                    issue_id,
-                    "session_abandoned",
-                    None,
-                    None,
-                    {"kind": kind, "session_id": sid, "record": record},
-                )
+            self._abandon(db, rows)
         return len(rows)
+
+    def _abandon(self, db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+        """Mark sessions ``(record, issue_id, kind, session_id)`` abandoned, with history."""
+        for record, issue_id, kind, sid in rows:
+            db.execute(
+                "UPDATE sessions SET status = 'abandoned', ended_at = ? WHERE id = ?",
+                (now_iso(), record),
+            )
+            facts = {"kind": kind, "session_id": sid, "record": record}
+            self._history(db, issue_id, "session_abandoned", None, None, facts)
 
     # -- claims (several runners on one store) ----------------------------------------------
 
@@ -512,7 +495,8 @@ class SqliteStore:
             skip: issue numbers not to claim (taken already by this run).
 
         Returns:
-            The claimed issue, or ``None`` when none is free.
+            The claimed issue, or ``None`` when none is free. Sessions of it still marked
+            ``running`` (a runner whose lease ran out left them) are made ``abandoned``.
         """
         now = now_iso()
         with self._tx() as db:
@@ -530,6 +514,13 @@ class SqliteStore:
                 (runner, now_iso(after=lease_s), rowid),
             )
             self._history(db, rowid, "claimed", None, None, {"runner": runner})
+            # a session still marked running is a dead runner's (none live holds the issue)
+            left = db.execute(
+                "SELECT id, issue_id, kind, session_id FROM sessions WHERE issue_id = ? AND "
+                "status = 'running'",
+                (rowid,),
+            ).fetchall()
+            self._abandon(db, left)
         return self.issue(number)
 
     def renew(self, runner: str, *, lease_s: float) -> set[int]:
@@ -582,44 +573,18 @@ class SqliteStore:
         with self._lock:
             rowid, _ = self._row_id(self._db, number)
             sessions = self._db.execute(
-                "SELECT id, kind, round, reviewer, run_id, session_id, status, ending, "
-                "diagnosis, started_at, ended_at FROM sessions WHERE issue_id = ? ORDER BY id",
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE issue_id = ? ORDER BY id",
                 (rowid,),
             ).fetchall()
             history = self._db.execute(
-                "SELECT at, event, from_state, to_state, detail FROM history "
-                "WHERE issue_id = ? ORDER BY id",
+                f"SELECT {HISTORY_COLUMNS} FROM history WHERE issue_id = ? ORDER BY id",
                 (rowid,),
             ).fetchall()
         return IssueDetail(
             issue=issue,
-            sessions=tuple(
-                SessionRecord(
-                    id=r[0],
-                    kind=r[1],
-                    round=r[2],
-                    reviewer=r[3],
-                    run_id=r[4],
-                    session_id=r[5],
-                    status=r[6],
-                    ending=None if r[7] is None else json.loads(r[7]),
-                    diagnosis=r[8],
-                    started_at=r[9],
-                    ended_at=r[10],
-                )
-                for r in sessions
-            ),
+            sessions=tuple(session_of(r) for r in sessions),
             verdicts=tuple(self.verdicts(number)),
-            history=tuple(
-                HistoryEntry(
-                    at=h[0],
-                    event=h[1],
-                    from_state=IssueState(h[2]) if h[2] else None,
-                    to_state=IssueState(h[3]) if h[3] else None,
-                    detail=json.loads(h[4]),
-                )
-                for h in history
-            ),
+            history=tuple(history_of(h) for h in history),
         )
 
     def verdicts(self, number: int, round: int | None = None) -> list[Verdict]:

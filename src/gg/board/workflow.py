@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import gg
-from gg.board.errors import BoardError
+from gg.board.errors import BoardError, IssueMoved
 from gg.board.git import Git, branch_name, worktree_path
 from gg.board.merge import MergeGuard, merge_issue
 from gg.board.prompts import implement_task, review_task, rework_fresh_task, rework_task
@@ -184,6 +184,8 @@ class IssueFlow:
         self.branch = branch_name(number)
         self.worktree = worktree_path(ctx.workspace, f"issue-{number}")
         self.view = worktree_path(ctx.workspace, f"issue-{number}-review")
+        self.step: IssueState | None = None
+        """The state the step being taken started from (a ``stuck`` expects it)."""
 
     @property
     def base(self) -> str:
@@ -194,6 +196,7 @@ class IssueFlow:
         """Take steps until the issue is done, stuck or paused; returns it as stored."""
         issue = self.ctx.store.issue(self.number)
         while issue.state not in TERMINAL and self.ctx.halt is None:
+            self.step = issue.state
             try:
                 if issue.state is S.OPEN:
                     issue = await self.start(issue)
@@ -205,10 +208,21 @@ class IssueFlow:
                     issue = await merge_issue(self, issue)
             except Pause as p:
                 return self.pause(str(p))
+            except IssueMoved as e:
+                return self.moved(e)
             except BoardError as e:
                 if e.retryable:
                     return self.pause(str(e))
-                issue = self.stuck(str(e))
+                try:
+                    issue = self.stuck(str(e))
+                except IssueMoved as moved:
+                    return self.moved(moved)
+        return issue
+
+    def moved(self, error: IssueMoved) -> Issue:
+        """Another runner has the issue now (issue 17): write nothing more; it as stored."""
+        issue = self.ctx.store.issue(self.number)
+        self.ctx.notify(Progress(issue=issue, activity=f"left: {error}", event="paused"))
         return issue
 
     # -- store helpers ---------------------------------------------------------------------
@@ -252,8 +266,13 @@ class IssueFlow:
         )
 
     def stuck(self, diagnosis: str) -> Issue:
-        """Mark the issue ``stuck`` with ``diagnosis``."""
-        return self.transition(event="stuck", to=S.STUCK, diagnosis=diagnosis)
+        """Mark the issue ``stuck`` with ``diagnosis``, if it is still in this step's state.
+
+        Raises:
+            IssueMoved: it is not (another runner moved it on meanwhile).
+        """
+        expect = None if self.step is None else {self.step}
+        return self.transition(event="stuck", to=S.STUCK, expect=expect, diagnosis=diagnosis)
 
     def pause(self, reason: str) -> Issue:
         """Leave the issue in its state for the next run; record why."""
@@ -421,7 +440,23 @@ class IssueFlow:
             expect={S.OPEN},
             round=issue.round + 1,
             branch=self.branch,
+            detail={"base": await git.rev(f"refs/heads/{self.branch}")},
         )
+
+    async def start_point(self) -> str:
+        """Where the issue's branch starts when it must be made again (issue 17).
+
+        The base commit its last start recorded, so that a branch made again in
+        another clone (a worker that died before pushing it) starts where the first
+        one did, whatever was merged since; the base branch when none is recorded.
+        """
+        for entry in reversed(self.ctx.store.detail(self.number).history):
+            if entry.event == "started":
+                base = entry.detail.get("base")
+                if isinstance(base, str) and await self.ctx.git.ref(base):
+                    return base
+                break
+        return self.base
 
     async def _catch_up(self, issue: Issue) -> None:
         """A reopened issue's merged branch moves to the base branch before work starts.
@@ -456,13 +491,28 @@ class IssueFlow:
                 return str((s.ending or {}).get("summary", ""))
         return None
 
+    async def _committed_this_round(self) -> bool:
+        """Whether the branch holds a commit of this round (a killed run made it, or pushed it).
+
+        Its tip is then neither on the base branch nor the commit the last round's
+        ``implemented`` recorded.
+        """
+        git = self.ctx.git
+        tip = await git.ref(f"refs/heads/{self.branch}")
+        if tip is None or await git.is_ancestor(tip, f"refs/heads/{self.base}"):
+            return False
+        done = [h for h in self.ctx.store.detail(self.number).history if h.event == "implemented"]
+        return not done or done[-1].detail.get("commit") != tip
+
     async def implement(self, issue: Issue) -> Issue:
         """``implementing``: the implementer finishes under the gate; gg commits (B2)."""
         git = self.ctx.git
         before = _inode(self.worktree)
-        await git.branch_worktree(self.worktree, self.branch, self.base)
+        await git.branch_worktree(self.worktree, self.branch, await self.start_point())
         kept = before is not None and _inode(self.worktree) == before  # not made again
         summary = self._finished_this_round(issue)
+        if summary is not None and not kept and not await self._committed_this_round():
+            summary = None  # its files went with the old worktree (another machine's clone)
         if summary is None:
             continued = self.interrupted("implementer", issue.round) if kept else None
             if continued is None:  # a half-done session restarts cleanly
