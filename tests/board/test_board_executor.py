@@ -17,9 +17,11 @@ import typer
 from board_support import gg_toml, git, make_repo
 from typer.testing import CliRunner
 
+import gg
 from gg.board.cli import board_app
 from gg.config import BoardSettings, settings_from_dict
 from gg.errors import ConfigError
+from gg.testing import ScriptedModel, call
 from gg.trust import weakening
 
 app = typer.Typer()
@@ -116,3 +118,27 @@ def test_the_help_names_the_executor_key() -> None:
     done = CliRunner().invoke(app, ["board", "run", "--help"])
     text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", done.stdout).split())  # the help's box
     assert "board.executor and board.ray_address" in text and "--ray ADDRESS" in text
+
+
+def test_a_gg_toml_that_newly_asks_for_ray_needs_trust_config(tmp_path: Path, pg_url: str) -> None:
+    """The driver starts no run, yet the trust rule holds: the cluster is never reached."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once closed
+    seed = make_repo(tmp_path / "seed")
+    git(tmp_path, "clone", "-q", "--bare", str(seed), str(tmp_path / "origin.git"))
+    repo = tmp_path / "repo"
+    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(repo))
+    done = gg.Agent(model=ScriptedModel([call("finish", summary="ok")]), workspace=repo).run("x")
+    assert done.run_id  # a run started: this gg.toml is now the workspace's approved one
+    (repo / "gg.toml").write_text(  # as an agent's merged change could have left it
+        gg_toml(
+            extra=f'\n[board]\nstore = "{pg_url}"\nexecutor = "ray"\n'
+            f'ray_address = "127.0.0.1:{port}"\n'
+        )
+    )
+    code, out = run(repo)
+    assert code == 2 and "--trust-config" in out and "[board] executor = 'ray'" in out, out
+    assert "cannot reach" not in out  # refused before any cluster is touched
+    code, out = run(repo, "--trust-config")
+    assert code == 2 and f"cannot reach the Ray cluster at '127.0.0.1:{port}'" in out, out

@@ -67,8 +67,8 @@ from gg.board.postgres import PostgresStore, is_postgres_url
 from gg.board.store import Issue, IssueDetail, IssueState, SessionKind, SessionStatus, Verdict
 from gg.seal import HEAD_NAME, KEY_NAME
 from gg.shell import scrubbed_env
-from gg.trust import Approval, check
 from gg.state import private_dir, workspace_state
+from gg.trust import Approval, check
 
 try:
     import ray
