@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -104,13 +105,13 @@ def test_output_to_a_file_is_not_wrapped_at_80_columns(
     assert not any(x.startswith("jsonl") or x.startswith("scripted:") for x in lines)
 
 
-def commands(group: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    """Every command path under ``group`` (the group itself included)."""
+def commands(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every command path under ``group`` (the group itself included; typer's click or not)."""
     yield path
-    if isinstance(group, click.Group) or hasattr(group, "list_commands"):
+    if hasattr(group, "list_commands"):
         ctx = click.Context(group)
-        for name in group.list_commands(ctx):  # type: ignore[attr-defined]
-            sub = group.get_command(ctx, name)  # type: ignore[attr-defined]
+        for name in group.list_commands(ctx):
+            sub = group.get_command(ctx, name)
             if sub is not None:
                 yield from commands(sub, (*path, name))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from board_support import git
@@ -115,7 +116,9 @@ def parts_of(folder: Path) -> list[Part]:
     return out
 
 
-def remerge(folder: Path, parts: list[Part], name: str) -> tuple[dict[str, object], list[dict]]:
+def remerge(
+    folder: Path, parts: list[Part], name: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Merge ``parts`` anew into ``<runs>/name``; its index and merged events."""
     target = private_dir(folder.parent / name)
     index = merge(target, dispatch_id=name, parts=parts, workspace=folder, settings={}, done=True)
