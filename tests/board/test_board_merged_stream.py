@@ -145,7 +145,7 @@ def test_a_tampered_part_is_found_named_and_left_out(
         seal[KEY_NAME] = good.seal[KEY_NAME]
     tampered = Part(slot=bad.slot, run_id=bad.run_id, stream="".join(lines), seal=seal)
     index, events = remerge(folder, [good, tampered], f"remerged-{how}")
-    verdicts = {w["slot"]: w["verdict"] for w in index["workers"]}  # type: ignore[attr-defined]
+    verdicts = {w["slot"]: w["verdict"] for w in index["workers"]}
     assert verdicts[good.slot] == "intact"
     assert verdicts[bad.slot] == ("unkeyed" if how == "no_key" else "altered")
     end = events[-1]
