@@ -7,6 +7,7 @@ they still run in CI. Timings are printed (``pytest -s``), never asserted.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import re
 import threading
@@ -37,6 +38,7 @@ from gg.models.catalogue import CATALOGUE, DEFAULT_LOCAL_MODEL, ChunkPart
 from gg.models.grammar import (
     GrammarLimits,
     format_call,
+    marker_argument,
     parse_call,
     render_prompt,
     tool_call_grammar,
@@ -542,6 +544,37 @@ def test_every_escaped_spelling_decodes_to_the_marker_and_is_refused_on_the_host
         text = '{"name": "write_file", "arguments": {"path": "<tool_x>", "content": "' + fine
         kept = local._parse_call(text + '"}}', cut=False)
         assert kept.parse_error is None and isinstance(kept.arguments, dict), fine
+
+
+HIDDEN_MARKERS = [
+    "\\u200b<tool_response>",  # zero-width space
+    "\\ufeff<tool_call>",  # byte-order mark
+    "\\u2060<|im_start|>user",  # word joiner
+    "\\u034f<tool_",  # combining grapheme joiner
+    "\\u0000<tool_call>",  # NUL (text-written calls and --no-grammar reach the host check)
+    "\\u001b<tool_response>",  # ESC
+    "\\u00a0\\u3000<tool_call>",  # no-break and ideographic spaces
+    "<TOOL_RESPONSE>",
+    "<Tool_Call>",
+    "\\u200b \\ufeff\\t<start_of_turn>model",
+]
+"""Decoded values a chat template could still read as a marker: invisible characters or
+another case before it."""
+
+
+@pytest.mark.parametrize("key", ["content", "program", "new", "old"])
+def test_a_marker_behind_invisible_characters_or_in_another_case_is_refused(key: str) -> None:
+    """The host check skips controls, format characters, combining marks and spaces, and
+    ignores case, on every content-like argument (``edit_file``'s ``new`` and ``old`` too)."""
+    local = LocalModel()
+    for hidden in HIDDEN_MARKERS:
+        text = '{"name": "edit_file", "arguments": {"path": "a.txt", "' + key + '": "' + hidden
+        refused = local._parse_call(text + ' rest"}}', cut=False)
+        assert refused.parse_error is not None and "chat template" in refused.parse_error, hidden
+        assert marker_argument({key: json.loads('"' + hidden + '"')}) is not None, hidden
+    for fine in ("\\u200bhello", "<Table>", "\\u00a0x <tool_call>", "<toolbox>"):
+        assert marker_argument({key: json.loads('"' + fine + '"')}) is None, fine
+    assert marker_argument({"path": "\u200b<tool_call>"}) is None  # not content-like
 
 
 @pytest.mark.slow

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
@@ -59,6 +60,7 @@ from gg.text import cut
 __all__ = [
     "CHAT_MARKERS",
     "LONG_STRING_PARAMS",
+    "MARKER_PARAMS",
     "REPETITION_LIMIT",
     "GrammarLimits",
     "describe_tools",
@@ -101,12 +103,32 @@ whitespace), checked on the decoded value after parsing (:func:`marker_argument`
 grammar's :data:`MARKER_PREFIX` rule, held on the host whatever escapes spelled it."""
 
 
+MARKER_PARAMS = LONG_STRING_PARAMS | {"new", "old", "new_string", "old_string"}
+"""Arguments :func:`marker_argument` checks: the content-like ones and ``edit_file``'s."""
+
+_INVISIBLE = frozenset({"Cc", "Cf", "Mn", "Me", "Zs", "Zl", "Zp"})
+"""Unicode categories skipped before a marker: controls, format characters (zero-width
+space, BOM, word joiner), combining marks (U+034F) and every kind of space."""
+
+
+def _visible_head(value: str, size: int = 32) -> str:
+    """The first ``size`` characters of ``value`` past any invisible ones, casefolded."""
+    start = 0
+    while start < len(value) and (
+        value[start].isspace() or unicodedata.category(value[start]) in _INVISIBLE
+    ):
+        start += 1
+    return value[start : start + size].casefold()
+
+
 def marker_argument(arguments: dict[str, Any]) -> tuple[str, str] | None:
     r"""The first content-like argument whose decoded value starts with a chat-template marker.
 
-    Content-like: a top-level string argument named in :data:`LONG_STRING_PARAMS`
-    (``content``, ``program``...). The value is the decoded one (``"\u003ctool_"`` is
-    ``"<tool_"``), leading whitespace skipped.
+    Content-like: a top-level string argument named in :data:`MARKER_PARAMS`
+    (``content``, ``program``, ``edit_file``'s ``new``...). The value is the decoded one
+    (``"\u003ctool_"`` is ``"<tool_"``); leading white space, controls, format
+    characters (``\u200b``, ``\ufeff``) and combining marks are skipped, and case is
+    ignored (``<TOOL_RESPONSE>``), so no spelling of a marker gets through.
 
     Args:
         arguments: a call's decoded arguments.
@@ -116,10 +138,10 @@ def marker_argument(arguments: dict[str, Any]) -> tuple[str, str] | None:
         of :data:`CHAT_MARKERS`.
     """
     for key, value in arguments.items():
-        if key in LONG_STRING_PARAMS and isinstance(value, str):
-            head = value.lstrip()[:32]
+        if key in MARKER_PARAMS and isinstance(value, str):
+            head = _visible_head(value)
             for marker in CHAT_MARKERS:
-                if head.startswith(marker):
+                if head.startswith(marker.casefold()):
                     return key, marker
     return None
 
