@@ -73,6 +73,7 @@ __all__ = [
     "PostgresStore",
     "StoreLost",
     "is_postgres_url",
+    "split_board_url",
     "safe_url",
 ]
 
@@ -147,8 +148,15 @@ def without_secrets(text: str, url: str) -> str:
     return text
 
 
-def _split(url: str) -> tuple[str, str]:
-    """The libpq URI without gg's ``board`` parameter, and the board's name."""
+def split_board_url(url: str) -> tuple[str, str]:
+    """The libpq URI without gg's ``board`` parameter, and the board's name.
+
+    ``postgresql://h/db?board=x&sslmode=require`` is ``("postgresql://h/db?sslmode=require",
+    "x")``; libpq refuses a parameter it does not know, so only the first goes to psycopg.
+
+    Raises:
+        UserError: an empty board name.
+    """
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     names = [v for k, v in query if k == "board"]
@@ -230,7 +238,7 @@ class PostgresStore:
                 "board.store: a PostgreSQL store needs the 'postgres' extra "
                 "(pip install 'gg-agent[postgres]')"
             )
-        conninfo, name = _split(url)
+        conninfo, name = split_board_url(url)
         self.url = safe_url(url)
         self._raw_url = url  # only to mask its password in libpq's messages
         self.board_name = board or name

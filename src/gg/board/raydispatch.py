@@ -63,7 +63,7 @@ from gg.board.errors import BoardError, IssueMoved
 from gg.board.git import branch_name
 from gg.board.gitsafe import GIT_IDENTITY, config_args
 from gg.board.merged import Part, merge
-from gg.board.postgres import PostgresStore, is_postgres_url
+from gg.board.postgres import PostgresStore, is_postgres_url, split_board_url
 from gg.board.store import Issue, IssueDetail, IssueState, SessionKind, SessionStatus, Verdict
 from gg.seal import HEAD_NAME, KEY_NAME
 from gg.shell import scrubbed_env
@@ -434,7 +434,7 @@ class SharedMergeLock(asyncio.Lock):
 
     def __init__(self, *, url: str, sync: Callable[[], None], poll_s: float = 0.2) -> None:
         super().__init__()
-        self._url = url
+        self._url = split_board_url(url)[0]  # libpq refuses gg's ?board=NAME
         self._sync = sync
         self._poll_s = poll_s
         self._conn: psycopg.Connection[Any] | None = None
