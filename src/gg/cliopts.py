@@ -37,10 +37,11 @@ TrustConfig = Annotated[
     bool,
     typer.Option(
         "--trust-config",
-        help="Accept a gg.toml that changed since this workspace's last run "
-        'and now asks for settings that weaken the sandbox (commands = "host", a trusted '
-        "hook, pass_env, a forced isolation layer, a model server URL, a store path): gg "
-        "refuses such a run otherwise, since an agent could have written the file.",
+        help="Accept a gg.toml that changed since this workspace's last run and now asks "
+        'for settings that weaken the sandbox or send data elsewhere (commands = "host", a '
+        "trusted hook, pass_env, a forced isolation layer, a model server URL, a board store "
+        "other than gg's own file, the Ray executor): gg refuses it otherwise, since an "
+        "agent could have written the file.",
     ),
 ]
 """``--trust-config`` (:mod:`gg.trust`): accept a newly weakening ``gg.toml`` once."""

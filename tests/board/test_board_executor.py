@@ -142,3 +142,27 @@ def test_a_gg_toml_that_newly_asks_for_ray_needs_trust_config(tmp_path: Path, pg
     assert "cannot reach" not in out  # refused before any cluster is touched
     code, out = run(repo, "--trust-config")
     assert code == 2 and f"cannot reach the Ray cluster at '127.0.0.1:{port}'" in out, out
+
+
+def test_every_board_command_keeps_a_newly_named_store_under_the_trust_rule(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """``add``, ``list``, ``show``, ``retry``, ``reopen``: a changed gg.toml that newly names
+    a PostgreSQL store is refused before anything is sent there (the issue's text, the
+    libpq password); ``--trust-config`` lets it through."""
+    repo = make_repo(tmp_path / "repo")
+    done = gg.Agent(model=ScriptedModel([call("finish", summary="ok")]), workspace=repo).run("x")
+    assert done.run_id  # a run started: this gg.toml is now the workspace's approved one
+    (repo / "gg.toml").write_text(gg_toml(extra=f'\n[board]\nstore = "{pg_url}"\n'))
+
+    def board(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(app, ["board", *args, "-w", str(repo)])
+        return result.exit_code, " ".join((result.stderr + result.stdout).split())
+
+    for args in (["add", "secret plan"], ["list"], ["show", "1"], ["retry", "1"], ["reopen", "1"]):
+        code, out = board(*args)
+        assert code == 2 and "--trust-config" in out and "[board] store" in out, (args, out)
+    code, out = board("list", "--json", "--trust-config")
+    assert code == 0 and out == "[]", out  # the refused add sent nothing to the server
+    code, out = board("add", "planned", "--trust-config")
+    assert code == 0 and "added #1" in out, out

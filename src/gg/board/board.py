@@ -58,6 +58,7 @@ from gg.state import (
     warn_legacy,
     workspace_state,
 )
+from gg.trust import Approval, check
 
 __all__ = ["CLAIM_LEASE_S", "CLAIM_POLL_S", "Board", "BoardResult", "open_store"]
 
@@ -261,11 +262,45 @@ class Board:
         """This workspace's runner key for claims: ``host:<state dir>`` (issue 17)."""
         return f"{socket.gethostname()}:{workspace_state(self.workspace)}"
 
+    def approval(self) -> Approval:
+        """The trust rule (issue 9) for this board's config, without starting a run.
+
+        A changed ``gg.toml`` (or ``--config`` file inside the workspace) that newly asks
+        for a weakening setting (a store other than gg's SQLite file, Ray...) is refused
+        unless the board was made with ``trust_config=True``: a store names where the
+        issues go, and libpq sends ``PGPASSWORD`` to whatever server the URL names.
+
+        Returns:
+            The :class:`~gg.trust.Approval` (recorded by whoever starts work under it).
+
+        Raises:
+            ConfigError: the rule refuses (exit 2 on the CLI; nothing opened or sent).
+        """
+        keys = ["gg.toml"]
+        if self.config_path is not None:
+            inside = self.config_path.is_relative_to(self.workspace)
+            keys.append(
+                self.config_path.relative_to(self.workspace).as_posix()
+                if inside
+                else str(self.config_path)
+            )
+        trusted = bool(self._agent.get("trust_config"))
+        return check(self.workspace, self.settings, configs=keys, trust=trusted)
+
     @property
     def store(self) -> Store:
-        """The board's store, opened on first use."""
+        """The board's store, opened on first use.
+
+        A store other than gg's own SQLite file is opened only under the trust rule
+        (:meth:`approval`).
+
+        Raises:
+            ConfigError: the store cannot be opened, or the trust rule refuses it.
+        """
         if self._store is None:
             spec = self.settings.board.store
+            if spec != "sqlite":
+                self.approval()
             try:
                 self._store = open_store(spec, self.workspace)
             except (OSError, BoardError) as e:

@@ -111,13 +111,14 @@ def add(
     workspace: Workspace = Path("."),
     config: Config = None,
     json_out: JsonOut = False,
+    trust_config: TrustConfig = False,
 ) -> None:
     """Add an open issue to the board."""
     try:
         body = ""
         if body_file is not None:
             body = sys.stdin.read() if str(body_file) == "-" else body_file.read_text("utf-8")
-        with _board(workspace, config) as board:
+        with _board(workspace, config, trust_config=trust_config) as board:
             issue = board.add(title, body)
     except OSError as e:
         raise _fail(f"--body-file: cannot read {str(body_file)!r}: {e.strerror}") from None
@@ -134,10 +135,13 @@ def add(
 
 @board_app.command("list")
 def list_(
-    workspace: Workspace = Path("."), config: Config = None, json_out: JsonOut = False
+    workspace: Workspace = Path("."),
+    config: Config = None,
+    json_out: JsonOut = False,
+    trust_config: TrustConfig = False,
 ) -> None:
     """List the board's issues with their states."""
-    with _board(workspace, config) as board:
+    with _board(workspace, config, trust_config=trust_config) as board:
         try:
             issues = board.list()
         except gg.UserError as e:
@@ -172,9 +176,10 @@ def show(
     workspace: Workspace = Path("."),
     config: Config = None,
     json_out: JsonOut = False,
+    trust_config: TrustConfig = False,
 ) -> None:
     """Show issue N: its state, sessions, verdicts and history."""
-    with _board(workspace, config) as board:
+    with _board(workspace, config, trust_config=trust_config) as board:
         try:
             detail = board.show(number)
         except gg.UserError as e:
@@ -185,9 +190,11 @@ def show(
         out_console().print(detail_view(detail))
 
 
-def _change(number: int, workspace: Path, config: Path | None, json_out: bool, verb: str) -> None:
+def _change(
+    number: int, workspace: Path, config: Path | None, json_out: bool, verb: str, trust: bool
+) -> None:
     """``retry`` / ``reopen``: move issue ``number`` back into the workflow."""
-    with _board(workspace, config) as board:
+    with _board(workspace, config, trust_config=trust) as board:
         try:
             issue = board.retry(number) if verb == "retry" else board.reopen(number)
         except gg.UserError as e:
@@ -206,6 +213,7 @@ def retry(
     workspace: Workspace = Path("."),
     config: Config = None,
     json_out: JsonOut = False,
+    trust_config: TrustConfig = False,
 ) -> None:
     """Give stuck issue N another go, from the state it was stuck in.
 
@@ -213,7 +221,7 @@ def retry(
     with the reviewers' items. Stuck on a ceiling or a git refusal: the same
     state again, with fresh ceilings. Exit 2 if N is not stuck.
     """
-    _change(number, workspace, config, json_out, "retry")
+    _change(number, workspace, config, json_out, "retry", trust_config)
 
 
 @board_app.command("reopen")
@@ -222,13 +230,14 @@ def reopen(
     workspace: Workspace = Path("."),
     config: Config = None,
     json_out: JsonOut = False,
+    trust_config: TrustConfig = False,
 ) -> None:
     """Open done issue N again.
 
     The next run implements, reviews and merges it anew from the current base
     branch. Exit 2 if N is not done.
     """
-    _change(number, workspace, config, json_out, "reopen")
+    _change(number, workspace, config, json_out, "reopen", trust_config)
 
 
 @board_app.command("run", short_help="Run every unfinished issue to done or stuck.")

@@ -73,8 +73,8 @@ __all__ = [
     "PostgresStore",
     "StoreLost",
     "is_postgres_url",
-    "split_board_url",
     "safe_url",
+    "split_board_url",
 ]
 
 PG_MIGRATIONS: list[str] = [

@@ -68,7 +68,6 @@ from gg.board.store import Issue, IssueDetail, IssueState, SessionKind, SessionS
 from gg.seal import HEAD_NAME, KEY_NAME
 from gg.shell import scrubbed_env
 from gg.state import private_dir, workspace_state
-from gg.trust import Approval, check
 
 try:
     import ray
@@ -649,29 +648,6 @@ def _job(
     )
 
 
-def _approved(board: Board) -> Approval:
-    """The trust rule (issue 9) for the driver, which starts no run of its own.
-
-    Asking for Ray, like a PostgreSQL store, sends the issues, the workspace and the
-    model's credentials elsewhere (:func:`gg.trust.weakening`): a changed ``gg.toml``
-    (or ``--config`` file) that newly asks for it is refused unless the operator said
-    ``--trust-config`` (Python: ``trust_config=True``), before any cluster is reached.
-
-    Raises:
-        ConfigError: the rule refuses (exit 2, nothing dispatched).
-    """
-    keys = ["gg.toml"]
-    if board.config_path is not None:
-        inside = board.config_path.is_relative_to(board.workspace)
-        keys.append(
-            board.config_path.relative_to(board.workspace).as_posix()
-            if inside
-            else str(board.config_path)
-        )
-    trusted = bool(board._agent.get("trust_config"))
-    return check(board.workspace, board.settings, configs=keys, trust=trusted)
-
-
 def dispatch(
     board: Board,
     *,
@@ -710,7 +686,7 @@ def dispatch(
             "which every worker reaches"
         )
     url = _remote_of(board.workspace, remote)
-    approval = _approved(board)
+    approval = board.approval()
     if address is not None:
         _start_ray(address)
     approval.record()  # the dispatch starts: its config is the workspace's approved one
