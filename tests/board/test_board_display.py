@@ -7,7 +7,8 @@ import io
 from rich.console import Console
 
 from gg.board import Issue, IssueState, Progress
-from gg.board.display import BoardDisplay, issues_table
+from gg.board.display import BoardDisplay, detail_view, issues_table
+from gg.board.store import IssueDetail
 
 
 def issue(state: IssueState, **kw: object) -> Issue:
@@ -54,3 +55,21 @@ def test_live_table_on_a_terminal() -> None:
     table = io.StringIO()
     Console(file=table, width=120).print(issues_table([issue(IssueState.OPEN)]))
     assert "Greet politely" in table.getvalue() and "open" in table.getvalue()
+
+
+def test_board_show_prints_a_long_diagnosis_whole() -> None:
+    """The end of a diagnosis says what to do next: ``gg board show N`` never cuts it."""
+    why = (
+        "branch 'gg/issue-3' already exists and holds commits this board did not make: "
+        "delete or rename it (on origin too when the board ran on Ray), then run "
+        "gg board retry 3"
+    )
+    detail = IssueDetail(
+        issue=issue(IssueState.STUCK, diagnosis=why), sessions=(), verdicts=(), history=()
+    )
+    out = io.StringIO()
+    Console(file=out, width=100).print(detail_view(detail))
+    assert "then run gg board retry 3" in " ".join(out.getvalue().split())
+    table = io.StringIO()
+    Console(file=table, width=400).print(issues_table([detail.issue]))
+    assert "gg board retry 3" not in table.getvalue()  # a table row stays one short line

@@ -49,10 +49,11 @@ def _cut(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _outcome(issue: Issue) -> str:
+def _outcome(issue: Issue, limit: int = 120) -> str:
+    """Merged (its sha), or the diagnosis cut to ``limit`` characters (tables: one line)."""
     if issue.state is IssueState.DONE:
         return f"merged {inert(issue.merge_sha[:10])}" if issue.merge_sha else "nothing to merge"
-    return _cut(issue.diagnosis or "", 120)
+    return _cut(issue.diagnosis or "", limit)
 
 
 def _cell(text: str) -> Text:
@@ -171,6 +172,11 @@ def _ending_text(ending: Mapping[str, object] | None, diagnosis: str | None) -> 
 _SESSION_EVENTS = ("session_started", "session_ended")
 
 
+DETAIL_LIMIT = 4000
+"""``gg board show N`` prints a diagnosis whole up to this many characters (the table of
+``gg board list`` and ``run`` cuts it to one line): its end says what to do next."""
+
+
 def detail_view(d: IssueDetail) -> RenderableType:
     """``gg board show N``: the issue, its sessions, verdicts and history.
 
@@ -183,7 +189,7 @@ def detail_view(d: IssueDetail) -> RenderableType:
     lines: list[RenderableType] = [head]
     if i.body:
         lines.append(inert_text(i.body))
-    facts = [f"branch {i.branch}" if i.branch else "", _outcome(i)]
+    facts = [f"branch {i.branch}" if i.branch else "", _outcome(i, DETAIL_LIMIT)]
     lines.append(inert_text(" · ".join(f for f in facts if f), style="dim"))
     sessions = Table(title="sessions")
     for col in ("kind", "round", "session", "status", "ending / diagnosis"):
