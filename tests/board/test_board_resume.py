@@ -181,6 +181,9 @@ def test_a_foreign_branch_with_the_issue_name_is_not_built_on(repo: Path) -> Non
     issue = board.show(1).issue
     assert issue.state is S.STUCK and result.exit_code == 1
     assert "already exists with commits not on 'main'" in (issue.diagnosis or "")
+    assert (issue.diagnosis or "").endswith("then gg board retry 1")  # what really works
+    git(repo, "branch", "-D", "gg/issue-1")
+    assert board.retry(1).state is S.OPEN  # and the next run starts it afresh
 
 
 def test_after_a_restart_the_implementer_resumes_its_stored_conversation(repo: Path) -> None:

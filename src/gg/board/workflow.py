@@ -428,7 +428,9 @@ class IssueFlow:
         ):
             raise BoardError(
                 f"branch {self.branch!r} already exists with commits not on {self.base!r}; "
-                "it is not this board's: delete or rename it, then add the issue again",
+                "it is not this board's: delete or rename it (git branch -D, and on the "
+                "remote too when the board ran on Ray), then gg board retry "
+                f"{issue.number}",
                 code="git",
                 operation=f"create {self.branch}",
             )
