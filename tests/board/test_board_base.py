@@ -121,6 +121,21 @@ def test_board_add_outside_a_git_repository_is_a_clear_error(tmp_path: Path) -> 
     assert code == 2 and "top level" in err, err
 
 
+def test_a_repository_with_no_commit_yet_is_a_clear_error(tmp_path: Path) -> None:
+    repo = tmp_path / "fresh"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "trunk")
+    code, _, err = gg_cli("board", "add", "Greet politely", "-w", str(repo))
+    assert code == 2 and "no commit on 'trunk' yet" in err and "git commit" in err, err
+    assert not (state_path(repo) / BASE_FILE).exists()  # nothing recorded on an unborn branch
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first")
+    code, _, err = gg_cli("board", "add", "Greet politely", "-w", str(repo))
+    assert code == 0, err
+    assert (state_path(repo) / BASE_FILE).read_text() == "trunk\n"
+
+
 def test_the_recorded_base_is_gg_state_not_a_followed_link(tmp_path: Path) -> None:
     repo = repo_on(tmp_path / "repo", "master")
     decoy = tmp_path / "decoy"
