@@ -244,7 +244,11 @@ def reopen(
 def run(
     concurrency: Annotated[
         int | None,
-        typer.Option(metavar="N", help="Issues worked on at once (default: [board] concurrency)."),
+        typer.Option(
+            metavar="N",
+            help="Issues worked on at once (default: board.concurrency); on Ray, the number "
+            "of runners (Ray tasks), each working on one issue at a time.",
+        ),
     ] = None,
     model: Annotated[
         str | None,
