@@ -156,7 +156,7 @@ class ProgramTurn:
         args = excerpt_arguments(request.arguments)
         # gg built every field (ids, a str name, excerpts): no validation (one per call, the
         # tool's own; issue 11). The stream still serialises whatever these hold (F4).
-        self.emit(ToolCalled.model_construct(**self.ids, name=request.name, arguments=args))
+        self.emit(ToolCalled.of(self.ids, request.name, args))
         tool = self.tools.get(request.name)
         if tool is None:
             answer = CallAnswer(
@@ -184,11 +184,7 @@ class ProgramTurn:
             self.progress.observe(
                 access=tool.access, ok=answer.ok, result=text, arguments=request.arguments
             )
-        self.emit(
-            ToolResult.model_construct(
-                **self.ids, name=request.name, ok=answer.ok, excerpt=excerpt(text, 300)
-            )
-        )
+        self.emit(ToolResult.of(self.ids, request.name, answer.ok, excerpt(text, 300)))
         return answer
 
 
