@@ -26,7 +26,15 @@ from gg.stream import (
     read_events,
     verify,
 )
-from gg.text import SECRET_SHAPES, Redactor, redact
+from gg.text import (
+    _SHAPE,
+    _SHAPE_HINTS,
+    _SHAPE_HINTS_ANY_CASE,
+    SECRET_SHAPES,
+    Redactor,
+    _shape_replacement,
+    redact,
+)
 
 _IDS: list[EventIds] = [
     EventIds(run_id="r-1", session_id="s-1", turn=3),
@@ -113,3 +121,14 @@ def test_a_programs_call_events_are_sealed_and_redacted(tmp_path: Path) -> None:
     assert isinstance(verify(path, seal_dir=tmp_path), Intact)
     path.write_text(text.replace('"ok":true', '"ok":false'))
     assert isinstance(verify(path, seal_dir=tmp_path), Altered)
+
+
+def test_the_prefilter_never_changes_what_is_redacted() -> None:
+    """Text the hints let through unscanned is text the full scan leaves unchanged."""
+    redactor = Redactor(())
+    samples = [*_texts(), *(f"x {hint}{'Ab1' * 20} y" for hint in _SHAPE_HINTS)]
+    samples += [f"{h.upper()}: Bearer {'Zz9' * 8}" for h in _SHAPE_HINTS_ANY_CASE]
+    for text in samples:
+        assert redactor(text) == _SHAPE.sub(_shape_replacement, text)
+    assert redactor(f"AKIA{'B' * 16}") == "[redacted]"
+    assert redactor(f"ghp_{'c' * 36}") == "[redacted]"

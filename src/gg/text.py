@@ -114,6 +114,23 @@ _SHAPE_HINTS_ANY_CASE = ("aws_secret_access_key", "secretaccesskey", "authorizat
 one: text without any needs no scan of :data:`_SHAPE`, whose lookbehinds cost tens of
 microseconds per stream line."""
 
+_HINT_GUARDS = ("sk", "gh", "gl", "A")
+"""Substrings several hints share: a hint is looked for only in text holding its guard."""
+
+
+def _guard(hint: str) -> str:
+    """The guard ``hint`` starts with, or ``hint`` itself (a substring of it either way)."""
+    return next((g for g in _HINT_GUARDS if hint.startswith(g)), hint)
+
+
+_HINT_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (guard, tuple(h for h in _SHAPE_HINTS if _guard(h) == guard))
+    for guard in dict.fromkeys(map(_guard, _SHAPE_HINTS))
+)
+""":data:`_SHAPE_HINTS` grouped under their guards (each hint under the guard it starts
+with, or alone): one substring test per guard for text that holds none of them."""
+assert {h for _, group in _HINT_GROUPS for h in group} == set(_SHAPE_HINTS)
+
 _SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 _SECRET_MIN = 8
 """Shorter values are not treated as secrets (replacing them would shred ordinary text)."""
@@ -225,8 +242,8 @@ class Redactor:
         for value in self.values:
             if value in text:
                 text = text.replace(value, REDACTED)
-        for hint in _SHAPE_HINTS:
-            if hint in text:
+        for guard, hints in _HINT_GROUPS:
+            if guard in text and any(h in text for h in hints):
                 return _SHAPE.sub(_shape_replacement, text)
         lower = text.lower()
         for hint in _SHAPE_HINTS_ANY_CASE:
