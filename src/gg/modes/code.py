@@ -78,7 +78,6 @@ from gg.stream import (
     ToolResult,
     excerpt,
     excerpt_arguments,
-    now_iso,
 )
 from gg.tools.registry import ArgumentsError, Tool, ToolContext
 
@@ -156,11 +155,8 @@ class ProgramTurn:
     async def _tool(self, request: CallRequest) -> CallAnswer:
         args = excerpt_arguments(request.arguments)
         # gg built every field (ids, a str name, excerpts): no validation (one per call, the
-        # tool's own; issue 11). The stream still serialises whatever these hold (F4). The
-        # time is given, not left to the default factory (pydantic inspects it per call).
-        self.emit(
-            ToolCalled.model_construct(**self.ids, at=now_iso(), name=request.name, arguments=args)
-        )
+        # tool's own; issue 11). The stream still serialises whatever these hold (F4).
+        self.emit(ToolCalled.of(self.ids, request.name, args))
         tool = self.tools.get(request.name)
         if tool is None:
             answer = CallAnswer(
@@ -188,15 +184,7 @@ class ProgramTurn:
             self.progress.observe(
                 access=tool.access, ok=answer.ok, result=text, arguments=request.arguments
             )
-        self.emit(
-            ToolResult.model_construct(
-                **self.ids,
-                at=now_iso(),
-                name=request.name,
-                ok=answer.ok,
-                excerpt=excerpt(text, 300),
-            )
-        )
+        self.emit(ToolResult.of(self.ids, request.name, answer.ok, excerpt(text, 300)))
         return answer
 
 
