@@ -78,7 +78,7 @@ async def settle_base(git: Git, workspace: Path, configured: str) -> str:
 
     Raises:
         UserError: not a git repository's top level; or nothing configured or stored and
-            HEAD is detached (or on a branch with no name git accepts, or with no commit).
+            HEAD is detached (or on a branch with no name git accepts).
     """
     branch = await git.current_branch()  # checks the repository first
     if configured:
@@ -91,10 +91,5 @@ async def settle_base(git: Git, workspace: Path, configured: str) -> str:
             "board.base_branch: the repository's HEAD is detached and no base branch is "
             "configured; check out the branch the board should merge into, or set "
             '[board] base_branch in gg.toml (e.g. base_branch = "main")'
-        )
-    if not await git.ref(f"refs/heads/{branch}"):  # an unborn branch: nothing to build on
-        raise UserError(
-            f"the repository has no commit on {branch!r} yet: commit the base branch "
-            "first (git add, git commit), then run the board command again"
         )
     return _store(workspace, branch)

@@ -319,10 +319,16 @@ class Git:
         """Check the workspace is a repository's top level with branch ``base``.
 
         Raises:
-            UserError: not a git repository, not its top level, or no branch ``base``.
+            UserError: not a git repository, not its top level, or no branch ``base`` (an
+                unborn one, before the first commit, said so).
         """
         await self._main()
         if not await self.ref(f"refs/heads/{base}"):
+            if await self.current_branch() == base:  # HEAD names it: an unborn branch
+                raise UserError(
+                    f"the repository has no commit on {base!r} yet: commit the base branch "
+                    "first (git add, git commit), then run the board again"
+                )
             raise UserError(
                 f"board.base_branch: the repository has no branch {base!r} "
                 "(set [board] base_branch in gg.toml)"
