@@ -11,8 +11,7 @@ to a bound and hands it to the run page's one escaping path,
 
 from __future__ import annotations
 
-from gg.text import cut
-from gg.web.markup import esc
+from gg.web.markup import esc, esc_cut
 
 __all__ = ["UNREADABLE", "h", "num"]
 
@@ -35,7 +34,7 @@ def h(value: object, limit: int | None = None) -> str:
         escapes (:func:`gg.terminal.inert`), secrets ``[redacted]``.
     """
     text = "" if value is None else str(value)  # str() of a Markup is plain text again
-    return str(esc(cut(text, limit) if limit is not None else text))
+    return str(esc(text) if limit is None else esc_cut(text, limit))  # redacted, then cut
 
 
 def num(value: object) -> str:
