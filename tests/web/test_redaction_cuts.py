@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import pytest
 
+from gg.board.store import Issue, IssueDetail, IssueState
+from gg.web.boardview import BoardSnapshot, board_html
 from gg.web.escape import h
 from gg.web.highlight import PROGRAM_CAP, program_html
 from gg.web.markup import HARD_CAP, esc, fold, short
@@ -47,3 +49,25 @@ def test_no_part_of_a_secret_survives_a_cut(
     shown = html.unescape(re.sub(r"<[^>]*>", "", str(render(text))))  # the text a reader sees
     leaked = [p for p in _parts(SECRET) if p in shown]
     assert not leaked, (where, start, leaked[:3])
+
+
+def test_a_secret_in_a_merge_sha_cut_for_the_board_leaves_no_part(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+    issue = Issue(
+        number=1,
+        title="t",
+        body="",
+        state=IssueState.DONE,
+        round=1,
+        branch=None,
+        summary=None,
+        diagnosis=None,
+        merge_sha=SECRET,
+        created_at="2026-12-01T00:00:00Z",
+        updated_at="2026-12-01T00:00:00Z",
+    )
+    shown = board_html(BoardSnapshot((IssueDetail(issue=issue, sessions=(), verdicts=(), history=()),), exists=True))
+    assert 'class="result merged"' in shown
+    assert not [p for p in _parts(SECRET) if p in shown], shown

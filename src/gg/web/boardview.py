@@ -27,6 +27,7 @@ from gg.config import load_settings
 from gg.errors import GGError
 from gg.state import state_path
 from gg.web.escape import h, num
+from gg.web.markup import inert_cut
 
 _UNREADABLE = (GGError, BoardError, sqlite3.Error, ValueError, TypeError, KeyError)
 """What a damaged or hostile store raises on reading (shown as text, never a crash)."""
@@ -190,7 +191,8 @@ def _rounds_html(d: IssueDetail) -> str:
 def _result_html(d: IssueDetail) -> str:
     i = d.issue
     if i.state is IssueState.DONE:
-        what = f"merged {h(str(i.merge_sha)[:12])}" if i.merge_sha else "nothing to merge"
+        sha = inert_cut(str(i.merge_sha), 12)[0]  # redacted before it is cut
+        what = f"merged {h(sha)}" if i.merge_sha else "nothing to merge"
         return f'<p class="result merged">{what}</p>'
     if i.diagnosis:
         return f'<p class="result diag">{h(i.diagnosis, 1000)}</p>'
