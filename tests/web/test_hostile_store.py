@@ -7,11 +7,13 @@ show it as text (integers as ``[unreadable]``), never as HTML.
 
 from __future__ import annotations
 
+import ast
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+import gg.web
 from gg.board.sqlite import SqliteStore
 from gg.board.store import Verdict
 from gg.state import state_path
@@ -100,3 +102,29 @@ def test_an_integer_column_shows_its_integer_or_says_it_is_unreadable() -> None:
     assert num(3) == "3" and num("12") == "12" and num(-1) == "-1"
     for bad in (HOSTILE, "3 onx=1", True, 2.5, b"1", None, "9" * 40):
         assert num(bad) == UNREADABLE
+
+
+def _raw_interpolations(path: Path) -> list[str]:
+    """Values put straight into an HTML f-string (not through a call such as ``h``)."""
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.JoinedStr):
+            continue
+        literal = "".join(part.value for part in node.values if isinstance(part, ast.Constant))
+        if "<" not in literal and '="' not in literal:
+            continue  # not HTML
+        for part in node.values:
+            if isinstance(part, ast.FormattedValue) and not isinstance(
+                part.value, ast.Call | ast.Name
+            ):
+                found.append(f"{path.name}:{part.lineno}: {ast.unparse(part.value)}")
+    return found
+
+
+def test_no_field_is_interpolated_into_html_without_the_escaping_path() -> None:
+    # a record's field (i.number, s.events...) goes through h() or num(); a local name
+    # holds markup built the same way
+    web = Path(gg.web.__file__).parent
+    raw = [hit for name in ("boardview.py", "pages.py") for hit in _raw_interpolations(web / name)]
+    assert raw == []

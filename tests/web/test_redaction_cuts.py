@@ -68,6 +68,10 @@ def test_a_secret_in_a_merge_sha_cut_for_the_board_leaves_no_part(
         created_at="2026-12-01T00:00:00Z",
         updated_at="2026-12-01T00:00:00Z",
     )
-    shown = board_html(BoardSnapshot((IssueDetail(issue=issue, sessions=(), verdicts=(), history=()),), exists=True))
+    shown = board_html(
+        BoardSnapshot(
+            (IssueDetail(issue=issue, sessions=(), verdicts=(), history=()),), exists=True
+        )
+    )
     assert 'class="result merged"' in shown
     assert not [p for p in _parts(SECRET) if p in shown], shown

@@ -160,7 +160,7 @@ def _session_line(s: SessionRecord) -> str:
 def _verdict_html(v: Verdict) -> str:
     listed = v.items if isinstance(v.items, list | tuple) else [v.items]
     items = "".join(f"<li>{h(item, 500)}</li>" for item in listed[:50])
-    more = f"<li>… {len(listed) - 50} more</li>" if len(listed) > 50 else ""
+    more = f"<li>… {num(len(listed) - 50)} more</li>" if len(listed) > 50 else ""
     listing = f'<ol class="items">{items}{more}</ol>' if items else ""
     return (
         f'<div class="verdict v-{h(v.call)}" data-verdict="{h(v.call)}">'

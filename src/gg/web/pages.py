@@ -54,6 +54,7 @@ def runs_html(summaries: Sequence[RunSummary]) -> str:
     rows = []
     for s in summaries:
         rid, state = h(s.run.run_id), h(s.state())
+        cut = " (cut)" if s.tail.cut else ""
         rows.append(
             f'<tr data-run="{rid}" data-events="{num(s.events)}" data-state="{state}" '
             f'data-seal="{h(s.seal)}">'
@@ -61,7 +62,7 @@ def runs_html(summaries: Sequence[RunSummary]) -> str:
             f'<td class="st-{state}">{state}</td>'
             f'<td class="seal seal-{h(s.seal)}" title="{h(s.verdict, 600)}">{h(s.seal)}</td>'
             f"<td>{num(len(s.sessions))}</td>"
-            f'<td class="events">{num(s.events)}{" (cut)" if s.tail.cut else ""}</td>'
+            f'<td class="events">{num(s.events)}{cut}</td>'
             f"<td>{h(s.last_type, 40)} {h(s.last_at, 40)}</td></tr>"
         )
     return (
