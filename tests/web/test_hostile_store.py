@@ -111,7 +111,7 @@ def _raw_interpolations(path: Path) -> list[str]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.JoinedStr):
             continue
-        literal = "".join(part.value for part in node.values if isinstance(part, ast.Constant))
+        literal = "".join(str(part.value) for part in node.values if isinstance(part, ast.Constant))
         if "<" not in literal and '="' not in literal:
             continue  # not HTML
         for part in node.values:
