@@ -30,10 +30,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gg.web.assets import APP_CSS, APP_JS
-from gg.web.live import WorkspaceView, board_feed, run_feed
+from gg.web.live import FeedSlots, WorkspaceView, board_feed, run_feed
 from gg.web.pages import board_page, not_found_page, run_page
 from gg.web.runpage import RUN_CSS, RUN_JS
-from gg.web.streams import find_run, read_run
+from gg.web.streams import RunFile, find_run, read_run
 
 __all__ = ["CSP", "Guard", "create_app"]
 
@@ -130,27 +130,28 @@ def create_app(workspace: Path, *, hosts: Collection[str] | None = None) -> ASGI
     ws = workspace.resolve()
     view = WorkspaceView(ws)
 
+    slots = FeedSlots()
+
     async def board(request: Request) -> Response:
-        return HTMLResponse(board_page(ws, view.html()))
+        return HTMLResponse(board_page(ws, await asyncio.to_thread(view.html)))
 
     async def fragment(request: Request) -> Response:
-        return HTMLResponse(view.html())
+        return HTMLResponse(await asyncio.to_thread(view.html))
 
     async def run(request: Request) -> Response:
         found = find_run(ws, request.path_params["run_id"])
         if found is None:
             return HTMLResponse(not_found_page(ws, "no such run in this workspace"), 404)
-        read = await asyncio.to_thread(read_run, found)  # a long stream holds no other page
-        return HTMLResponse(run_page(ws, found.run_id, read.events, read.verdict, read.lines))
+        return HTMLResponse(await asyncio.to_thread(_run_html, ws, found))  # off the loop
 
     async def board_events(request: Request) -> Response:
-        return _stream(board_feed(view))
+        return _follow(slots, board_feed(view))
 
     async def run_events(request: Request) -> Response:
         found = find_run(ws, request.path_params["run_id"])
         if found is None:
             return PlainTextResponse("no such run", 404)
-        return _stream(run_feed(found, _after(request)))
+        return _follow(slots, run_feed(found, _after(request)))
 
     async def static(request: Request) -> Response:
         name = request.path_params["name"]
@@ -173,6 +174,23 @@ def create_app(workspace: Path, *, hosts: Collection[str] | None = None) -> ASGI
         Route("/static/{name}", static),
     ]
     return Guard(Starlette(routes=routes, lifespan=lifespan), hosts)
+
+
+def _run_html(ws: Path, found: RunFile) -> str:
+    """A run's page, read and rendered (in a worker thread: a long stream holds up nothing)."""
+    read = read_run(found)
+    return run_page(ws, found.run_id, read.events, read.verdict, read.lines)
+
+
+def _follow(slots: FeedSlots, feed: AsyncIterator[str]) -> Response:
+    """``feed`` as server-sent events in a slot of ``slots``; 503, said plainly, when full."""
+    if slots.take():
+        return _stream(slots.held(feed))
+    text = (
+        f"gg serve already follows {slots.limit} live pages, its most: close some of the "
+        "board or run pages open on it and reload this one"
+    )
+    return PlainTextResponse(text, 503, headers={"Retry-After": "5"})
 
 
 def _after(request: Request) -> int:

@@ -3,14 +3,17 @@
 The script follows the page's live feed (``data-live`` on ``<body>``: an EventSource URL)
 and puts what the server sends into the page: a board fragment replaces the board, a run
 event is appended to its session (through the run page's ``ggAppendEvent`` when present).
-What arrives is HTML the server escaped; the script still parses it in a detached
-document, drops any ``<script>`` element and inline handler before moving nodes in, and
-sets every other text with ``textContent`` (issue 15 item 3).
+What arrives is HTML the server escaped; every path that puts HTML in the page (the
+board, a run's events, its summary, the run page's ``ggAppendEvent`` and
+``ggReplaceSessions``) still goes through the one sanitising parse, :data:`SAFE_JS`'s
+``ggSafeNodes``: parsed in a detached document, script-capable elements dropped, every
+``on*`` attribute and every ``javascript:``/``data:``/``vbscript:`` URL removed, before
+any node is moved in; every other text is set with ``textContent`` (issue 15 item 3).
 """
 
 from __future__ import annotations
 
-__all__ = ["APP_CSS", "APP_JS"]
+__all__ = ["APP_CSS", "APP_JS", "SAFE_JS"]
 
 APP_CSS = """
 :root{--fg:#1d2330;--muted:#667085;--line:#d0d5dd;--bg:#f6f7f9;--card:#fff;
@@ -61,7 +64,36 @@ table.runs .seal-unended{color:var(--warn)}
 .note{color:var(--muted)} .error{color:var(--bad);white-space:pre-wrap}
 """
 
-APP_JS = r"""
+SAFE_JS = r"""
+(function () {
+  "use strict";
+  if (typeof window.ggSafeNodes === "function") { return; }
+  var DROP = "script,iframe,frame,frameset,object,embed,applet,base,meta,link,style," +
+    "template,noscript,form,portal,animate,set,animateMotion,animateTransform,foreignObject";
+  var URLISH = /^(href|src|action|formaction|xlink:href|poster|background|data|srcset|ping)$/i;
+  var BADURL = /^(javascript|vbscript|data):/i;
+  /* The one way HTML from the server becomes nodes of the page: nothing in it can run. */
+  window.ggSafeNodes = function (html) {
+    var doc = new DOMParser().parseFromString("<!doctype html><body>" + html, "text/html");
+    Array.prototype.forEach.call(doc.querySelectorAll(DROP), function (el) { el.remove(); });
+    Array.prototype.forEach.call(doc.body.querySelectorAll("*"), function (el) {
+      Array.prototype.slice.call(el.attributes).forEach(function (a) {
+        var value = a.value.replace(/[\u0000-\u0020\u007f-\u00a0]+/g, "");
+        if (/^on/i.test(a.name) || /^srcdoc$/i.test(a.name) ||
+            (URLISH.test(a.name) && BADURL.test(value))) {
+          el.removeAttribute(a.name);
+        }
+      });
+    });
+    return Array.prototype.slice.call(doc.body.childNodes);
+  };
+})();
+"""
+"""``window.ggSafeNodes(html)``: the pages' one sanitising parse (both scripts carry it)."""
+
+APP_JS = (
+    SAFE_JS
+    + r"""
 (function () {
   "use strict";
   var body = document.body;
@@ -74,17 +106,7 @@ APP_JS = r"""
     badge.textContent = text;
     badge.className = on ? "on" : "";
   }
-  function fragment(html) {
-    var doc = new DOMParser().parseFromString("<body>" + html + "</body>", "text/html");
-    var bad = doc.querySelectorAll("script,iframe,object,embed,base,meta,link");
-    Array.prototype.forEach.call(bad, function (el) { el.remove(); });
-    Array.prototype.forEach.call(doc.body.querySelectorAll("*"), function (el) {
-      Array.prototype.slice.call(el.attributes).forEach(function (a) {
-        if (/^on/i.test(a.name)) { el.removeAttribute(a.name); }
-      });
-    });
-    return Array.prototype.slice.call(doc.body.childNodes);
-  }
+  function fragment(html) { return window.ggSafeNodes(html); }
   function replaceBoard(html) {
     var target = document.getElementById("board-live");
     if (!target) { return; }
@@ -144,3 +166,4 @@ APP_JS = r"""
   source.addEventListener("end", function () { source.close(); say("run over", false); });
 })();
 """
+)

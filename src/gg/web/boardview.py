@@ -26,7 +26,8 @@ from gg.board.store import Issue, IssueDetail, IssueState, SessionRecord, Store,
 from gg.config import load_settings
 from gg.errors import GGError
 from gg.state import state_path
-from gg.web.escape import h
+from gg.web.escape import h, num
+from gg.web.markup import inert_cut
 
 _UNREADABLE = (GGError, BoardError, sqlite3.Error, ValueError, TypeError, KeyError)
 """What a damaged or hostile store raises on reading (shown as text, never a crash)."""
@@ -146,34 +147,42 @@ class BoardReader:
 
 
 def _session_line(s: SessionRecord) -> str:
-    who = f"reviewer {s.reviewer}" if s.kind == "reviewer" else s.kind
+    who = f"reviewer {num(s.reviewer)}" if s.kind == "reviewer" else h(s.kind)
     anchor = f"#session-{h(s.session_id)}" if s.session_id else ""
     link = f'<a href="/runs/{h(s.run_id)}{anchor}">{h(s.session_id or "-")}</a>'
     why = f' <span class="diag">{h(s.diagnosis, 300)}</span>' if s.diagnosis else ""
     return (
-        f'<li class="sess st-{h(s.status)}">round {s.round} · {h(who)} · {link} · '
+        f'<li class="sess st-{h(s.status)}">round {num(s.round)} · {who} · {link} · '
         f"{h(s.status)}{why}</li>"
     )
 
 
 def _verdict_html(v: Verdict) -> str:
-    items = "".join(f"<li>{h(item, 500)}</li>" for item in v.items[:50])
-    more = f"<li>… {len(v.items) - 50} more</li>" if len(v.items) > 50 else ""
+    listed = v.items if isinstance(v.items, list | tuple) else [v.items]
+    items = "".join(f"<li>{h(item, 500)}</li>" for item in listed[:50])
+    more = f"<li>… {num(len(listed) - 50)} more</li>" if len(listed) > 50 else ""
     listing = f'<ol class="items">{items}{more}</ol>' if items else ""
     return (
         f'<div class="verdict v-{h(v.call)}" data-verdict="{h(v.call)}">'
-        f"reviewer {v.reviewer}: <b>{h(v.call)}</b>{listing}</div>"
+        f"reviewer {num(v.reviewer)}: <b>{h(v.call)}</b>{listing}</div>"
     )
 
 
+def _round_key(value: object) -> tuple[int, int, str]:
+    """Rounds in order: integers first by value, anything unreadable after (by its text)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (0, value, "")
+    return (1, 0, repr(value)[:100])
+
+
 def _rounds_html(d: IssueDetail) -> str:
-    rounds = sorted({v.round for v in d.verdicts} | {s.round for s in d.sessions})
+    rounds = sorted({v.round for v in d.verdicts} | {s.round for s in d.sessions}, key=_round_key)
     out: list[str] = []
     for r in rounds:
         verdicts = "".join(_verdict_html(v) for v in d.verdicts if v.round == r)
         sessions = "".join(_session_line(s) for s in d.sessions if s.round == r)
         out.append(
-            f'<details class="round" open><summary>round {r}</summary>'
+            f'<details class="round" open><summary>round {num(r)}</summary>'
             f'{verdicts}<ul class="sessions">{sessions}</ul></details>'
         )
     return "".join(out)
@@ -182,7 +191,8 @@ def _rounds_html(d: IssueDetail) -> str:
 def _result_html(d: IssueDetail) -> str:
     i = d.issue
     if i.state is IssueState.DONE:
-        what = f"merged {h(i.merge_sha[:12])}" if i.merge_sha else "nothing to merge"
+        sha = inert_cut(str(i.merge_sha), 12)[0]  # redacted before it is cut
+        what = f"merged {h(sha)}" if i.merge_sha else "nothing to merge"
         return f'<p class="result merged">{what}</p>'
     if i.diagnosis:
         return f'<p class="result diag">{h(i.diagnosis, 1000)}</p>'
@@ -193,19 +203,19 @@ def _card(d: IssueDetail) -> str:
     i = d.issue
     summary = f'<p class="summary">{h(i.summary, 600)}</p>' if i.summary else ""
     body = f'<p class="body">{h(i.body, 400)}</p>' if i.body else ""
-    branch = f" · {h(i.branch)}" if i.branch else ""
+    branch = f" · {h(i.branch, 200)}" if i.branch else ""
     return (
-        f'<article class="card" data-issue="{i.number}" data-state="{h(i.state.value)}">'
-        f'<h3>#{i.number} <span class="title">{h(i.title, 200)}</span></h3>'
-        f'<p class="meta">round {i.round}{branch}</p>{body}{summary}'
+        f'<article class="card" data-issue="{num(i.number)}" data-state="{h(i.state.value)}">'
+        f'<h3>#{num(i.number)} <span class="title">{h(i.title, 200)}</span></h3>'
+        f'<p class="meta">round {num(i.round)}{branch}</p>{body}{summary}'
         f"{_rounds_html(d)}{_result_html(d)}</article>"
     )
 
 
 def _broken_card(i: Issue, why: str) -> str:
     return (
-        f'<article class="card" data-issue="{i.number}" data-state="{h(i.state.value)}">'
-        f'<h3>#{i.number} <span class="title">{h(i.title, 200)}</span></h3>'
+        f'<article class="card" data-issue="{num(i.number)}" data-state="{h(i.state.value)}">'
+        f'<h3>#{num(i.number)} <span class="title">{h(i.title, 200)}</span></h3>'
         f'<p class="error">{h(why, 1000)}</p></article>'
     )
 
@@ -229,8 +239,8 @@ def board_html(snapshot: BoardSnapshot) -> str:
         cards = [_card(d) for d in snapshot.details if d.issue.state is state]
         cards += [_broken_card(i, why) for i, why in snapshot.broken if i.state is state]
         columns.append(
-            f'<div class="column" data-state="{state.value}"><h2>{label} '
-            f'<span class="count">{len(cards)}</span></h2>{"".join(cards)}</div>'
+            f'<div class="column" data-state="{h(state.value)}"><h2>{h(label)} '
+            f'<span class="count">{num(len(cards))}</span></h2>{"".join(cards)}</div>'
         )
     return f'<section class="board">{"".join(columns)}</section>'
 

@@ -20,7 +20,7 @@ from pygments.lexers.javascript import JavascriptLexer  # type: ignore[import-un
 from pygments.lexers.python import PythonLexer  # type: ignore[import-untyped]
 
 from gg.terminal import inert
-from gg.web.markup import Markup, el, esc
+from gg.web.markup import Markup, el, esc, inert_cut
 
 __all__ = ["CODE_CSS", "PROGRAM_CAP", "guess_language", "program_html"]
 
@@ -104,7 +104,7 @@ def program_html(source: str, language: str, *, lines: int = 40, chars: int = 40
         ``<div class="program">``: the whole program when short; else its first lines
         and a ``<details class="fold">`` with the rest, highlighted as one program.
     """
-    kept = source[:PROGRAM_CAP]
+    kept, cut_off = inert_cut(source, PROGRAM_CAP)  # redacted whole before any cut
     highlighted = _lexed(kept, language)
     head, used = 0, 0
     for line in kept.split("\n")[:lines]:
@@ -121,7 +121,7 @@ def program_html(source: str, language: str, *, lines: int = 40, chars: int = 40
     elif rest:
         summary = el("summary", None, f"show {len(rest)} more lines of the program")
         parts.append(el("details", {"class": "fold"}, summary, _block(rest, language)))
-    if len(source) > PROGRAM_CAP:
-        cut = len(source) - PROGRAM_CAP
-        parts.append(el("p", {"class": "cut"}, f"… {cut} more characters cut (over {PROGRAM_CAP})"))
+    if cut_off:
+        said = f"… {cut_off} more characters cut (over {PROGRAM_CAP})"
+        parts.append(el("p", {"class": "cut"}, said))
     return el("div", {"class": "program"}, *parts)

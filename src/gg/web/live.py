@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
-from collections.abc import AsyncIterator
+import weakref
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from gg.stream import Checkpoint, Event, SessionStarted
@@ -30,10 +32,13 @@ from gg.web.runpage import render_event, render_run
 from gg.web.streams import MAX_POLL_BYTES, RunFile, RunSummary, SealedTail, list_runs, summary_of
 
 __all__ = [
+    "CHUNK_BYTES",
     "KEEPALIVE_S",
+    "MAX_FEEDS",
     "POLL_S",
     "REFRESH_BYTES",
     "SUMMARY_S",
+    "FeedSlots",
     "WorkspaceView",
     "board_feed",
     "run_feed",
@@ -46,6 +51,10 @@ REFRESH_BYTES = 8 * 1024 * 1024
 """The most bytes of all streams one look at the board page's runs reads."""
 SUMMARY_S = 1.0
 """Seconds between two summaries of a run page (its header, session tree, charts) at least."""
+CHUNK_BYTES = 256 * 1024
+"""The most stream bytes one step of a run feed reads (then the loop gets a turn)."""
+MAX_FEEDS = 16
+"""The most live feeds (board and run pages) one server keeps open; beyond, 503."""
 KEEPALIVE_S = 15.0
 """Seconds of silence after which a feed sends a comment (keeps proxies from closing it)."""
 
@@ -85,6 +94,7 @@ class WorkspaceView:
         self._html = ""
         self._html_version = -1
         self._looked = 0.0
+        self._lock = threading.Lock()  # feeds and pages call in from worker threads
 
     def refresh(self) -> int:
         """Look at the files (at most once per :data:`POLL_S`); the version after.
@@ -92,6 +102,10 @@ class WorkspaceView:
         Returns:
             :attr:`version`, one higher than before when anything shown changed.
         """
+        with self._lock:
+            return self._refresh()
+
+    def _refresh(self) -> int:
         now = time.monotonic()
         if now - self._looked < POLL_S * 0.8 and self._html_version >= 0:
             return self.version
@@ -123,16 +137,18 @@ class WorkspaceView:
 
     def html(self) -> str:
         """The board fragment for the current version (rendered once per version)."""
-        self.refresh()
-        if self._html_version != self.version:
-            summaries = list(self._runs.values())
-            self._html = board_fragment(self._snapshot, summaries)
-            self._html_version = self.version
-        return self._html
+        with self._lock:
+            self._refresh()
+            if self._html_version != self.version:
+                summaries = list(self._runs.values())
+                self._html = board_fragment(self._snapshot, summaries)
+                self._html_version = self.version
+            return self._html
 
     def close(self) -> None:
         """Close the board store."""
-        self.reader.close()
+        with self._lock:
+            self.reader.close()
 
 
 async def board_feed(view: WorkspaceView) -> AsyncIterator[str]:
@@ -143,11 +159,11 @@ async def board_feed(view: WorkspaceView) -> AsyncIterator[str]:
     sent = -1
     quiet = 0.0
     while True:
-        version = view.refresh()
+        version = await asyncio.to_thread(view.refresh)  # files read off the event loop
         if version != sent:
             sent = version
             quiet = 0.0
-            yield sse("board", view.html())
+            yield sse("board", await asyncio.to_thread(view.html))
         elif quiet >= KEEPALIVE_S:
             quiet = 0.0
             yield ": keepalive\n\n"
@@ -199,6 +215,49 @@ class _Summary:
         return html
 
 
+class _RunFollower:
+    """One run feed's state; :meth:`step` does one bounded piece of its work.
+
+    Reading, checking the seal, parsing and rendering all happen in :meth:`step`, which
+    the feed runs in a worker thread, so a feed catching up on a long stream holds no
+    other request up.
+    """
+
+    def __init__(self, run: RunFile, after: int) -> None:
+        self.sealed = SealedTail(run)
+        self.after = after
+        self.events: list[Event] = []
+        self.summary = _Summary()
+        self.ended = False
+        self.languages: dict[str, str] = {}
+
+    def step(self) -> tuple[list[str], bool, bool]:
+        """Read at most :data:`CHUNK_BYTES` more of the stream and render what it held.
+
+        Returns:
+            ``(frames, read, final)``: the SSE frames to send, whether any event was
+            read, and whether the feed is over (its last frames included).
+        """
+        batch = self.sealed.poll(CHUNK_BYTES)
+        frames: list[str] = []
+        for number, event in batch:
+            self.events.append(event)
+            self.ended = self.ended or event.type == "run_ended"
+            if isinstance(event, SessionStarted) and event.session_id:
+                self.languages[event.session_id] = event.language
+            if number > self.after and not isinstance(event, Checkpoint):
+                self.summary.note(event)
+                language = self.languages.get(event.session_id or "")
+                frames.append(sse("event", render_event(event, language=language), event_id=number))
+        final = self.sealed.failure is not None or (self.ended and not batch)
+        verdict = self.sealed.verdict()
+        if (html := self.summary.render(self.events, verdict, force=final)) is not None:
+            frames.append(sse("summary", html))
+        if final:
+            frames += [sse("verdict", verdict), sse("end", "")]
+        return frames, bool(batch), final
+
+
 async def run_feed(run: RunFile, after: int) -> AsyncIterator[str]:
     """One run's feed: its events after line ``after``, as they are written.
 
@@ -207,41 +266,76 @@ async def run_feed(run: RunFile, after: int) -> AsyncIterator[str]:
     are not sent (the page does not show them; they hold whole conversations). After
     events that change the header, the session tree or the charts, the whole run is
     rendered again and sent as ``event: summary`` (the page takes those parts from it),
-    at most every :data:`SUMMARY_S` seconds, and once more at the end.
+    at most every :data:`SUMMARY_S` seconds, and once more at the end. The stream is read
+    and rendered in a worker thread, :data:`CHUNK_BYTES` at a time, never on the event
+    loop.
 
     Args:
         run: the run to follow.
         after: the stream lines the page already shows (its ``?after=``).
     """
-    sealed = SealedTail(run)
-    events: list[Event] = []
-    summary = _Summary()
-    ended, quiet = False, 0.0
-    languages: dict[str, str] = {}
+    follower = _RunFollower(run, after)
+    quiet = 0.0
     while True:
-        batch = sealed.poll()
-        for number, event in batch:
-            events.append(event)
-            ended = ended or event.type == "run_ended"
-            if isinstance(event, SessionStarted) and event.session_id:
-                languages[event.session_id] = event.language
-            if number > after and not isinstance(event, Checkpoint):
-                summary.note(event)
-                language = languages.get(event.session_id or "")
-                yield sse("event", render_event(event, language=language), event_id=number)
-        final = sealed.failure is not None or (ended and not batch)
-        if (html := summary.render(events, sealed.verdict(), force=final)) is not None:
-            yield sse("summary", html)
+        frames, read, final = await asyncio.to_thread(follower.step)
+        for frame in frames:
+            yield frame
         if final:
-            yield sse("verdict", sealed.verdict())
-            yield sse("end", "")
             return
-        if batch:
+        if read:
             quiet = 0.0
-            await asyncio.sleep(0)  # a long catch-up lets the other feeds go on between reads
             continue
         if quiet >= KEEPALIVE_S:
             quiet = 0.0
             yield ": keepalive\n\n"
         await asyncio.sleep(POLL_S)
         quiet += POLL_S
+
+
+class FeedSlots:
+    """How many live feeds are open, at most :data:`MAX_FEEDS` (each holds a thread's work).
+
+    Args:
+        limit: the most feeds open at once.
+    """
+
+    def __init__(self, limit: int = MAX_FEEDS) -> None:
+        self.limit = limit
+        self.open = 0
+
+    def take(self) -> bool:
+        """Take a slot; ``False`` when all are taken (the caller answers 503)."""
+        if self.open >= self.limit:
+            return False
+        self.open += 1
+        return True
+
+    def held(self, feed: AsyncIterator[str]) -> AsyncIterator[str]:
+        """``feed``'s frames; the slot taken by :meth:`take` is given back when it ends.
+
+        It ends when the feed does, when the client goes away (the generator is closed),
+        or when the response never started (the generator is dropped unstarted).
+        """
+        given = [False]
+
+        def give_back() -> None:
+            if not given[0]:
+                given[0] = True
+                self.open -= 1
+
+        frames = self._frames(feed, give_back)
+        weakref.finalize(frames, give_back)
+        return frames
+
+    @staticmethod
+    async def _frames(
+        feed: AsyncIterator[str], give_back: Callable[[], None]
+    ) -> AsyncIterator[str]:
+        try:
+            async for frame in feed:
+                yield frame
+        finally:
+            give_back()
+            aclose = getattr(feed, "aclose", None)
+            if aclose is not None:
+                await aclose()

@@ -33,7 +33,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from gg.terminal import inert
-from gg.text import secret_values
+from gg.text import cut_marker, secret_values
 
 __all__ = [
     "HARD_CAP",
@@ -43,7 +43,9 @@ __all__ = [
     "as_text",
     "el",
     "esc",
+    "esc_cut",
     "fold",
+    "inert_cut",
     "join",
     "json_text",
     "secrets_read_once",
@@ -80,13 +82,6 @@ AttrValue = str | int | float | bool | None
 (left out)."""
 
 
-def _capped(text: str, cap: int) -> str:
-    """``text`` cut to ``cap`` characters, with the count of the rest said."""
-    if len(text) <= cap:
-        return text
-    return f"{text[:cap]}[… {len(text) - cap} more characters cut]"
-
-
 @dataclass(slots=True)
 class _Page:
     """What escaping shares while one page is drawn: the secrets, and short texts done."""
@@ -120,9 +115,78 @@ def secrets_read_once() -> Iterator[None]:
         _PAGE.reset(token)
 
 
+_MARGIN = 4096
+"""Characters read past a cut before redacting, beyond the longest secret's length."""
+
+
+def _secrets() -> list[str]:
+    """The secrets of the page being drawn, or read from the environment now."""
+    page = _PAGE.get()
+    return page.secrets if page is not None else secret_values()
+
+
+def inert_cut(text: str, cap: int, secrets: list[str] | None = None) -> tuple[str, int]:
+    """``text`` made inert with its secrets redacted *before* it is cut to ``cap``.
+
+    Redacting the pieces of a cut text would miss a secret that straddles the cut; so
+    the text is redacted over a window reaching past ``cap`` by more than the longest
+    secret, then cut: no part of a secret at the cut is ever kept.
+
+    Args:
+        text: any text (10 MB is fine: only a window past ``cap`` is read).
+        cap: the most characters kept (of the inert text).
+        secrets: the values to redact (default: the page's, or the environment's).
+
+    Returns:
+        ``(kept, more)``: the inert, redacted text of at most ``cap`` characters (safe
+        to cut or split further), and about how many characters were left out.
+    """
+    found = _secrets() if secrets is None else secrets
+    longest = len(found[0]) if found else 0
+    reach = cap + longest + _MARGIN
+    while True:
+        window = text[:reach]
+        clean = inert(window, found)
+        beyond = len(text) - len(window)
+        if not beyond or len(clean) >= cap + longest:  # a secret cut by the window: past cap
+            break
+        reach *= 2
+    if beyond:
+        clean = clean[: len(clean) - longest]
+    if len(clean) <= cap:
+        return clean, beyond
+    return clean[:cap], beyond + len(clean) - cap
+
+
+def _html(clean: str) -> Markup:
+    """Text already made inert (:func:`inert_cut`) HTML-escaped."""
+    return Markup(html.escape(clean, quote=True))
+
+
 def _escaped(text: str, secrets: list[str] | None) -> Markup:
-    """``text`` made inert (secrets redacted), cut at :data:`HARD_CAP`, HTML-escaped."""
-    return Markup(html.escape(inert(_capped(text, HARD_CAP), secrets), quote=True))
+    """``text`` made inert (secrets redacted), then cut at :data:`HARD_CAP`, HTML-escaped."""
+    clean, more = inert_cut(text, HARD_CAP, secrets)
+    return _html(f"{clean}[… {more} more characters cut]" if more else clean)
+
+
+def esc_cut(value: object, limit: int) -> Markup:
+    """``value`` as escaped text, redacted whole first, then cut to ``limit`` characters.
+
+    Args:
+        value: any value (``str()`` of it; ``None`` is empty).
+        limit: the most characters kept, :func:`gg.text.cut`'s marker included.
+
+    Returns:
+        Markup of the inert, redacted, cut text (no part of a secret at the cut).
+    """
+    text = "" if value is None else str(value)
+    clean, more = inert_cut(text, max(limit, 0))
+    if not more:
+        return _html(clean)
+    total = len(clean) + more
+    keep = max(limit - len(cut_marker(total)) - 2, 0)  # as gg.text.cut: head, marker
+    marker = cut_marker(total - keep)
+    return _html(f"{clean[:keep]} {marker}" if keep else marker)
 
 
 def esc(value: Child) -> Markup:
@@ -211,7 +275,7 @@ def as_text(value: object, limit: int = 300) -> str:
 
 def short(text: str, limit: int = 300) -> str:
     """``text`` on one line (white space runs made one space), cut to ``limit`` characters."""
-    flat = " ".join(text[: limit * 4].split())
+    flat = " ".join(inert_cut(text, limit * 4)[0].split())  # redacted before any cut
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
@@ -241,10 +305,10 @@ def fold(
     Returns:
         ``<pre>`` (+ ``<details class="fold">`` with the rest) (+ ``<p class="cut">``).
     """
-    kept = text[:cap]
+    kept, cut_off = inert_cut(text, cap)  # redacted whole, then split: no secret straddles
     head = _head(kept, lines, chars)
     rest = kept[len(head) :]
-    out = el("pre", {"class": cls}, head)
+    out = el("pre", {"class": cls}, _html(head))
     if rest:
         more = rest.count("\n") + (0 if rest.endswith("\n") else 1)
         label = f"show {more} more line{'' if more == 1 else 's'} ({len(rest)} characters)"
@@ -252,10 +316,10 @@ def fold(
             "details",
             {"class": "fold"},
             el("summary", None, label),
-            el("pre", {"class": cls}, rest),
+            el("pre", {"class": cls}, _html(rest)),
         )
-    if len(text) > cap:
-        out += el("p", {"class": "cut"}, f"… {len(text) - cap} more characters cut (over {cap})")
+    if cut_off:
+        out += el("p", {"class": "cut"}, f"… {cut_off} more characters cut (over {cap})")
     return Markup(out)
 
 

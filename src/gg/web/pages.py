@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gg.stream import Event
 from gg.web.boardview import BoardSnapshot, board_html
-from gg.web.escape import h
+from gg.web.escape import h, num
 from gg.web.markup import secrets_read_once
 from gg.web.runpage import render_run
 from gg.web.streams import RunSummary
@@ -54,14 +54,15 @@ def runs_html(summaries: Sequence[RunSummary]) -> str:
     rows = []
     for s in summaries:
         rid, state = h(s.run.run_id), h(s.state())
+        cut = " (cut)" if s.tail.cut else ""
         rows.append(
-            f'<tr data-run="{rid}" data-events="{s.events}" data-state="{state}" '
+            f'<tr data-run="{rid}" data-events="{num(s.events)}" data-state="{state}" '
             f'data-seal="{h(s.seal)}">'
             f'<td class="id"><a href="/runs/{rid}">{rid}</a></td><td>{h(s.started, 40)}</td>'
             f'<td class="st-{state}">{state}</td>'
             f'<td class="seal seal-{h(s.seal)}" title="{h(s.verdict, 600)}">{h(s.seal)}</td>'
-            f"<td>{len(s.sessions)}</td>"
-            f'<td class="events">{s.events}{" (cut)" if s.tail.cut else ""}</td>'
+            f"<td>{num(len(s.sessions))}</td>"
+            f'<td class="events">{num(s.events)}{cut}</td>'
             f"<td>{h(s.last_type, 40)} {h(s.last_at, 40)}</td></tr>"
         )
     return (

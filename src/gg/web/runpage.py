@@ -45,6 +45,7 @@ from gg.stream import (
     SessionStarted,
     TurnEvent,
 )
+from gg.web.assets import SAFE_JS
 from gg.web.chart import CHART_JS, TurnPoint, turns_chart
 from gg.web.highlight import CODE_CSS
 from gg.web.markup import Child, Markup, as_text, el, fold, join, secrets_read_once, short
@@ -522,7 +523,8 @@ def _page(events: Sequence[Event], verdict: str | None) -> Markup:
 
 
 RUN_JS: str = (
-    """
+    SAFE_JS
+    + """
 (function () {
   "use strict";"""
     + CHART_JS
@@ -567,10 +569,13 @@ RUN_JS: str = (
     return holder;
   }
   /* Append one render_event() fragment (HTML made and escaped by gg) to its session. */
+  function firstElement(fragment) {  /* through the one sanitising parse (gg.web.assets) */
+    var nodes = window.ggSafeNodes(fragment);
+    for (var i = 0; i < nodes.length; i++) { if (nodes[i].nodeType === 1) { return nodes[i]; } }
+    return null;
+  }
   window.ggAppendEvent = function (fragment) {
-    var holder = document.createElement("template");
-    holder.innerHTML = fragment;
-    var ev = holder.content.firstElementChild;
+    var ev = firstElement(fragment);
     if (!ev) { return null; }
     var sid = ev.getAttribute("data-session") || "";
     var box = eventsOf(sid) || newSession(sid);
@@ -586,9 +591,7 @@ RUN_JS: str = (
   window.ggReplaceSessions = function (fragment) {
     var old = document.querySelector(".gg-run .sessions");
     if (!old) { return null; }
-    var holder = document.createElement("template");
-    holder.innerHTML = fragment;
-    var fresh = holder.content.firstElementChild;
+    var fresh = firstElement(fragment);
     if (!fresh || !fresh.classList.contains("sessions")) { return null; }
     old.replaceWith(fresh);
     return fresh;
