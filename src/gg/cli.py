@@ -560,6 +560,7 @@ def serve(
             metavar="PORT", help="TCP port; 0 picks a free one (the URL printed says which)."
         ),
     ] = 8765,
+    trust_config: TrustConfig = False,
 ) -> None:
     """Show the workspace's board and runs in a live, read-only web page.
 
@@ -573,7 +574,14 @@ def serve(
     """
     server = _import_web()
     try:
-        server.serve(workspace, host=host, port=port, say=_say_out, warn=_say_err)
+        server.serve(
+            workspace,
+            host=host,
+            port=port,
+            say=_say_out,
+            warn=_say_err,
+            trust_config=trust_config,
+        )
     except UserError as e:
         raise _fail(str(e)) from None
 

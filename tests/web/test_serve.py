@@ -203,6 +203,26 @@ def test_the_store_the_workspace_names_is_the_one_shown(workspace: Path, tmp_pat
     assert status == 200 and "Kept in another file" in body
 
 
+def test_a_store_a_changed_gg_toml_newly_names_is_not_read_without_trust(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The trust rule (issue 9) holds for the page too: nothing is opened or sent to a
+    store an agent could have named, until the operator says ``--trust-config``."""
+    named = tmp_path / "elsewhere.sqlite3"
+    _repository(workspace)
+    _one_run(workspace)  # the plain gg.toml is now the workspace's approved one
+    (workspace / "gg.toml").write_text(f'[board]\nstore = "sqlite:{named}"\n')
+    with Board(workspace, trust_config=True) as board:
+        board.add("Kept in another file")
+    with Served(workspace) as served:
+        status, body = _get(served.url)
+    assert status == 200 and "Kept in another file" not in body
+    assert "--trust-config" in body and "[board] store" in body, body
+    with Served(workspace, "--trust-config") as served:
+        status, body = _get(served.url)
+    assert status == 200 and "Kept in another file" in body
+
+
 def test_a_broken_gg_toml_is_said_on_the_page(workspace: Path) -> None:
     (workspace / "gg.toml").write_text("[board]\nstore = <script>\n")
     with Served(workspace) as served:

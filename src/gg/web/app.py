@@ -117,18 +117,21 @@ def _stream(feed: AsyncIterator[str]) -> StreamingResponse:
     )
 
 
-def create_app(workspace: Path, *, hosts: Collection[str] | None = None) -> ASGIApp:
+def create_app(
+    workspace: Path, *, hosts: Collection[str] | None = None, trust_config: bool = False
+) -> ASGIApp:
     """The ASGI app of ``gg serve`` for ``workspace``, guarded by :class:`Guard`.
 
     Args:
         workspace: the workspace whose board and runs are shown (resolved here).
         hosts: the ``Host`` names accepted (``None``: any).
+        trust_config: read a store a changed ``gg.toml`` newly names (the trust rule).
 
     Returns:
         The app (routes in the module doc).
     """
     ws = workspace.resolve()
-    view = WorkspaceView(ws)
+    view = WorkspaceView(ws, trust_config=trust_config)
 
     slots = FeedSlots()
 

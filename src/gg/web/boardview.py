@@ -26,6 +26,7 @@ from gg.board.store import Issue, IssueDetail, IssueState, SessionRecord, Store,
 from gg.config import load_settings
 from gg.errors import GGError
 from gg.state import state_path
+from gg.trust import check
 from gg.web.escape import h, num
 from gg.web.markup import inert_cut
 
@@ -67,15 +68,24 @@ class BoardReader:
     ``gg board list``: the default SQLite file in gg's state (never created here), a
     ``sqlite:PATH`` file, or a PostgreSQL board (re-read every :data:`REMOTE_POLL_S`).
 
+    A store other than gg's own file is read only under the trust rule (issue 9): a
+    changed ``gg.toml`` that newly names one is shown as a problem, never opened, unless
+    the operator said ``--trust-config`` (libpq sends ``PGPASSWORD`` to whatever server
+    the URL names).
+
     Args:
         workspace: the repository whose board is shown.
+        trust_config: the operator accepted a newly weakening ``gg.toml``.
     """
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, *, trust_config: bool = False) -> None:
         self.workspace = workspace
         self.problem: str | None = None
         try:
-            self.spec = load_settings(workspace=workspace).board.store
+            settings = load_settings(workspace=workspace)
+            self.spec = settings.board.store
+            if self.spec != "sqlite":
+                check(workspace.resolve(), settings, trust=trust_config)
         except GGError as e:
             self.spec, self.problem = "sqlite", f"the workspace's gg.toml: {e}"
         self.path: Path | None = None

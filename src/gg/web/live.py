@@ -82,11 +82,12 @@ class WorkspaceView:
 
     Args:
         workspace: the workspace (its state directory is read, never written).
+        trust_config: the operator accepted a newly weakening ``gg.toml`` (its store).
     """
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, *, trust_config: bool = False) -> None:
         self.workspace = workspace
-        self.reader = BoardReader(workspace)
+        self.reader = BoardReader(workspace, trust_config=trust_config)
         self.version = 0
         self._signature: object = None
         self._runs: dict[str, RunSummary] = {}

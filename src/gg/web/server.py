@@ -75,6 +75,7 @@ def serve(
     port: int = 8765,
     say: Callable[[str], None],
     warn: Callable[[str], None],
+    trust_config: bool = False,
 ) -> None:
     """Serve ``workspace``'s board and runs until interrupted (Ctrl-C, SIGTERM).
 
@@ -84,6 +85,7 @@ def serve(
         port: the TCP port (0: any free one; the URL printed says which).
         say: prints one line for the operator (the URL, on stdout).
         warn: prints the warning about a non-loopback host (on stderr).
+        trust_config: read a board store a changed ``gg.toml`` newly names (issue 9).
 
     Raises:
         UserError: the workspace is not a directory, or the address cannot be bound.
@@ -100,7 +102,7 @@ def serve(
             "there is no authentication"
         )
     hosts = None if not loopback else {*LOOPBACK_NAMES, host.lower()}
-    app = create_app(workspace, hosts=hosts)
+    app = create_app(workspace, hosts=hosts, trust_config=trust_config)
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, timeout_graceful_shutdown=1, lifespan="on"
     )
