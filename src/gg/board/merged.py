@@ -32,6 +32,7 @@ from __future__ import annotations
 import heapq
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +40,7 @@ from typing import Any
 
 from gg.errors import UserError
 from gg.seal import HEAD_NAME, KEY_NAME, verify
-from gg.state import open_private, private_dir
+from gg.state import RUN_ID_PATTERN, open_private, private_dir
 from gg.stream import Event, RunEnded, RunStarted, StreamWriter, parse_event
 
 __all__ = ["Part", "merge"]
@@ -74,18 +75,58 @@ def _write_private(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def _store_part(folder: Path, part: Part) -> tuple[Path, dict[str, Any], list[Event]]:
+def _refused(part: Part, why: str) -> dict[str, Any]:
+    """The index entry of a part that is not stored nor merged, and why."""
+    return {
+        "slot": part.slot,
+        "run_id": part.run_id[:200],
+        **part.meta,
+        "part": None,
+        "verdict": "refused",
+        "message": why,
+        "events": 0,
+        "chain": None,
+    }
+
+
+def _events(stream: str, trusted: int) -> tuple[list[Event], str | None]:
+    r"""The first ``trusted`` lines of ``stream`` as events (split on ``\n`` only).
+
+    A stream's text holds U+2028, U+2029 and U+0085 unescaped (model text), which
+    :meth:`str.splitlines` would split on: only ``\n`` ends a line.
+
+    Returns:
+        The events up to the first line that is not one, and what that line's fault is
+        (``None`` when every trusted line parsed).
+    """
+    events: list[Event] = []
+    for number, line in enumerate(stream.split("\n")[:trusted], start=1):
+        if not line:
+            continue
+        try:
+            events.append(parse_event(line))
+        except ValueError as e:  # pydantic's ValidationError is a ValueError
+            first = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+            return events, f"line {number} is not a gg event ({first})"
+    return events, None
+
+
+def _store_part(folder: Path, part: Part) -> tuple[Path | None, dict[str, Any], list[Event]]:
     """Write ``part`` under ``folder/parts/``, verify it; its directory, index entry, events.
 
     Only the events its seal vouches for are returned (none for a part whose seal
-    files are missing or unreadable).
+    files are missing or unreadable, or whose run id is not one: that part is
+    refused, never written, as its run id would name its directory).
     """
+    if not RUN_ID_PATTERN.fullmatch(part.run_id):
+        return None, _refused(part, f"its run id {part.run_id[:200]!r} is not a run id"), []
     name = f"worker-{part.slot}-{part.run_id}"
     where = private_dir(private_dir(folder / "parts") / name)
     _write_private(where / "stream.jsonl", part.stream)
     for seal_name in (KEY_NAME, HEAD_NAME):
         if seal_name in part.seal:
             _write_private(where / seal_name, part.seal[seal_name])
+    kind: str
     try:
         verdict = verify(where / "stream.jsonl", seal_dir=where)
         kind, message, trusted = verdict.kind, verdict.message(), verdict.trusted
@@ -93,7 +134,12 @@ def _store_part(folder: Path, part: Part) -> tuple[Path, dict[str, Any], list[Ev
         kind, message, trusted = "altered", f"not a gg stream: {e}", 0
     if kind == "unkeyed":
         trusted = 0  # a part is only merged when its own key vouches for it
-    events = [parse_event(line) for line in part.stream.splitlines()[:trusted] if line]
+    events, fault = _events(part.stream, trusted)
+    if fault is not None:
+        kind, message = (
+            "damaged",
+            f"the part is damaged: {fault}; its events from there are left out",
+        )
     entry = {
         "slot": part.slot,
         "run_id": part.run_id,
@@ -105,6 +151,19 @@ def _store_part(folder: Path, part: Part) -> tuple[Path, dict[str, Any], list[Ev
         "chain": events[-1].chain if events else None,
     }
     return where, entry, events
+
+
+def _stored(folder: Path, parts: list[Part]) -> list[tuple[dict[str, Any], list[Event]]]:
+    """Every part's index entry and merged events; parts sharing a slot are all refused."""
+    slots = Counter(part.slot for part in parts)
+    out: list[tuple[dict[str, Any], list[Event]]] = []
+    for part in parts:
+        if slots[part.slot] > 1:
+            out.append((_refused(part, f"{slots[part.slot]} parts claim slot {part.slot}"), []))
+            continue
+        _, entry, events = _store_part(folder, part)
+        out.append((entry, events))
+    return out
 
 
 def _rebased(events: list[Event], slot: int, dispatch_id: str) -> Iterator[Event]:
@@ -160,8 +219,8 @@ def merge(
     Raises:
         OSError, StateError: the files cannot be written (the folder is not new).
     """
-    stored = [_store_part(folder, part) for part in parts]
-    why = _problems([e for _, e, _ in stored], done=done)
+    stored = _stored(folder, parts)
+    why = _problems([e for e, _ in stored], done=done)
     notes = [f"lost {line} (its issues were taken over)" for line in lost]
     start = RunStarted(
         run_id=dispatch_id,
@@ -177,7 +236,7 @@ def merge(
         diagnosis="; ".join(why + notes) or None,
     )
     merged = heapq.merge(
-        *(_rebased(events, e["slot"], dispatch_id) for _, e, events in stored),
+        *(_rebased(events, e["slot"], dispatch_id) for e, events in stored),
         key=lambda event: event.at,
     )
     writer = StreamWriter(folder / "stream.jsonl")
@@ -186,7 +245,7 @@ def merge(
             writer.emit(event)
     finally:
         writer.close()
-    return _write_index(folder, dispatch_id, [entry for _, entry, _ in stored], lost)
+    return _write_index(folder, dispatch_id, [entry for entry, _ in stored], lost)
 
 
 def _write_index(

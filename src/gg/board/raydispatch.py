@@ -89,6 +89,7 @@ __all__ = [
     "WorkerJob",
     "WorkerReport",
     "dispatch",
+    "parts_of",
     "remote_protocol",
     "run_worker",
     "was_dispatched",
@@ -773,10 +774,14 @@ def _start_ray(address: str) -> None:
         )
 
 
-def _in_process(jobs: list[WorkerJob]) -> list[WorkerReport]:
-    """The workers' runs in threads of this process, without Ray (``address=None``)."""
+def _in_process(jobs: list[WorkerJob]) -> list[tuple[WorkerJob, WorkerReport]]:
+    """The workers' runs in threads of this process, without Ray (``address=None``).
+
+    Returns:
+        Each job with its report, in the jobs' order.
+    """
     with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="gg-worker") as pool:
-        return list(pool.map(_task, jobs))
+        return list(zip(jobs, pool.map(_task, jobs), strict=True))
 
 
 def was_dispatched(board: Board) -> bool:
@@ -884,14 +889,14 @@ def dispatch(
     tell("dispatching", 0)
     lost: list[str] = []
     if address is None:
-        reports = _in_process(jobs)
+        shipped = _in_process(jobs)
     else:
         task = ray.remote(max_retries=max_retries, retry_exceptions=False)(_task)
-        reports, lost = _gather([task.remote(job) for job in jobs], jobs)
+        shipped, lost = _gather([task.remote(job) for job in jobs], jobs)
     tell("workers_done", 0)
     _pull(board.workspace, url, board.base_branch())
     tell("pulled", 0)
-    return _record(board, sorted(reports, key=lambda r: r.slot), tuple(lost))
+    return _record(board, sorted(shipped, key=lambda pair: pair[0].slot), tuple(lost))
 
 
 def _pull(workspace: Path, url: str, base: str) -> None:
@@ -910,7 +915,9 @@ def _pull(workspace: Path, url: str, base: str) -> None:
     _git(workspace, "merge", "--quiet", "--ff-only", "FETCH_HEAD")
 
 
-def _gather(refs: list[Any], jobs: list[WorkerJob]) -> tuple[list[WorkerReport], list[str]]:
+def _gather(
+    refs: list[Any], jobs: list[WorkerJob]
+) -> tuple[list[tuple[WorkerJob, WorkerReport]], list[str]]:
     """Every task's report, waiting for all; the workers Ray gave up on, one line each.
 
     A worker that died for good (its retries spent, its node gone) is no failure of the
@@ -919,12 +926,12 @@ def _gather(refs: list[Any], jobs: list[WorkerJob]) -> tuple[list[WorkerReport],
     Raises:
         WorkerFailed: a worker's run raised a gg error (after every task is waited for).
     """
-    reports: list[WorkerReport] = []
+    reports: list[tuple[WorkerJob, WorkerReport]] = []
     lost: list[str] = []
     failed: BaseException | None = None
     for ref, job in zip(refs, jobs, strict=True):
         try:
-            reports.append(ray.get(ref))
+            reports.append((job, ray.get(ref)))
         except ray.exceptions.RayTaskError as e:  # the task raised: WorkerFailed
             failed = failed or e
         except ray.exceptions.RayError as e:  # the worker or its node died for good
@@ -934,36 +941,49 @@ def _gather(refs: list[Any], jobs: list[WorkerJob]) -> tuple[list[WorkerReport],
     return reports, lost
 
 
+def parts_of(shipped: list[tuple[WorkerJob, WorkerReport]]) -> list[Part]:
+    """The parts to merge: each report's stream under the slot of the job the driver made.
+
+    A report's own ``slot`` is what the worker says; the driver's job says which worker
+    it is (the report's slot is kept in the index as ``reported_slot`` when it differs).
+
+    Args:
+        shipped: each job with the report its task returned.
+
+    Returns:
+        One :class:`~gg.board.merged.Part` per report, in the given order.
+    """
+    parts: list[Part] = []
+    for job, r in shipped:
+        meta: dict[str, Any] = {"host": r.host, "pid": r.pid, "status": r.status}
+        meta["issues"] = list(r.issues)
+        if r.slot != job.slot:
+            meta["reported_slot"] = r.slot
+        parts.append(Part(slot=job.slot, run_id=r.run_id, stream=r.stream, seal=r.seal, meta=meta))
+    return parts
+
+
 def _record(
-    board: Board, reports: list[WorkerReport], lost: tuple[str, ...] = ()
+    board: Board, shipped: list[tuple[WorkerJob, WorkerReport]], lost: tuple[str, ...] = ()
 ) -> DispatchResult:
     """Verify and merge every worker's stream into ``<state>/runs/<dispatch id>/`` (one record).
 
-    :func:`gg.board.merged.merge` writes the parts, the index and the merged stream.
+    :func:`gg.board.merged.merge` writes the parts, the index and the merged stream;
+    each part's slot is its job's (:func:`parts_of`).
     """
     dispatch_id = time.strftime("ray-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
     folder = private_dir(workspace_state(board.workspace) / "runs" / dispatch_id)
     issues = tuple(board.store.issues())
-    done = all(i.state is IssueState.DONE for i in issues)
-    parts = [
-        Part(
-            slot=r.slot,
-            run_id=r.run_id,
-            stream=r.stream,
-            seal=r.seal,
-            meta={"host": r.host, "pid": r.pid, "status": r.status, "issues": list(r.issues)},
-        )
-        for r in reports
-    ]
     index = merge(
         folder,
         dispatch_id=dispatch_id,
-        parts=parts,
+        parts=parts_of(shipped),
         workspace=board.workspace,
         settings=board.settings.model_dump(mode="json"),
-        done=done,
+        done=all(i.state is IssueState.DONE for i in issues),
         lost=lost,
     )
+    reports = tuple(report for _, report in shipped)
     return DispatchResult(
-        dispatch_id=dispatch_id, index=index, workers=tuple(reports), issues=issues, lost=lost
+        dispatch_id=dispatch_id, index=index, workers=reports, issues=issues, lost=lost
     )
