@@ -59,6 +59,7 @@ def test_a_part_with_unicode_line_separators_merges_whole(run: Path, tmp_path: P
     folder, index = merged(tmp_path, [part_of(run)])
     (entry,) = index["workers"]
     assert entry["verdict"] == "intact", entry
+    assert "not who wrote it" in index["part_seals"]  # the index says what 'intact' proves
     lines = (folder / "stream.jsonl").read_text(encoding="utf-8").split("\n")
     events = [json.loads(line) for line in lines if line]
     declared = [e for e in events if e["type"] == "ending_declared"]

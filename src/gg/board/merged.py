@@ -6,8 +6,9 @@ run's key and head), and the driver, in :func:`merge`:
 
 1. writes every part under ``<state>/runs/<dispatch id>/parts/worker-SLOT-RUN/``
    (``stream.jsonl``, ``seal.key``, ``seal.head``, gg-private) and verifies it
-   against its own key (:func:`gg.seal.verify`): an edited, reordered, cut or
-   forged part is found and named, and only its verified events go on;
+   against the key shipped with it (:func:`gg.seal.verify`): a part edited,
+   reordered or cut after its run sealed it is found and named, and only its
+   verified events go on (what this does not prove: below);
 2. merges the parts' events into one stream,
    ``<state>/runs/<dispatch id>/stream.jsonl``: the dispatch's own
    ``run_started``, then every worker event (each part's order kept; parts
@@ -21,6 +22,25 @@ run's key and head), and the driver, in :func:`merge`:
 3. writes ``index.json``: each part's slot, run id, host, pid, status, issues,
    directory, verdict, event count and last chain value; and the workers lost
    for good (their issues were taken over by the others once their claims ran out).
+
+Before a part is stored, the driver checks what the worker said of it: the
+part's slot is the slot of the job the driver made (never the worker's report;
+parts claiming one slot are all refused), its run id must fit
+:data:`gg.state.RUN_ID_PATTERN` (it names the part's directory; a part whose
+run id is not one is refused and nothing of it is written), and its stream is
+split on newlines only (model text holds U+2028, U+2029 and U+0085 unescaped): a
+verified line that is not a gg event makes the part ``damaged``, its events
+from there left out.
+
+What a part's seal proves, and what it does not: the part is verified against
+the key shipped *with it*, so ``intact`` means the stream is whole as its
+worker's run sealed it (no line edited, reordered or cut after it was written,
+on the worker's disk or on the way), not who wrote it: whoever can rewrite a
+worker's report can seal a forged stream with a key of their own. The driver
+trusts its workers, and Ray's transport between them, as it trusts the Ray
+cluster itself (which runs gg with the model's credentials and pushes to the
+remote): a cluster you do not control is outside gg's trust boundary. The index
+says so (``part_seals``).
 
 A worker that was killed never shipped its stream: the attempt Ray retried
 shipped the one that finished its issues (the dead attempt's stream stays on
@@ -43,7 +63,13 @@ from gg.seal import HEAD_NAME, KEY_NAME, verify
 from gg.state import RUN_ID_PATTERN, open_private, private_dir
 from gg.stream import Event, RunEnded, RunStarted, StreamWriter, parse_event
 
-__all__ = ["Part", "merge"]
+__all__ = ["PART_SEALS", "Part", "merge"]
+
+PART_SEALS = (
+    "each part is verified with the seal key shipped with it: 'intact' means whole as its "
+    "worker sealed it, not who wrote it; workers are trusted as the Ray cluster is"
+)
+"""What the index says a part's verdict proves (see the module's description)."""
 
 _SESSION_FIELDS = ("session_id", "parent", "resumed_session")
 """The fields of an event that name a session of the worker's run."""
@@ -57,7 +83,8 @@ class Part:
         slot: the worker's slot (1, 2, ...).
         run_id: its board run's id.
         stream: the stream, as JSONL text.
-        seal: ``{"seal.key": text, "seal.head": text}``: the run's seal files.
+        seal: ``{"seal.key": text, "seal.head": text}``: the run's seal files (shipped
+            with the part: they show it whole as sealed, not who sealed it).
         meta: what the index says of it besides (host, pid, status, issues...).
     """
 
@@ -253,6 +280,11 @@ def _write_index(
 ) -> Path:
     """Write ``folder/index.json``: the parts' entries and the lost workers; its path."""
     index = folder / "index.json"
-    body = {"dispatch_id": dispatch_id, "stream": "stream.jsonl", "workers": entries}
+    body = {
+        "dispatch_id": dispatch_id,
+        "stream": "stream.jsonl",
+        "part_seals": PART_SEALS,
+        "workers": entries,
+    }
     _write_private(index, json.dumps({**body, "lost": list(lost)}, indent=2) + "\n")
     return index
