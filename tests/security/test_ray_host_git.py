@@ -139,3 +139,18 @@ def test_a_worker_clone_fetch_and_reset_work_with_only_file_allowed(
     assert not canary.exists()
     with pytest.raises(BoardError):  # no remote named: no protocol allowed
         rd._git(clone, "fetch", "--quiet", url)
+
+
+def test_a_linked_worktree_checkout_works_and_a_linked_git_dir_is_refused(
+    repos: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    remote, ws, canary = repos
+    linked = tmp_path / "linked"
+    _sh(ws, "worktree", "add", "-q", "--detach", str(linked))
+    assert rd._remote_of(linked, "origin") == str(remote)  # a .git file: resolved by git
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".git").symlink_to(ws / ".git")
+    with pytest.raises(BoardError, match="not a git checkout"):
+        rd._git(other, "status")
+    assert not canary.exists()

@@ -288,24 +288,35 @@ def _run_git(argv: list[str], *, cwd: Path, env: dict[str, str], op: str) -> str
     return done.stdout.strip()
 
 
-def _git_dir(repo: Path) -> Path:
-    """``repo/.git``, which must be a real directory (never a ``.git`` file or a link).
+def _git_dir(repo: Path, *, git: str) -> Path:
+    """The git dir of the checkout ``repo``: ``repo/.git``, or where its ``.git`` file points.
+
+    A ``.git`` file (a linked worktree, a submodule) is resolved as
+    :class:`gg.board.git.Git` does, by ``git rev-parse`` under gg's safe settings; a
+    ``.git`` that is a link or anything else is refused.
 
     Raises:
-        BoardError: it is not (code ``"git"``, not retryable).
+        BoardError: ``repo`` is not a checkout's top level (code ``"git"``, not retryable).
     """
     dotgit = repo / ".git"
     try:
-        real = stat.S_ISDIR(os.lstat(dotgit).st_mode)
+        mode = os.lstat(dotgit).st_mode
     except OSError:
-        real = False
-    if not real:
-        raise BoardError(
-            f"{str(dotgit)!r} is not a git directory (a .git file or link is not followed)",
-            code="git",
-            operation=f"check {dotgit}",
-        )
-    return dotgit
+        mode = 0
+    if stat.S_ISDIR(mode):
+        return dotgit
+    if stat.S_ISREG(mode):
+        argv = [git, *config_args(), "rev-parse", "--show-toplevel", "--absolute-git-dir"]
+        found = _run_git(argv, cwd=repo, env=git_env(git=git, home=_git_home()), op="git rev-parse")
+        lines = found.splitlines()
+        if len(lines) == 2 and os.path.realpath(lines[0]) == os.path.realpath(repo):
+            return Path(lines[1])
+    raise BoardError(
+        f"{str(repo)!r} is not a git checkout's top level (its .git is missing, a link or "
+        "not one git reads)",
+        code="git",
+        operation=f"check {dotgit}",
+    )
 
 
 def _git(repo: Path | None, *args: str, remote: str | None = None, cwd: Path | None = None) -> str:
@@ -333,7 +344,7 @@ def _git(repo: Path | None, *args: str, remote: str | None = None, cwd: Path | N
     git = _git_binary()
     base = [git]
     if repo is not None:
-        base += [f"--git-dir={_git_dir(repo)}", f"--work-tree={repo}"]
+        base += [f"--git-dir={_git_dir(repo, git=git)}", f"--work-tree={repo}"]
     base += config_args()
     env = git_env(git=git, home=_git_home())
     if remote is not None:
