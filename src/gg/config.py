@@ -37,6 +37,7 @@ from pydantic.fields import FieldInfo
 from gg.claude_settings import claude_hooks
 from gg.endings import Role, is_ending_name
 from gg.errors import ConfigError
+from gg.refname import branch_problem
 
 __all__ = [
     "AgentsSettings",
@@ -375,6 +376,14 @@ class BoardSettings(_Section):
     ray_address: str | None = None
     """The Ray cluster of ``executor = "ray"``: ``ray://HOST:PORT``, ``HOST:PORT`` or
     ``local`` (a cluster of this machine on 127.0.0.1)."""
+
+    @field_validator("base_branch")
+    @classmethod
+    def _base_branch(cls, v: str) -> str:
+        problem = branch_problem(v) if v else None
+        if problem is not None:
+            raise ValueError(f"{v[:200]!r} is not a branch name gg passes to git: it {problem}")
+        return v
 
     @field_validator("ray_address")
     @classmethod

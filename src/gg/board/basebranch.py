@@ -14,20 +14,17 @@ keeps its own record: set ``[board] base_branch`` there so they cannot differ.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from gg.board.git import Git
 from gg.errors import UserError
+from gg.refname import branch_problem
 from gg.state import open_private, workspace_state
 
 __all__ = ["BASE_FILE", "settle_base", "stored_base"]
 
 BASE_FILE = "board-base-branch"
 """The file in the workspace's state directory holding the base branch's name."""
-
-_NAME = re.compile(r"[^\x00-\x20\x7f~^:?*\[\\]{1,200}")
-"""A plausible branch name (git's own rules are checked when the branch is looked up)."""
 
 
 def stored_base(workspace: Path) -> str | None:
@@ -45,7 +42,7 @@ def stored_base(workspace: Path) -> str | None:
         name = os.read(fd, 512).decode("utf-8", "replace").strip()
     finally:
         os.close(fd)
-    return name if _NAME.fullmatch(name) else None
+    return name if branch_problem(name) is None else None
 
 
 def _store(workspace: Path, name: str) -> str:
@@ -77,19 +74,36 @@ async def settle_base(git: Git, workspace: Path, configured: str) -> str:
         The branch name (it may not exist yet: :meth:`Git.check_repo` says so at run time).
 
     Raises:
-        UserError: not a git repository's top level; or nothing configured or stored and
-            HEAD is detached (or on a branch with no name git accepts).
+        UserError: not a git repository's top level; ``configured`` is no branch name gg
+            passes to git (:func:`gg.refname.branch_problem`: e.g. it starts with ``-``);
+            or nothing configured or stored and HEAD is detached or on such a name.
     """
     branch = await git.current_branch()  # checks the repository first
     if configured:
-        return configured
+        return _checked(configured, "[board] base_branch names")
     stored = stored_base(workspace)
     if stored is not None:
         return stored
-    if branch is None or not _NAME.fullmatch(branch):
+    if branch is None:
         raise UserError(
             "board.base_branch: the repository's HEAD is detached and no base branch is "
             "configured; check out the branch the board should merge into, or set "
             '[board] base_branch in gg.toml (e.g. base_branch = "main")'
         )
-    return _store(workspace, branch)
+    return _store(workspace, _checked(branch, "the repository's HEAD is on"))
+
+
+def _checked(name: str, what: str) -> str:
+    """``name`` when gg passes it to git as a branch (:func:`gg.refname.branch_problem`).
+
+    Raises:
+        UserError: it is not one (e.g. it starts with ``-``); ``what`` says where it came from.
+    """
+    problem = branch_problem(name)
+    if problem is not None:
+        raise UserError(
+            f"board.base_branch: {what} {name[:200]!r}, which is not a branch name gg "
+            f"passes to git (it {problem}); check out the branch the board should merge "
+            'into, or set [board] base_branch in gg.toml (e.g. base_branch = "main")'
+        )
+    return name

@@ -379,15 +379,18 @@ class Git:
     async def diff(self, base: str, branch: str, *, limit: int = 12_000) -> str:
         """``git diff --stat`` and the patch of ``branch`` since it left ``base``, capped."""
         flags = ("--no-ext-diff", "--no-textconv", "--no-color")
-        stat = (await self.run("diff", *flags, "--stat", f"{base}...{branch}")).out
-        patch = (await self.run("diff", *flags, f"{base}...{branch}")).out
+        revs = ("--end-of-options", f"{base}...{branch}")
+        stat = (await self.run("diff", *flags, "--stat", *revs)).out
+        patch = (await self.run("diff", *flags, *revs)).out
         if len(patch) > limit:
             patch = patch[:limit] + f"\n[... {len(patch) - limit} more characters of diff ...]"
         return (stat + "\n" + patch).strip() or "(no changes)"
 
     async def merge_commit_of(self, base: str, tip: str) -> str | None:
         """The oldest merge commit on ``base`` that has ``tip`` as a parent, if any."""
-        r = await self.run("rev-list", "--merges", "--parents", "--reverse", f"{tip}..{base}")
+        r = await self.run(
+            "rev-list", "--merges", "--parents", "--reverse", "--end-of-options", f"{tip}..{base}"
+        )
         for line in r.out.splitlines():
             sha, *parents = line.split()
             if tip in parents:
@@ -448,9 +451,9 @@ class Git:
                 return
         await self._fresh(path)
         if await self.ref(f"refs/heads/{branch}"):
-            await self._add(path, str(path), branch)
+            await self._add(path, "--end-of-options", str(path), branch)
         else:
-            await self._add(path, "-b", branch, str(path), base)
+            await self._add(path, "-b", branch, "--end-of-options", str(path), base)
 
     async def detached_worktree(
         self, path: Path, commit: str, *, discard_changed: bool = False
@@ -482,7 +485,7 @@ class Git:
             await self.run("checkout", "--quiet", "--detach", "--force", commit, worktree=path)
             return
         await self._fresh(path)
-        await self._add(path, "--detach", str(path), commit)
+        await self._add(path, "--detach", "--end-of-options", str(path), commit)
 
     async def remove_worktree(self, path: Path) -> None:
         """Remove the worktree at ``path`` if there is one (best effort).
@@ -539,7 +542,15 @@ class Git:
         Raises:
             BoardError: the merge could not even start.
         """
-        r = await self.run("merge", "--no-ff", "--no-commit", branch, worktree=path, check=False)
+        r = await self.run(
+            "merge",
+            "--no-ff",
+            "--no-commit",
+            "--end-of-options",
+            branch,
+            worktree=path,
+            check=False,
+        )
         conflicted = await self.unmerged(path)
         if r.code != 0 and not conflicted:
             raise BoardError(
@@ -594,7 +605,15 @@ class Git:
                     operation="advance",
                     retryable=True,
                 )
-            r = await self.run("merge", "--ff-only", "--quiet", new, worktree=where, check=False)
+            r = await self.run(
+                "merge",
+                "--ff-only",
+                "--quiet",
+                "--end-of-options",
+                new,
+                worktree=where,
+                check=False,
+            )
         else:
             r = await self.run("update-ref", f"refs/heads/{branch}", new, old, check=False)
         if r.code != 0:

@@ -45,8 +45,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -61,12 +63,11 @@ import gg
 from gg.board.board import Board
 from gg.board.errors import BoardError, IssueMoved
 from gg.board.git import branch_name
-from gg.board.gitsafe import GIT_IDENTITY, config_args
+from gg.board.gitsafe import config_args, driver_overrides, git_env
 from gg.board.merged import Part, merge
 from gg.board.postgres import PostgresStore, is_postgres_url, split_board_url
 from gg.board.store import Issue, IssueDetail, IssueState, SessionKind, SessionStatus, Verdict
 from gg.seal import HEAD_NAME, KEY_NAME
-from gg.shell import scrubbed_env
 from gg.state import private_dir, workspace_state
 
 try:
@@ -87,6 +88,8 @@ __all__ = [
     "WorkerJob",
     "WorkerReport",
     "dispatch",
+    "parts_of",
+    "remote_protocol",
     "run_worker",
     "was_dispatched",
 ]
@@ -188,40 +191,177 @@ class DispatchResult:
         return 0 if all(i.state is IssueState.DONE for i in self.issues) else 1
 
 
-def _git(repo: Path, *args: str) -> str:
-    """Run git in the worker's own clone with gg's safe settings, the remote allowed.
+_HELPER_URL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")
+"""A transport-helper URL (``ext::``, ``fd::``, ``X::...``): git would run a program."""
 
-    The environment is gg's scrubbed one plus ``SSH_AUTH_SOCK``, without the global and
-    system git configuration (so a push to the remote uses ssh's agent or the URL, never
-    a credential helper of the worker's ``~/.gitconfig``).
+_SCHEMES = {"file": "file", "ssh": "ssh", "git+ssh": "ssh", "ssh+git": "ssh", "https": "https"}
+"""The URL schemes a remote may have, and the one git protocol each needs."""
+
+
+def remote_protocol(url: str) -> str:
+    """The one git protocol ``url`` needs: ``"file"``, ``"ssh"`` or ``"https"`` (issue 9 item 4).
+
+    A path (no ``:`` before the first ``/``) or ``file://`` is ``file``; ``ssh://`` or
+    git's ``[user@]host:path`` is ``ssh``; ``https://`` is ``https``. Nothing else is
+    taken: a transport-helper URL (``ext::sh -c ...``, ``fd::3``, any ``X::...``) would
+    have git run a program, and ``http://``/``git://`` are unauthenticated.
+
+    Args:
+        url: a remote's URL, as ``git remote get-url`` printed it.
+
+    Returns:
+        The protocol's name, for ``-c protocol.<name>.allow=always``.
 
     Raises:
-        BoardError: git failed (code ``"git"``, retryable: the remote may be back).
+        UserError: the URL is empty, starts with ``-``, holds a control character, is a
+            transport-helper URL or has another scheme.
     """
-    allow = ["-c", "protocol.allow=always", "-c", "protocol.file.allow=always"]
-    allow += ["-c", "core.sshCommand=ssh"]
-    # gg's scrubbed environment (no API keys), ssh's agent, and no global or system git
-    # config: a filter or driver defined there would run for the agent's .gitattributes
-    env = scrubbed_env(("SSH_AUTH_SOCK",))
-    env |= {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-    env |= {**GIT_IDENTITY, "GIT_TERMINAL_PROMPT": "0"}
-    done = subprocess.run(
-        ["git", *config_args(), *allow, *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    if not url or url.startswith("-") or any(ord(c) < 32 or ord(c) == 127 for c in url):
+        raise gg.UserError(f"--ray: the remote URL {url!r} is not one gg passes to git")
+    if _HELPER_URL.match(url):
+        raise gg.UserError(
+            f"--ray: the remote URL {url[:200]!r} is a git transport-helper URL (which runs "
+            "a program); workers need a path, file://, ssh:// or https:// remote"
+        )
+    scheme, sep, _ = url.partition("://")
+    if sep:
+        if scheme.lower() not in _SCHEMES:
+            raise gg.UserError(
+                f"--ray: the remote URL {url[:200]!r} has scheme {scheme!r}; workers need a "
+                "path, file://, ssh:// or https:// remote"
+            )
+        return _SCHEMES[scheme.lower()]
+    colon, slash = url.find(":"), url.find("/")
+    return "ssh" if colon > 0 and (slash < 0 or colon < slash) else "file"
+
+
+_HOME: list[Path] = []
+
+
+def _git_home() -> Path:
+    """An empty gg-private directory for git's ``HOME`` (one per process)."""
+    if not _HOME:
+        _HOME.append(Path(tempfile.mkdtemp(prefix="gg-git-home-")))
+    return _HOME[0]
+
+
+def _git_binary() -> str:
+    """The absolute path of git on ``PATH``.
+
+    Raises:
+        UserError: there is none.
+    """
+    found = shutil.which("git")
+    if found is None:
+        raise gg.UserError("--ray needs git, and `git` is not on PATH")
+    return os.path.abspath(found)
+
+
+def _run_git(argv: list[str], *, cwd: Path, env: dict[str, str], op: str) -> str:
+    """Run one git command line; its stdout (stripped).
+
+    Raises:
+        BoardError: git failed or timed out (code ``"git"``, retryable).
+    """
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            encoding="utf-8",
+            errors="surrogateescape",
+            timeout=300,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise BoardError(f"{op} timed out", code="git", operation=op, retryable=True) from None
     if done.returncode != 0:
         raise BoardError(
-            f"git {' '.join(args[:2])} failed: {done.stderr.strip()[-500:]}",
+            f"{op} failed: {done.stderr.strip()[-500:]}",
             code="git",
-            operation=f"git {' '.join(args)}",
+            operation=op,
             retryable=True,
         )
     return done.stdout.strip()
+
+
+def _git_dir(repo: Path, *, git: str) -> Path:
+    """The git dir of the checkout ``repo``: ``repo/.git``, or where its ``.git`` file points.
+
+    A ``.git`` file (a linked worktree, a submodule) is resolved as
+    :class:`gg.board.git.Git` does, by ``git rev-parse`` under gg's safe settings; a
+    ``.git`` that is a link or anything else is refused.
+
+    Raises:
+        BoardError: ``repo`` is not a checkout's top level (code ``"git"``, not retryable).
+    """
+    dotgit = repo / ".git"
+    try:
+        mode = os.lstat(dotgit).st_mode
+    except OSError:
+        mode = 0
+    if stat.S_ISDIR(mode):
+        return dotgit
+    if stat.S_ISREG(mode):
+        argv = [git, *config_args(), "rev-parse", "--show-toplevel", "--absolute-git-dir"]
+        found = _run_git(argv, cwd=repo, env=git_env(git=git, home=_git_home()), op="git rev-parse")
+        lines = found.splitlines()
+        if len(lines) == 2 and os.path.realpath(lines[0]) == os.path.realpath(repo):
+            return Path(lines[1])
+    raise BoardError(
+        f"{str(repo)!r} is not a git checkout's top level (its .git is missing, a link or "
+        "not one git reads)",
+        code="git",
+        operation=f"check {dotgit}",
+    )
+
+
+def _git(repo: Path | None, *args: str, remote: str | None = None, cwd: Path | None = None) -> str:
+    """Run host git as :class:`gg.board.git.Git` does, only ``remote``'s protocol allowed.
+
+    What :mod:`gg.board.gitsafe` gives every git gg runs: an environment built from
+    nothing (:func:`~gg.board.gitsafe.git_env`; ``SSH_AUTH_SOCK`` added for an ssh
+    remote), :data:`~gg.board.gitsafe.SAFE_CONFIG` on the command line, every filter
+    and merge driver the repository's configuration defines turned off
+    (:func:`~gg.board.gitsafe.driver_overrides`), and ``--git-dir``/``--work-tree``
+    explicit. On top, only the protocol ``remote`` needs (:func:`remote_protocol`) is
+    allowed, never ``protocol.allow=always``: no ``ext::`` or other helper runs.
+
+    Args:
+        repo: the repository's top level (its ``.git`` a real directory), or ``None``
+            for a command outside any repository (``clone``, run in ``cwd``).
+        args: git's arguments (user-controlled names after ``--end-of-options``).
+        remote: the URL the command reaches, or ``None`` when it reaches none.
+        cwd: where to run it (default ``repo``).
+
+    Raises:
+        UserError: ``remote`` is not a URL gg passes to git; git is not on PATH.
+        BoardError: git failed (code ``"git"``, retryable: the remote may be back).
+    """
+    git = _git_binary()
+    base = [git]
+    if repo is not None:
+        base += [f"--git-dir={_git_dir(repo, git=git)}", f"--work-tree={repo}"]
+    base += config_args()
+    env = git_env(git=git, home=_git_home())
+    if remote is not None:
+        protocol = remote_protocol(remote)
+        base += ["-c", f"protocol.{protocol}.allow=always"]
+        if protocol == "ssh":
+            base += ["-c", "core.sshCommand=ssh"]
+            if "SSH_AUTH_SOCK" in os.environ:
+                env["SSH_AUTH_SOCK"] = os.environ["SSH_AUTH_SOCK"]
+    where = cwd or repo or Path.cwd()
+    overrides: dict[str, str] = {}
+    if repo is not None:
+        listing = _run_git([*base, "config", "--list", "-z"], cwd=where, env=env, op="git config")
+        overrides = driver_overrides(listing.encode("utf-8", "surrogateescape"), git=git)
+    env = git_env(git=git, home=_git_home(), overrides=overrides) | {
+        k: v for k, v in env.items() if k == "SSH_AUTH_SOCK"
+    }
+    return _run_git([*base, *args], cwd=where, env=env, op=f"git {' '.join(args[:2])}")
 
 
 def worker_key(slot: int) -> str:
@@ -265,13 +405,23 @@ class RemoteStore:
         branch = branch_name(number)
         if _git(self.clone, "branch", "--list", branch):
             return
-        if _git(self.clone, "ls-remote", "--heads", self.remote, branch):
+        if _git(
+            self.clone,
+            "ls-remote",
+            "--heads",
+            "--end-of-options",
+            self.remote,
+            branch,
+            remote=self.remote,
+        ):
             _git(
                 self.clone,
                 "fetch",
                 "--quiet",
+                "--end-of-options",
                 self.remote,
                 f"refs/heads/{branch}:refs/heads/{branch}",
+                remote=self.remote,
             )
 
     def claim_next(
@@ -321,8 +471,10 @@ class RemoteStore:
                 "push",
                 "--quiet",
                 "--force",
+                "--end-of-options",
                 self.remote,
                 f"refs/heads/{branch}:refs/heads/{branch}",
+                remote=self.remote,
             )
             self._at("branch_pushed", number)
         elif to is IssueState.DONE:
@@ -331,8 +483,10 @@ class RemoteStore:
                 self.clone,
                 "push",
                 "--quiet",
+                "--end-of-options",
                 self.remote,
                 f"refs/heads/{self.base}:refs/heads/{self.base}",
+                remote=self.remote,
             )
             self._at("base_pushed", number)
         return self.inner.transition(
@@ -510,7 +664,16 @@ class WorkerBoard(Board):
     def _sync_base(self) -> None:
         """Make the clone's base branch (and its checkout) the remote's."""
         base = self.job.base_branch
-        _git(self.workspace, "fetch", "--quiet", self.job.remote, f"refs/heads/{base}")
+        remote = self.job.remote
+        _git(
+            self.workspace,
+            "fetch",
+            "--quiet",
+            "--end-of-options",
+            remote,
+            f"refs/heads/{base}",
+            remote=remote,
+        )
         _git(self.workspace, "reset", "--quiet", "--hard", "FETCH_HEAD")
 
 
@@ -524,7 +687,17 @@ def run_worker(job: WorkerJob) -> WorkerReport:
     """
     root = Path(tempfile.mkdtemp(prefix=f"gg-worker-{job.slot}-"))
     clone = root / "repo"
-    _git(root, "clone", "--quiet", "--branch", job.base_branch, job.remote, str(clone))
+    _git(
+        None,
+        "clone",
+        "--quiet",
+        f"--branch={job.base_branch}",
+        "--end-of-options",
+        job.remote,
+        str(clone),
+        remote=job.remote,
+        cwd=root,
+    )
     with WorkerBoard(clone, job) as board:
         result = board.run()
     seal = {name: (result.stream.parent / name).read_text() for name in (KEY_NAME, HEAD_NAME)}
@@ -563,12 +736,14 @@ def _remote_of(workspace: Path, name: str) -> str:
         UserError: there is no such remote.
     """
     try:
-        return _git(workspace, "remote", "get-url", name)
+        url = _git(workspace, "remote", "get-url", "--end-of-options", name)
     except BoardError:
         raise gg.UserError(
             f"--ray: the repository has no remote {name!r}; workers clone it and push to it "
             "(a bare repository or a git server every worker reaches)"
         ) from None
+    remote_protocol(url)  # a helper URL (ext::, fd::) or another scheme is refused here
+    return url
 
 
 def _reachable(address: str, timeout_s: float = 5.0) -> None:
@@ -609,10 +784,14 @@ def _start_ray(address: str) -> None:
         )
 
 
-def _in_process(jobs: list[WorkerJob]) -> list[WorkerReport]:
-    """The workers' runs in threads of this process, without Ray (``address=None``)."""
+def _in_process(jobs: list[WorkerJob]) -> list[tuple[WorkerJob, WorkerReport]]:
+    """The workers' runs in threads of this process, without Ray (``address=None``).
+
+    Returns:
+        Each job with its report, in the jobs' order.
+    """
     with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="gg-worker") as pool:
-        return list(pool.map(_task, jobs))
+        return list(zip(jobs, pool.map(_task, jobs), strict=True))
 
 
 def was_dispatched(board: Board) -> bool:
@@ -697,17 +876,35 @@ def dispatch(
     tell("dispatching", 0)
     lost: list[str] = []
     if address is None:
-        reports = _in_process(jobs)
+        shipped = _in_process(jobs)
     else:
         task = ray.remote(max_retries=max_retries, retry_exceptions=False)(_task)
-        reports, lost = _gather([task.remote(job) for job in jobs], jobs)
+        shipped, lost = _gather([task.remote(job) for job in jobs], jobs)
     tell("workers_done", 0)
-    _git(board.workspace, "pull", "--quiet", "--ff-only", url, board.base_branch())
+    _pull(board.workspace, url, board.base_branch())
     tell("pulled", 0)
-    return _record(board, sorted(reports, key=lambda r: r.slot), tuple(lost))
+    return _record(board, sorted(shipped, key=lambda pair: pair[0].slot), tuple(lost))
 
 
-def _gather(refs: list[Any], jobs: list[WorkerJob]) -> tuple[list[WorkerReport], list[str]]:
+def _pull(workspace: Path, url: str, base: str) -> None:
+    """Bring the driver's checkout to the remote's base branch (fast-forward only).
+
+    A fetch of ``refs/heads/BASE`` then ``merge --ff-only``: ``git pull`` would pass
+    the branch on to fetch after its options, where ``--upload-pack=...`` is one.
+
+    Raises:
+        UserError: ``url`` is not one gg passes to git.
+        BoardError: git failed (a driver the configuration defines never runs).
+    """
+    if base.startswith("-"):  # git pull hands its refspecs to fetch after its options
+        raise gg.UserError(f"--ray: the base branch {base!r} is not a branch name gg uses")
+    _git(workspace, "fetch", "--quiet", "--end-of-options", url, f"refs/heads/{base}", remote=url)
+    _git(workspace, "merge", "--quiet", "--ff-only", "FETCH_HEAD")
+
+
+def _gather(
+    refs: list[Any], jobs: list[WorkerJob]
+) -> tuple[list[tuple[WorkerJob, WorkerReport]], list[str]]:
     """Every task's report, waiting for all; the workers Ray gave up on, one line each.
 
     A worker that died for good (its retries spent, its node gone) is no failure of the
@@ -716,12 +913,12 @@ def _gather(refs: list[Any], jobs: list[WorkerJob]) -> tuple[list[WorkerReport],
     Raises:
         WorkerFailed: a worker's run raised a gg error (after every task is waited for).
     """
-    reports: list[WorkerReport] = []
+    reports: list[tuple[WorkerJob, WorkerReport]] = []
     lost: list[str] = []
     failed: BaseException | None = None
     for ref, job in zip(refs, jobs, strict=True):
         try:
-            reports.append(ray.get(ref))
+            reports.append((job, ray.get(ref)))
         except ray.exceptions.RayTaskError as e:  # the task raised: WorkerFailed
             failed = failed or e
         except ray.exceptions.RayError as e:  # the worker or its node died for good
@@ -731,36 +928,49 @@ def _gather(refs: list[Any], jobs: list[WorkerJob]) -> tuple[list[WorkerReport],
     return reports, lost
 
 
+def parts_of(shipped: list[tuple[WorkerJob, WorkerReport]]) -> list[Part]:
+    """The parts to merge: each report's stream under the slot of the job the driver made.
+
+    A report's own ``slot`` is what the worker says; the driver's job says which worker
+    it is (the report's slot is kept in the index as ``reported_slot`` when it differs).
+
+    Args:
+        shipped: each job with the report its task returned.
+
+    Returns:
+        One :class:`~gg.board.merged.Part` per report, in the given order.
+    """
+    parts: list[Part] = []
+    for job, r in shipped:
+        meta: dict[str, Any] = {"host": r.host, "pid": r.pid, "status": r.status}
+        meta["issues"] = list(r.issues)
+        if r.slot != job.slot:
+            meta["reported_slot"] = r.slot
+        parts.append(Part(slot=job.slot, run_id=r.run_id, stream=r.stream, seal=r.seal, meta=meta))
+    return parts
+
+
 def _record(
-    board: Board, reports: list[WorkerReport], lost: tuple[str, ...] = ()
+    board: Board, shipped: list[tuple[WorkerJob, WorkerReport]], lost: tuple[str, ...] = ()
 ) -> DispatchResult:
     """Verify and merge every worker's stream into ``<state>/runs/<dispatch id>/`` (one record).
 
-    :func:`gg.board.merged.merge` writes the parts, the index and the merged stream.
+    :func:`gg.board.merged.merge` writes the parts, the index and the merged stream;
+    each part's slot is its job's (:func:`parts_of`).
     """
     dispatch_id = time.strftime("ray-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
     folder = private_dir(workspace_state(board.workspace) / "runs" / dispatch_id)
     issues = tuple(board.store.issues())
-    done = all(i.state is IssueState.DONE for i in issues)
-    parts = [
-        Part(
-            slot=r.slot,
-            run_id=r.run_id,
-            stream=r.stream,
-            seal=r.seal,
-            meta={"host": r.host, "pid": r.pid, "status": r.status, "issues": list(r.issues)},
-        )
-        for r in reports
-    ]
     index = merge(
         folder,
         dispatch_id=dispatch_id,
-        parts=parts,
+        parts=parts_of(shipped),
         workspace=board.workspace,
         settings=board.settings.model_dump(mode="json"),
-        done=done,
+        done=all(i.state is IssueState.DONE for i in issues),
         lost=lost,
     )
+    reports = tuple(report for _, report in shipped)
     return DispatchResult(
-        dispatch_id=dispatch_id, index=index, workers=tuple(reports), issues=issues, lost=lost
+        dispatch_id=dispatch_id, index=index, workers=reports, issues=issues, lost=lost
     )
