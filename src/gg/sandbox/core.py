@@ -461,8 +461,12 @@ class Sandbox:
             uid, sweep = primed.uid, None
             if uid is not None and self.isolation is not Isolation.BWRAP:
                 sweep = lambda: kill_all(uid, host_facts().python)  # noqa: E731
+            # watch owns the descriptors from here and closes them: the primed child, held
+            # until the zygote is clean, must never close those numbers again (by then they
+            # may name the next program's pipes)
+            fds, primed.fds = primed.fds, ()  # type: ignore[assignment]
             outcome = await watch(
-                primed.child, membrane=membrane, fds=primed.fds, started=started,
+                primed.child, membrane=membrane, fds=fds, started=started,
                 wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes, sweep=sweep,
                 writes=cap,
             )  # fmt: skip
