@@ -66,7 +66,7 @@ def main() -> int:
             board,
             address=None if inline else "local",
             workers=2,
-            lease_s=20,  # a worker starved by a loaded machine keeps its claims
+            lease_s=10,
             probe=ray_model.probe,
             max_retries=int(os.environ.get("GG_TEST_RETRIES", "2")),
         )

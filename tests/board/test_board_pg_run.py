@@ -290,9 +290,8 @@ def test_migrate_copies_a_sqlite_board_into_postgres(tmp_path: Path, pg_url: str
     (repo / "gg.toml").write_text(
         (repo / "gg.toml").read_text() + f'\n[board]\nstore = "{pg_url}"\n'
     )
-    with Board(repo) as board:  # the changed gg.toml newly names a server: the trust rule
-        with pytest.raises(gg.ConfigError, match="--trust-config"):
-            board.list()
+    with Board(repo) as board, pytest.raises(gg.ConfigError, match="--trust-config"):
+        board.list()  # the changed gg.toml newly names a server: the trust rule
     with Board(repo, trust_config=True) as board:  # the operator's own change, accepted
         assert isinstance(board.store, PostgresStore) and len(board.list()) == 2
 
