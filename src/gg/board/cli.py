@@ -240,16 +240,20 @@ def reopen(
     _change(number, workspace, config, json_out, "reopen", trust_config)
 
 
+Concurrency = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N",
+        help="Issues worked on at once (default: board.concurrency); on Ray, the number "
+        "of runners (Ray tasks), each working on one issue at a time.",
+    ),
+]
+"""``gg board run --concurrency N``."""
+
+
 @board_app.command("run", short_help="Run every unfinished issue to done or stuck.")
 def run(
-    concurrency: Annotated[
-        int | None,
-        typer.Option(
-            metavar="N",
-            help="Issues worked on at once (default: board.concurrency); on Ray, the number "
-            "of runners (Ray tasks), each working on one issue at a time.",
-        ),
-    ] = None,
+    concurrency: Concurrency = None,
     model: Annotated[
         str | None,
         typer.Option(
