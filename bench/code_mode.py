@@ -285,9 +285,15 @@ class BareSandbox:
         )  # fmt: skip
 
     async def session(self, workload: str, turns: int) -> list[float]:
-        """``turns`` runs of the workload; stamps before each run and after the last."""
+        """``turns`` runs of the workload; stamps before each run and after the last.
+
+        With ``--think-ms`` each run waits that long first, as a session's turn waits for
+        its model (the wait is taken off each turn like the sessions' ones).
+        """
         stamps = [time.perf_counter()]
         for _ in range(turns + 1):
+            if THINK_S[0]:
+                await asyncio.sleep(THINK_S[0])
             await self.run(PROGRAMS["python"][workload])
             stamps.append(time.perf_counter())
         return stamps

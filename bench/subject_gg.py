@@ -69,7 +69,8 @@ class Subject:
         settings = settings_from_dict(
             {
                 "tools": {"capabilities": ["bench"]},
-                "ceilings": {"max_turns": turns + 1},
+                # the same trivial call every turn, on purpose: no repeated-call ceiling
+                "ceilings": {"max_turns": turns + 1, "repeated_calls": 0},
                 "stream": {"fsync": self.fsync},
             }
         )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import faulthandler
+import os
+import signal
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,13 @@ from gg.testing import ScriptedModel
 from support import CORPORA, RunScripted
 
 pytest_plugins = ["layers"]  # the `layer` fixture (tests/layers.py)
+
+# SIGUSR1 writes every thread's stack to $GG_TEST_STACKS/PID.txt: scripts/test sends it to
+# each pytest process when the whole run outlives its limit (a hang outside any one test's
+# timeout), then prints the files. A file, not stderr: pytest captures fd 2 during a test.
+if stacks := os.environ.get("GG_TEST_STACKS"):
+    _STACKS = open(os.path.join(stacks, f"{os.getpid()}.txt"), "w")  # noqa: SIM115
+    faulthandler.register(signal.SIGUSR1, file=_STACKS, all_threads=True)
 
 
 @pytest.fixture(autouse=True)

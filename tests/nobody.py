@@ -64,7 +64,10 @@ def _wrapper() -> Path:
         lines.append(f"mkdir -p {shlex.quote(str(path))}")
         lines.append(f"mount --bind {shlex.quote(str(stash))} {shlex.quote(str(path))}")
     lines.append(f'exec setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups "$@"')
-    script.write_text("\n".join(lines) + "\n")
+    # written whole, then renamed: a parallel test worker may be running the same script
+    part = script.with_name(f"{script.name}.{os.getpid()}")
+    part.write_text("\n".join(lines) + "\n")
+    os.replace(part, script)
     return script
 
 

@@ -38,14 +38,16 @@ def write_script(path: Path, replies: list[dict[str, Any]]) -> Path:
 
 
 @contextlib.contextmanager
-def small_tmpfs(mnt: Path, size: str) -> Iterator[Path]:
-    """Mount a tmpfs of ``size`` (``"256k"``, ``"1m"``) at the new directory ``mnt``.
+def small_tmpfs(mnt: Path, size: str, *, inodes: int | None = None) -> Iterator[Path]:
+    """Mount a tmpfs of ``size`` (``"256k"``, ``"1m"``; at most ``inodes`` files and
+    directories, when given) at the new directory ``mnt``.
 
     The tests that use it run as root, like CI; a failed mount fails the test.
     """
     mnt.mkdir()
+    options = f"size={size},mode=0700" + (f",nr_inodes={inodes}" if inodes else "")
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(mnt)],
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mnt)],
         capture_output=True,
         text=True,
     )
@@ -68,3 +70,59 @@ def fill_disk(disk: Path) -> Path:
     finally:
         os.close(fd)
     return filler
+
+
+GUEST_CODE_PROBE = r"""
+import json, os
+places = ["/gg/run", "/gg/guest"]
+tmp = os.environ.get("TMPDIR", "")
+if tmp and tmp != "/tmp":
+    places.append(os.path.dirname(tmp))  # the run's directory, outside bubblewrap
+wrote, seen = [], []
+for place in places:
+    for name in ("boot.pyc", "zygote.pyc", "runner.pyc"):
+        path = f"{place}/{name}"
+        if not os.path.exists(path):
+            continue
+        seen.append(path)
+        for how in ("ab", "r+b"):
+            try:
+                with open(path, how) as f:
+                    f.write(b"x")
+                wrote.append(f"{how}:{path}")
+            except OSError:
+                pass
+        try:
+            os.rename(path, path + ".old")
+            wrote.append("rename:" + path)
+        except OSError:
+            pass
+    try:
+        with open(f"{place}/planted.pyc", "xb") as f:
+            f.write(b"x")
+        wrote.append("create:" + place)
+    except OSError:
+        pass
+print("GUEST " + json.dumps({"seen": seen, "wrote": wrote}))
+"""
+"""A program that looks for the compiled guest code (``boot.pyc``, ``zygote.pyc``,
+``runner.pyc``) in the run's and the guest's directories and tries to write, rename or
+add one; its last line is ``GUEST {"seen": [paths], "wrote": [what worked]}``."""
+
+
+def ended_output(proc: subprocess.Popen[Any], limit: int = 3000) -> str:
+    """For a failing assertion: the end of ``proc``'s stderr (else stdout), read boundedly.
+
+    A process still running is killed first. Reading to the end waits at most 10 s: a
+    process it left behind may hold the pipes open for much longer.
+    """
+    if proc.poll() is None:
+        proc.kill()
+    try:
+        out, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        return "(its pipes stayed open 10 s after it ended: a process it left holds them)"
+    text = err or out or ""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return f"exit {proc.returncode}: {text[-limit:]}"

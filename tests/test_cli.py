@@ -156,6 +156,12 @@ def test_show_replays_and_watch_follows(workspace: Path, tmp_path: Path) -> None
     watched = gg("watch", out["stream"])
     assert watched.returncode == 0 and "run ended" in watched.stdout
     assert gg("show", "no-such-run", "-w", str(workspace)).returncode == 2
+    by_dir = gg("show", str(Path(out["stream"]).parent))  # a run's directory: its stream
+    assert by_dir.returncode == 0 and "run ended" in by_dir.stdout, by_dir.stderr
+    nowhere = gg("show", str(tmp_path), "-w", str(workspace))  # a directory with no stream
+    assert nowhere.returncode == 2, nowhere.stderr
+    assert "not a stream file or a run's directory" in nowhere.stderr
+    assert "RUN_ID/" not in nowhere.stderr, nowhere.stderr  # never a made-up path
 
 
 def test_record_then_replay(workspace: Path, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from gg.state import state_path
 from gg.stream import RunResumed, read_events
-from support import fill_disk, small_tmpfs, write_script
+from support import ended_output, fill_disk, small_tmpfs, write_script
 
 GG = [sys.executable, "-m", "gg"]
 
@@ -39,7 +39,7 @@ def _wait_for(streams: Path, needle: bytes, proc: subprocess.Popen[str], depth: 
         found = [s for s in streams.glob(f"{depth}stream.jsonl") if needle in s.read_bytes()]
         if found:
             return found[0]
-        assert proc.poll() is None, proc.communicate()
+        assert proc.poll() is None, ended_output(proc)
         time.sleep(0.05)
     raise AssertionError(f"the run never wrote {needle!r}")
 

@@ -26,7 +26,7 @@ from gg.resume import load_resume_point, resume_run
 from gg.state import state_path
 from gg.stream import RunResumed, SessionEnded, SessionStarted, TurnEvent, read_events
 from gg.testing import FunctionModel
-from support import write_script
+from support import ended_output, write_script
 
 GG = [sys.executable, "-m", "gg"]
 TOML = '[tools]\ncapabilities = ["files", "shell", "agents"]\n'
@@ -72,7 +72,7 @@ def _interrupt(ws: Path, script: Path, sig: signal.Signals) -> Path:
         streams = sorted(runs.glob("*/stream.jsonl")) if runs.exists() else []
         if streams and b'"name":"run_command"' in streams[0].read_bytes():
             break
-        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        assert proc.poll() is None, ended_output(proc, 2000)
         time.sleep(0.05)
     else:
         proc.kill()

@@ -23,7 +23,7 @@ import pytest
 
 from gg.shell import run_shell, scrubbed_env, spawn_shell
 from gg.state import state_path
-from support import write_script
+from support import ended_output, write_script
 
 GG = [sys.executable, "-m", "gg"]
 
@@ -55,7 +55,7 @@ def _wait_for(marker: str, proc: subprocess.Popen[Any], seconds: float = 60) -> 
         if _alive_with(marker):
             return
         if proc.poll() is not None:
-            raise AssertionError(f"gg ended before the sleep started: {proc.communicate()}")
+            raise AssertionError(f"gg ended before the sleep started: {ended_output(proc)}")
         time.sleep(0.05)
     proc.kill()
     raise AssertionError("the marked sleep never started")

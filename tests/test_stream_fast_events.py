@@ -13,9 +13,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from gg.ceilings import Budget, Ceilings, SessionCeilings
+from gg.checkpoint import make_checkpoint, message_from_record
+from gg.models.base import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
 from gg.seal import Altered, Checker, Intact
 from gg.stream import (
+    Checkpoint,
     EventIds,
     RunEnded,
     RunStarted,
@@ -132,3 +145,81 @@ def test_the_prefilter_never_changes_what_is_redacted() -> None:
         assert redactor(text) == _SHAPE.sub(_shape_replacement, text)
     assert redactor(f"AKIA{'B' * 16}") == "[redacted]"
     assert redactor(f"ghp_{'c' * 36}") == "[redacted]"
+
+
+_PIECES = st.sampled_from(
+    [
+        *_SHAPE_HINTS,
+        *_SHAPE_HINTS_ANY_CASE,
+        *(h.upper() for h in _SHAPE_HINTS_ANY_CASE),
+        *(h.title() for h in _SHAPE_HINTS_ANY_CASE),
+        "Ab1" * 8, "Zz9" * 6, "cafe0123" * 3, " ", ": ", "=", '"', "'", "\\", "\n", "@h",
+        f": Bearer {'Zz9' * 6}", f"={'Ab1' * 6}", f"://u:{'pw9' * 3}@h",
+        "task", "right", "global", "A", "k", "K",  # the guards' false hits
+        "\u212a", "\u0130", "\u017f", "\ufb00", "\xdf", "\u2028", "\ud800",  # case traps
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=14))
+def test_the_hint_scan_never_skips_text_the_full_scan_would_change(parts: list[str]) -> None:
+    """ASCII text takes one RE2 scan of every hint, other text the substring tests: either
+    way the result is the full scan's (a text is skipped only when no shape can match)."""
+    text = "".join(parts)
+    assert Redactor(())(text) == _SHAPE.sub(_shape_replacement, text)
+
+
+_SECRETS = st.lists(
+    st.one_of(
+        st.sampled_from(["env-secret-value-1", 'q"uo\\te-secret', "sk-proj-" + "Ab1" * 8,
+                         "pässwörd-123", "short", "tab\tsecret99"]),
+        st.text(min_size=8, max_size=12),
+    ),
+    max_size=4,
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(_SECRETS, st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=10), st.randoms())
+def test_a_redactor_replaces_every_value_then_every_shape(
+    secrets: list[str], parts: list[str], rng: random.Random
+) -> None:
+    """Whatever the values and the text (values in it whole, JSON-escaped or cut): each value
+    replaced longest first, then the full shape scan, as if no prefilter existed."""
+    redactor = Redactor(secrets)
+    for value in redactor.values:
+        parts.insert(rng.randint(0, len(parts)), value[: rng.choice([len(value), 5])])
+    text = "".join(parts)
+    expected = text
+    for value in redactor.values:
+        expected = expected.replace(value, "[redacted]")
+    assert redactor(text) == _SHAPE.sub(_shape_replacement, expected)
+
+
+@pytest.mark.parametrize("ids", _IDS)
+def test_a_fast_checkpoint_is_the_validated_one(ids: EventIds) -> None:
+    """A turn's checkpoint as gg builds it (messages, counts, budget): the same event and
+    the same stream line as the validated one."""
+    limits = Ceilings(max_tokens=1000)
+    budget = Budget(limits)
+    budget.add(tokens=12, cost=0.25)
+    messages: list[Message] = [
+        SystemMessage(content="sys"),
+        UserMessage(content="do it \u2028 ☃"),
+        AssistantMessage(
+            content="", tool_calls=(ToolCall(name="read_file", arguments={"path": "a"}, id="c1"),)
+        ),
+        ToolMessage(call_id="c1", name="read_file", content="x" * 60_000),
+    ]
+    fast = make_checkpoint(
+        ids, messages, ceilings=SessionCeilings(limits), blocked_total=2, budget=budget,
+        progress={"repeats": [["read_file", 1]]},
+    )  # fmt: skip
+    full = Checkpoint(
+        **ids, messages=fast.messages, counts=fast.counts, budget=fast.budget, at=fast.at
+    )
+    assert fast == full
+    assert fast.model_dump_json() == full.model_dump_json()
+    assert parse_event(fast.model_dump_json()) == full
+    assert [message_from_record(r) for r in fast.messages][:3] == messages[:3]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import tempfile
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,7 +16,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field
 
-import gg.tools.safefs as safefs
 from gg.errors import ToolError, UserError, WorkspaceEscape
 from gg.models.base import ToolSpec
 from gg.text import cut
@@ -409,24 +409,30 @@ async def test_every_path_tool_refuses_escapes(
     assert outside.read_text() == "secret"
 
 
-_HYPO_WS = Path(tempfile.mkdtemp(prefix="gg-hypothesis-ws-"))
-(_HYPO_WS / "a").mkdir()
-(_HYPO_WS / "b").mkdir()
+@pytest.fixture(scope="module")
+def hypo_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A workspace with ``a/`` and ``b/``, alone in a parent directory of its own: the test
+    checks that parent for strays, so nothing else (a parallel test worker's temp files)
+    may write there."""
+    ws = tmp_path_factory.mktemp("hypothesis") / "ws"
+    (ws / "a").mkdir(parents=True)
+    (ws / "b").mkdir()
+    return ws
 
 
 @given(
     st.lists(st.sampled_from(["a", "b", "..", ".", "a/..", "../a", "c"]), min_size=1, max_size=6)
 )
-def test_a_write_never_lands_outside_the_workspace(parts: list[str]) -> None:
+def test_a_write_never_lands_outside_the_workspace(hypo_ws: Path, parts: list[str]) -> None:
     path = "/".join(parts)
-    outside = set(_HYPO_WS.parent.iterdir())
+    outside = set(hypo_ws.parent.iterdir())
     try:
-        with Beneath(_HYPO_WS) as root:
+        with Beneath(hypo_ws) as root:
             written = root.write(path, b"x")
     except (WorkspaceEscape, ToolError):
         return  # refused (leaves the workspace, or names a directory)
-    assert (_HYPO_WS / written).resolve().is_relative_to(_HYPO_WS.resolve())
-    assert set(_HYPO_WS.parent.iterdir()) <= outside | {_HYPO_WS}
+    assert (hypo_ws / written).resolve().is_relative_to(hypo_ws.resolve())
+    assert set(hypo_ws.parent.iterdir()) <= outside | {hypo_ws}
 
 
 async def test_list_dir(ctx: ToolContext) -> None:
@@ -555,26 +561,27 @@ async def test_run_command_missing_workspace_is_a_tool_error(tmp_path: Path) -> 
 def test_a_write_killed_midway_leaves_nothing_named(tmp_path: Path, existing: bool) -> None:
     """SIGKILL in the middle of a write: no temporary file, the old content or no file (issue 12).
 
-    A forked child writes through the real ``Beneath.write`` and is killed by a real
-    SIGKILL half way through its data.
+    A child process writes through the real ``Beneath.write`` and is killed by a real
+    SIGKILL half way through its data. (A child process, not ``os.fork``: a fork of a
+    threaded pytest worker can deadlock on a lock another thread held.)
     """
     ws = tmp_path / "ws"
     ws.mkdir()
     if existing:
         (ws / "f.txt").write_text("old\n")
-    pid = os.fork()
-    if pid == 0:  # the child: write, dying half way
-
-        def half_then_die(fd: int, data: bytes) -> None:
-            os.write(fd, data[: len(data) // 2])
-            os.kill(os.getpid(), signal.SIGKILL)
-
-        safefs._write_all = half_then_die
-        with Beneath(ws) as root:
-            root.write("f.txt", b"new content\n" * 1000)
-        os._exit(0)
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    child = (
+        "import os, signal, sys\n"
+        "import gg.tools.safefs as safefs\n"
+        "def half_then_die(fd, data):\n"
+        "    os.write(fd, data[: len(data) // 2])\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "safefs._write_all = half_then_die\n"
+        "with safefs.Beneath(sys.argv[1]) as root:\n"
+        "    root.write('f.txt', b'new content\\n' * 1000)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", child, str(ws)], capture_output=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == -signal.SIGKILL, done.stderr.decode()
     assert sorted(p.name for p in ws.iterdir()) == (["f.txt"] if existing else [])
     if existing:
         assert (ws / "f.txt").read_text() == "old\n"

@@ -123,6 +123,10 @@ def _constant(name: str) -> Any:
     raise BadJSON(f"the JSON constant {name} (not allowed: numbers must be finite)")
 
 
+_DECODER = json.JSONDecoder(parse_int=_integer, parse_float=_float, parse_constant=_constant)
+"""One decoder for every message (``json.loads`` with hooks would build one per call)."""
+
+
 def loads(text: str, *, what: str = "a message") -> Any:
     """Parse one JSON document under the module's bounds.
 
@@ -141,7 +145,7 @@ def loads(text: str, *, what: str = "a message") -> Any:
     if found > MAX_DEPTH:
         raise BadJSON(f"{what} nested {found} levels deep (gg takes at most {MAX_DEPTH})")
     try:
-        return json.loads(text, parse_int=_integer, parse_float=_float, parse_constant=_constant)
+        return _DECODER.decode(text)
     except BadJSON:
         raise
     except json.JSONDecodeError as exc:

@@ -38,7 +38,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from gg.ceilings import Budget, SessionCeilings
 from gg.errors import UserError
-from gg.models.base import Message
+from gg.models.base import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from gg.stream import (
     Checkpoint,
     Event,
@@ -83,6 +83,11 @@ class Restored:
     """How the session ended, when it had: it is replayed as it ended, not run again."""
 
 
+_FIELDS = {
+    kind: tuple(f.name for f in dataclasses.fields(kind))
+    for kind in (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+}
+"""Each message type's fields, in order (a record is built per message, every turn)."""
 _CONTENT_CAP = 50_000
 """Characters of one message's text a checkpoint keeps (the stream stays bounded)."""
 
@@ -94,10 +99,14 @@ def message_record(message: Message) -> dict[str, Any]:
     call arguments past :func:`gg.stream.excerpt_arguments`' caps are cut (with a
     marker), so a resumed conversation is exact up to those bounds.
     """
-    record = dataclasses.asdict(message)
-    record["content"] = excerpt(record["content"], _CONTENT_CAP)
-    for call in record.get("tool_calls", ()):
-        call["arguments"] = excerpt_arguments(call["arguments"])
+    record: dict[str, Any] = {f: getattr(message, f) for f in _FIELDS[type(message)]}
+    record["content"] = excerpt(message.content, _CONTENT_CAP)
+    if isinstance(message, AssistantMessage):  # the calls, each a new object (bounded)
+        record["tool_calls"] = [
+            {"name": c.name, "arguments": excerpt_arguments(c.arguments), "id": c.id,
+             "parse_error": c.parse_error}
+            for c in message.tool_calls
+        ]  # fmt: skip
     return record
 
 
@@ -126,12 +135,21 @@ def _counts_record(
     out: dict[str, Any] = {"blocked_total": blocked_total}
     if progress is not None:
         out["progress"] = progress
-    for f in dataclasses.fields(ceilings):
-        if f.name in ("ceilings", "_replies"):  # reply excerpts are repr()s: not kept
-            continue
-        value = getattr(ceilings, f.name)
-        out[f.name] = list(value) if isinstance(value, deque | tuple) else value
+    for name in _counted(type(ceilings)):
+        value = getattr(ceilings, name)
+        out[name] = list(value) if isinstance(value, deque | tuple) else value
     return out
+
+
+def _counted(kind: type[SessionCeilings]) -> tuple[str, ...]:
+    """The fields of a session's ceilings a checkpoint keeps (reply excerpts are repr()s)."""
+    if kind not in _COUNTED:
+        skip = ("ceilings", "_replies")
+        _COUNTED[kind] = tuple(f.name for f in dataclasses.fields(kind) if f.name not in skip)
+    return _COUNTED[kind]
+
+
+_COUNTED: dict[type[SessionCeilings], tuple[str, ...]] = {}
 
 
 def restore_counts(ceilings: SessionCeilings, counts: dict[str, Any]) -> int:
@@ -158,7 +176,11 @@ def restore_counts(ceilings: SessionCeilings, counts: dict[str, Any]) -> int:
 
 def budget_record(budget: Budget) -> dict[str, float]:
     """The run's spending so far: ``tokens``, ``cost``, ``seconds``."""
-    return {"tokens": budget.tokens, "cost": budget.cost, "seconds": round(budget.seconds(), 3)}
+    return {  # floats, as the event's field holds them
+        "tokens": float(budget.tokens),
+        "cost": float(budget.cost),
+        "seconds": float(round(budget.seconds(), 3)),
+    }
 
 
 def make_checkpoint(
@@ -181,11 +203,11 @@ def make_checkpoint(
         progress: the mode's :meth:`gg.progress.Progress.state` (kept in ``counts``
             as ``progress``, so a resumed session counts repeats on).
     """
-    return Checkpoint(
-        **ids,
-        messages=[message_record(m) for m in messages],
-        counts=_counts_record(ceilings, blocked_total, progress),
-        budget=budget_record(budget),
+    return Checkpoint.of(
+        ids,
+        [message_record(m) for m in messages],
+        _counts_record(ceilings, blocked_total, progress),
+        budget_record(budget),
     )
 
 

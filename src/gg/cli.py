@@ -211,15 +211,17 @@ def run(
     The session ends only by finish(summary) (role standard) or approve() /
     request_changes(items) (role review), after the agent-stop hooks pass.
     Turns stream live; the stream is written to gg's state directory for WORKSPACE,
-    outside it: $GG_STATE_HOME (default $XDG_STATE_HOME/gg, else ~/.local/state/gg)
-    /workspaces/NAME-HASH/runs/RUN_ID/stream.jsonl. Nothing is written in WORKSPACE.
+    outside it: $GG_STATE_HOME/workspaces/NAME-HASH/runs/RUN_ID/stream.jsonl
+    ($GG_STATE_HOME defaults to $XDG_STATE_HOME/gg, else ~/.local/state/gg). gg
+    keeps none of its own state in WORKSPACE; the agent's tools change its files.
 
     Exit codes: 0 ended by an ending; 1 stopped by a ceiling or a model failure
     (diagnosis printed, a full disk included); 2 bad usage or configuration
     (nothing written); 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP: the run
     is stopped cleanly, run_ended and --json are written (continue it with gg resume).
 
-    Example: gg run "Fix the failing test" -w examples/tiny-calc --model local
+    Example (on a copy: the agent edits the files it is given):
+    cp -r examples/tiny-calc /tmp/calc && gg run "Fix the failing test" -w /tmp/calc
     """
     _check_flags(mode=mode, language=language, role=role, max_turns=max_turns, model=model)
     console = out_console(stderr=json_out)
@@ -389,8 +391,13 @@ def _find_stream(ref: str, workspace: Path) -> tuple[Path, Path | None]:
     """The stream ``ref`` names and the directory of its seal.
 
     The seal's directory is ``None`` when it is located from the stream's first event.
-    A run id is looked up in gg's state for ``workspace``.
+    A run id is looked up in gg's state for ``workspace``; a run's directory stands for
+    its ``stream.jsonl``.
+
+    Raises:
+        UserError: ``ref`` names none of these (the message says where gg looked).
     """
+    where = "not a stream file or a run's directory"
     if RUN_ID_PATTERN.fullmatch(ref):
         warn_legacy(workspace.resolve())
         try:
@@ -400,12 +407,15 @@ def _find_stream(ref: str, workspace: Path) -> tuple[Path, Path | None]:
         candidate = (state or state_path(workspace)) / "runs" / ref / "stream.jsonl"
         if state is not None and candidate.is_file() and not candidate.is_symlink():
             return candidate, candidate.parent
+        where += f", and no {candidate} (use --workspace)"
     else:
-        candidate = state_path(workspace) / "runs" / "RUN_ID" / "stream.jsonl"
+        where += f", nor a run id of {workspace.resolve()} (RUN_ID, as `gg run` printed it)"
     path = Path(ref)
+    if path.is_dir() and (path / "stream.jsonl").is_file():
+        return path / "stream.jsonl", None
     if path.is_file():
         return path, None
-    raise UserError(f"no run {ref!r}: not a stream file, and no {candidate} (use --workspace)")
+    raise UserError(f"no run {ref!r}: {where}")
 
 
 def _say(console: Console, verdict: Verdict) -> None:

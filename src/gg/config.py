@@ -624,7 +624,7 @@ _DEFAULT_TOML = """\
 # delete what you don't change. Reference: the README's gg.toml section.
 
 [model]
-spec = "local"            # local | scripted:PATH | openai:MODEL | anthropic:MODEL
+spec = "local"            # local | local:NAME | scripted:PATH | openai:MODEL | anthropic:MODEL
                           # | openai-responses:MODEL
                           # | openai-compat:MODEL@BASE_URL  (keys from env vars only)
 # local = "qwen2.5-coder-0.5b"  # local model from the catalogue (default: qwen2.5-coder-1.5b)

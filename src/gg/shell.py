@@ -31,7 +31,15 @@ from typing import Protocol
 from gg import reaper
 from gg.text import cut_marker
 
-__all__ = ["ShellResult", "Spawn", "run_shell", "scrubbed_env", "spawn_shell"]
+__all__ = [
+    "ShellResult",
+    "Spawn",
+    "drop_pipes",
+    "exited",
+    "run_shell",
+    "scrubbed_env",
+    "spawn_shell",
+]
 
 _ENV_KEEP = frozenset(
     {"PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME", "SHELL",
@@ -150,11 +158,12 @@ async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
         proc.stdin.close()
 
 
-async def _exited(proc: asyncio.subprocess.Process) -> None:
+async def exited(proc: asyncio.subprocess.Process) -> None:
     """Return once ``proc`` has exited, even while a grandchild holds its pipes open.
 
     Python 3.11's ``Process.wait()`` also waits for every pipe to close, so
-    this polls the exit status (backing off from 1 ms to 50 ms) beside it.
+    this polls the exit status (backing off from 1 ms to 50 ms) beside it. Never
+    raises; bound it with ``asyncio.wait_for`` (a process that never exits).
     """
     waiter = asyncio.ensure_future(proc.wait())
     delay = 0.001
@@ -214,7 +223,7 @@ async def run_shell(
         tasks.append(asyncio.create_task(_feed(proc, stdin)))
     timed_out = False
     try:
-        await asyncio.wait_for(_exited(proc), timeout_s)
+        await asyncio.wait_for(exited(proc), timeout_s)
     except TimeoutError:
         timed_out = True
     finally:
@@ -245,7 +254,7 @@ async def _started(
         with contextlib.suppress(OSError, TimeoutError):
             proc = await task
             _kill_group(proc)
-            await asyncio.wait_for(_exited(proc), 5)
+            await asyncio.wait_for(exited(proc), 5)
         raise
     reaper.watch(proc.pid)
     return proc
@@ -254,12 +263,21 @@ async def _started(
 async def _settle(proc: asyncio.subprocess.Process, tasks: list[asyncio.Task[None]]) -> None:
     """Reap the killed process; give the pipe readers a short grace, then drop them."""
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(_exited(proc), 5)
+        await asyncio.wait_for(exited(proc), 5)
     _, pending = await asyncio.wait(tasks, timeout=0.5)
     for task in pending:
         task.cancel()
     if pending:
         await asyncio.wait(pending)
-        transport = getattr(proc, "_transport", None)  # no public way to drop held pipes
-        if transport is not None:
-            transport.close()
+        drop_pipes(proc)
+
+
+def drop_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Close gg's ends of ``proc``'s pipes (it was killed), whoever else still holds them.
+
+    Otherwise the event loop keeps them for as long as a process it left (``setsid``)
+    holds the other ends. Idempotent; never raises.
+    """
+    transport = getattr(proc, "_transport", None)  # no public way to drop held pipes
+    if transport is not None:
+        transport.close()

@@ -146,6 +146,7 @@ _M = TypeVar("_M", bound=BaseModel)
 _setattr = object.__setattr__
 _CALL_GIVEN = frozenset({"run_id", "session_id", "turn", "name", "arguments"})
 _RESULT_GIVEN = frozenset({"run_id", "session_id", "turn", "name", "ok", "excerpt"})
+_CHECKPOINT_GIVEN = frozenset({"run_id", "session_id", "turn", "messages", "counts", "budget"})
 
 
 class _Base(BaseModel):
@@ -207,6 +208,19 @@ class TurnEvent(_Base):
     seconds: float
 
 
+def _head(ids: EventIds, kind: str) -> dict[str, Any]:
+    """The fields every event starts with, in declaration order, for :func:`_built`."""
+    return {
+        "run_id": ids["run_id"],
+        "at": now_iso(),
+        "session_id": ids["session_id"],
+        "turn": ids["turn"],
+        "seq": None,
+        "chain": None,
+        "type": kind,
+    }
+
+
 def _built(cls: type[_M], fields: dict[str, Any], given: frozenset[str]) -> _M:
     """An event of ``cls`` holding ``fields`` (every field, in declaration order), unvalidated.
 
@@ -236,13 +250,7 @@ class ToolCalled(_Base):
         and the same stream line, as ``ToolCalled.model_construct(**ids, ...)``.
         """
         fields = {
-            "run_id": ids["run_id"],
-            "at": now_iso(),
-            "session_id": ids["session_id"],
-            "turn": ids["turn"],
-            "seq": None,
-            "chain": None,
-            "type": "tool_call",
+            **_head(ids, "tool_call"),
             "name": name,
             "arguments": arguments,
         }
@@ -264,13 +272,7 @@ class ToolResult(_Base):
         The same event, and stream line, as ``ToolResult.model_construct(**ids, ...)``.
         """
         fields = {
-            "run_id": ids["run_id"],
-            "at": now_iso(),
-            "session_id": ids["session_id"],
-            "turn": ids["turn"],
-            "seq": None,
-            "chain": None,
-            "type": "tool_result",
+            **_head(ids, "tool_result"),
             "name": name,
             "ok": ok,
             "excerpt": excerpt,
@@ -378,6 +380,27 @@ class Checkpoint(_Base):
     messages: list[dict[str, Any]]
     counts: dict[str, Any]
     budget: dict[str, float]
+
+    @classmethod
+    def of(
+        cls,
+        ids: EventIds,
+        messages: list[dict[str, Any]],
+        counts: dict[str, Any],
+        budget: dict[str, float],
+    ) -> Checkpoint:
+        """The checkpoint of a turn's end, built without validation (one every turn).
+
+        For values gg made itself (:func:`gg.checkpoint.make_checkpoint`): the same event,
+        and the same stream line, as ``Checkpoint.model_construct(**ids, ...)``.
+        """
+        fields = {
+            **_head(ids, "checkpoint"),
+            "messages": messages,
+            "counts": counts,
+            "budget": budget,
+        }
+        return _built(cls, fields, _CHECKPOINT_GIVEN)
 
 
 class RunResumed(_Base):

@@ -7,9 +7,11 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from gg.board import Board, BoardResult, IssueState
 from gg.board.git import GIT_IDENTITY
 
 HOOK = "out=$(python3 -m unittest -q 2>&1) || { printf '%s\\n' \"$out\" | tail -n 20 >&2; exit 2; }"
@@ -94,3 +96,21 @@ def replies_so_far(messages: list[Any]) -> int:
 
 
 FAREWELL = 'def farewell(name):\n    return f"Goodbye, {name}."\n'
+
+
+def run_losing_the_claim(board: Board) -> BoardResult:
+    """Run ``board`` on one issue whose claim its model hands to another runner mid-work.
+
+    The lease is 0.6 s (poll 0.1 s), so the renewal finds the loss at once: the run must
+    stop that issue's work (not wait out its model's sleep), leave it ``implementing``
+    and merge nothing.
+    """
+    board.claim_lease_s, board.claim_poll_s = 0.6, 0.1
+    board.add("Greet politely")
+    started = time.monotonic()
+    result = board.run()
+    assert time.monotonic() - started < 25  # the sleeping session was cancelled
+    assert result.status == "stopped"
+    issue = board.store.issue(1)
+    assert issue.state is IssueState.IMPLEMENTING and not issue.merge_sha
+    return result

@@ -132,6 +132,19 @@ def test_run_needs_a_git_repository(tmp_path: Path) -> None:
     assert not (tmp_path / ".gg").exists()  # nothing written
 
 
+def test_list_outside_a_repository_says_so(tmp_path: Path, repo: Path) -> None:
+    """No board and no git repository: most likely the wrong directory, so not an empty
+    table with exit 0. A repository without a board yet lists nothing, exit 0."""
+    code, out, err = gg("board", "list", "-w", str(tmp_path))
+    assert code == 2 and "needs a git repository" in err, err
+    assert out == "" and not (tmp_path / ".gg").exists()
+    (repo / "sub").mkdir()
+    code, _, err = gg("board", "list", "-w", str(repo / "sub"))
+    assert code == 2 and "top level" in err, err
+    code, out, _ = gg("board", "list", "-w", str(repo), "--json")
+    assert (code, out.strip()) == (0, "[]")
+
+
 def test_run_needs_the_base_branch(repo: Path) -> None:
     (repo / "gg.toml").write_text('[board]\nbase_branch = "trunk"\n')
     code, _, err = gg("board", "run", "-w", str(repo))
@@ -142,3 +155,14 @@ def test_bad_board_setting_names_the_key(repo: Path) -> None:
     (repo / "gg.toml").write_text("[board]\nreviewers = 0\n")
     code, _, err = gg("board", "list", "-w", str(repo))
     assert code == 2 and "board.reviewers" in err
+
+
+@pytest.mark.parametrize(
+    "command", sorted(c.name or "" for c in board_app.registered_commands if c.name)
+)
+def test_every_board_command_takes_trust_config(command: str) -> None:
+    """Each opens the board through gg.toml, so each can be told to trust a changed one
+    (README: every gg board command takes --trust-config)."""
+    done = CliRunner().invoke(board_app, [command, "--help"], env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    assert "--trust-config" in done.output, command

@@ -15,6 +15,7 @@ from board_support import git, make_repo
 
 from gg.board import Board, IssueState
 from gg.state import state_path
+from support import ended_output
 
 DRIVER = Path(__file__).with_name("board_driver.py")
 
@@ -85,7 +86,7 @@ def test_sigkill_during_review_then_resume(
     proc = drive(repo, slow=f"1:{round}")
     deadline = time.monotonic() + 30
     while not running_review(repo, 1, round):
-        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        assert proc.poll() is None, ended_output(proc, 2000)
         assert time.monotonic() < deadline, "the review never started"
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 import gg
 from gg.board import BoardError, IssueState, SqliteStore, open_store
-from gg.board.postgres import PG_MIGRATIONS, PostgresStore, StoreLost, safe_url, without_secrets
+from gg.board.postgres import (
+    PG_MIGRATIONS,
+    PostgresStore,
+    StoreLost,
+    safe_url,
+    split_board_url,
+    without_secrets,
+)
 from gg.board.sqlite import MIGRATIONS
 from gg.board.store import Store
 from pgcluster import PgCluster
@@ -234,3 +245,110 @@ def test_passwords_are_masked_wherever_libpq_reads_them() -> None:
     text = without_secrets('invalid percent-encoded token: "hunter2%zzSECRET"', bad)
     assert "hunter2" not in text and "SECRET" not in text
     assert "S3CR3T" not in without_secrets("for S3CR3T", "postgresql://u@h/db?password=S3CR3T")
+
+
+def test_a_call_waiting_on_a_lock_held_elsewhere_fails_in_bounded_time(pg_url: str) -> None:
+    """Another connection holds the issues' rows: a renewal (the lease thread's call) fails
+    with a BoardError naming the wait, within the statement timeout, not after a retry
+    schedule or never; once the lock is let go the same store works again."""
+    store = PostgresStore(pg_url, retry_delays=FAST, statement_timeout_s=0.5)
+    try:
+        store.add_issue("one")
+        assert store.claim_next("A", lease_s=60) is not None
+        with psycopg.connect(pg_url) as holder:
+            holder.execute("LOCK TABLE issues IN ACCESS EXCLUSIVE MODE")  # held until commit
+            started = time.monotonic()
+            with pytest.raises(BoardError, match=r"did not renew the claims within 0\.5 s"):
+                store.renew("A", lease_s=60)
+            took = time.monotonic() - started
+            holder.rollback()
+        assert took < 5, took
+        assert store.renew("A", lease_s=60) == {1}
+    finally:
+        store.close()
+
+
+def test_the_urls_own_server_options_are_kept(pg_url: str) -> None:
+    """A URL's ``options`` (here the schema the board lives in, and a statement timeout of
+    its own) reach the server: the store's bounds do not replace them, they fill in."""
+    spaced = "postgresql://h/db?options=-ca%3D1%20-cb%3D2&board=x&sslmode=a+b"
+    assert split_board_url(spaced) == (
+        "postgresql://h/db?options=-ca%3D1%20-cb%3D2&sslmode=a+b",
+        "x",
+    )
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute("CREATE SCHEMA mine")
+    url = pg_url + "?options=-csearch_path%3Dmine%20-cstatement_timeout%3D7s"
+    store = PostgresStore(url, retry_delays=FAST, statement_timeout_s=0.5)
+    try:
+        store.add_issue("one")
+        conn = psycopg.connect(url)
+        with conn:
+            tables = conn.execute(
+                "SELECT table_schema FROM information_schema.tables WHERE table_name = 'issues'"
+            ).fetchall()
+        assert tables == [("mine",)]
+        got = store._do(
+            lambda cur: cur.execute(
+                "SELECT current_setting('statement_timeout'), current_setting('lock_timeout')"
+            ).fetchone(),
+            "read the timeouts",
+        )
+        assert got == ("7s", "500ms")  # the URL's own, and the store's where none was given
+    finally:
+        store.close()
+
+
+def test_a_call_to_a_server_process_that_stopped_answering_ends(pg_url: str) -> None:
+    """The connection's server process is frozen (SIGSTOP: as on a disk that never
+    returns): its kernel still acknowledges every packet, and its statement_timeout never
+    fires. The call's wait is cut on the client's side, and the retry, on a new
+    connection, renews."""
+    store = PostgresStore(pg_url, retry_delays=FAST, statement_timeout_s=0.5)
+    frozen = None
+    try:
+        store.add_issue("one")
+        assert store.claim_next("A", lease_s=60) is not None
+        frozen = store.backend_pid
+        assert frozen is not None
+        os.kill(frozen, signal.SIGSTOP)
+        started = time.monotonic()
+        assert store.renew("A", lease_s=60) == {1}
+        assert time.monotonic() - started < 10
+        assert store.backend_pid != frozen
+    finally:
+        if frozen is not None:
+            os.kill(frozen, signal.SIGCONT)
+        store.close()
+
+
+def test_a_long_answer_that_keeps_coming_is_not_cut(pg_url: str) -> None:
+    """The client's bound is on a server silent past its own timeout, not on a long call:
+    an ``executemany`` whose rows take 2 s in all (each far within the timeout, each
+    answer large enough that the server sends it at once) ends."""
+    store = PostgresStore(pg_url, retry_delays=(), statement_timeout_s=0.2)
+    try:
+
+        def slow(cur: psycopg.Cursor[Any]) -> int:
+            cur.execute("CREATE TEMP TABLE t (n INTEGER)")
+            rows = [(n,) for n in range(40)]
+            sql = "INSERT INTO t SELECT %s FROM pg_sleep(0.05) RETURNING repeat('x', 9000)"
+            cur.executemany(sql, rows, returning=True)
+            row = cur.execute("SELECT COUNT(*) FROM t").fetchone()
+            assert row is not None
+            return int(row[0])
+
+        pid = store.backend_pid
+        started = time.monotonic()
+        assert store._do(slow, "insert slowly") == 40
+        assert time.monotonic() - started > 1.4  # past the client's bound (2 x 0.2 + 1 s)
+        assert store.backend_pid == pid  # on the same connection: not cut, not retried
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan")])
+def test_a_statement_timeout_that_is_not_positive_is_refused(pg_url: str, bad: float) -> None:
+    """0 would become a 1 ms bound on every statement (or none, for NaN): said at once."""
+    with pytest.raises(ValueError, match="statement_timeout_s must be more than 0"):
+        PostgresStore(pg_url, statement_timeout_s=bad)

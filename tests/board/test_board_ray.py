@@ -21,6 +21,7 @@ from gg.board import IssueState
 from gg.board.cli import board_app
 from gg.board.postgres import PostgresStore
 from pgcluster import PgCluster, wait_for
+from support import ended_output
 
 S = IssueState
 
@@ -55,7 +56,7 @@ def test_a_ray_worker_killed_mid_issue_is_retried_to_the_same_end(
     hang.mkdir()
     proc = run_case(tmp_path, workspace, toml, GG_TEST_HANG=str(hang))
     wait_for(lambda: (hang / "pid").exists() or proc.poll() is not None, 300)
-    assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+    assert proc.poll() is None, ended_output(proc)
     os.kill(int((hang / "pid").read_text()), signal.SIGKILL)  # the worker running #4
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err.decode()[-3000:]
@@ -105,7 +106,7 @@ def test_the_driver_killed_mid_run_then_run_again_ends_the_same(
         return proc.poll() is not None or (S.DONE in states and S.OPEN not in states[:3])
 
     wait_for(midway, 300)
-    assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+    assert proc.poll() is None, ended_output(proc)
     os.killpg(proc.pid, signal.SIGKILL)  # the driver, its local Ray cluster and its workers
     proc.wait(timeout=30)
     assert any(i.state is not S.DONE for i in store.issues())

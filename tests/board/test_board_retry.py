@@ -118,6 +118,27 @@ def test_all_done_says_so_and_exits_0(repo: Path, tmp_path: Path) -> None:
     assert "no issues yet" not in out and "all 0" not in out
 
 
+def test_a_run_that_finishes_the_board_counts_the_whole_board(repo: Path, tmp_path: Path) -> None:
+    """The all-done line names the board's count, and what this run took of it."""
+    board = Board(repo, model=ScriptedModel(_fix_and_merge()), reviewers=1)
+    board.add("Greet politely")
+    assert board.run().exit_code == 0
+    board.add("Document greet")
+    write = {"path": "greet.py", "content": GREET_DOC}
+    replies = [  # reviewers = 1, the default
+        {"tool_calls": [{"name": "write_file", "arguments": write}]},
+        {"tool_calls": [{"name": "finish", "arguments": {"summary": "Documented greet."}}]},
+        {"tool_calls": [{"name": "approve", "arguments": {}}]},
+        {"tool_calls": [{"name": "finish", "arguments": {"summary": "Merged."}}]},
+    ]
+    script = tmp_path / "second.json"
+    script.write_text(json.dumps({"replies": replies}))
+    code, out, err = cli("board", "run", "-w", str(repo), "--model", f"scripted:{script}")
+    assert code == 0, out + err
+    text = " ".join(out.split())
+    assert "all 2 issue(s) on the board are done (1 by this run)" in text, out
+
+
 def test_reopen_works_the_issue_again_from_the_current_base(repo: Path) -> None:
     board = Board(repo, model=ScriptedModel(_fix_and_merge()), reviewers=1, max_rounds=1)
     board.add("Greet politely")

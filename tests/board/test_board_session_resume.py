@@ -23,6 +23,7 @@ from board_support import gg_toml, git, make_repo
 from gg.board import Board
 from gg.state import state_path
 from gg.stream import RunResumed, SessionStarted, TurnEvent, read_events
+from support import ended_output
 
 DRIVER = Path(__file__).with_name("board_resume_driver.py")
 TOML = gg_toml(extra='\n[tools]\ncapabilities = ["files", "shell", "agents"]\n')
@@ -79,7 +80,7 @@ def test_a_killed_session_is_continued_by_the_next_board_run(
     proc = _drive(repo, slow)
     deadline = time.monotonic() + 60
     while not any(b"sleep 2;" in s.read_bytes() for s in _streams(repo)):
-        assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+        assert proc.poll() is None, ended_output(proc)
         assert time.monotonic() < deadline, "the slow command never started"
         time.sleep(0.05)
     proc.send_signal(sig)

@@ -17,6 +17,7 @@ from _servers import Sse, Stall, serve, sse_event
 
 from gg.state import state_path
 from gg.stream import RunResumed, read_events
+from support import ended_output
 
 GG = [sys.executable, "-m", "gg"]
 USAGE = {"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49}
@@ -50,7 +51,7 @@ def test_a_run_signalled_while_the_provider_stalls_resumes_the_same_conversation
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while len(server.requests) < 2:
-            assert proc.poll() is None, proc.communicate()
+            assert proc.poll() is None, ended_output(proc)
             assert time.monotonic() < deadline, "the second request never came"
             time.sleep(0.05)
         proc.send_signal(sig)

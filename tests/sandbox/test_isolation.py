@@ -6,13 +6,17 @@ gg's environment, signal other processes or outlive its turn; gg is unharmed.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 from sandbox_support import Arena, Recorder, TcpServer, leftover_processes
 
+from gg.errors import SandboxError
 from gg.sandbox import Isolation, Sandbox
+from gg.sandbox.accounts import SLOTS, UID_BASE, uid_slot
 
 
 def _escape_program(arena: Arena, server: TcpServer) -> str:
@@ -237,3 +241,25 @@ async def test_a_workspace_under_a_private_directory(sandbox: Sandbox, tmp_path:
     assert (workspace / "made.txt").read_text() == "ok"
     shell = await sandbox.run_shell("cat made.txt", workspace=workspace, timeout_s=10)
     assert shell.output == "ok"
+
+
+def test_slot_uids_are_exclusive_while_held_and_found_again_once_free(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every slot can be held at once, each by one holder; then none is left (retryable);
+    a freed slot is the next one found, wherever the search starts."""
+    # a lock directory of this test's own: the real one serves the other tests' sandboxes
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with contextlib.ExitStack() as held:
+        uids = [held.enter_context(uid_slot()) for _ in range(SLOTS)]
+        assert sorted(uids) == list(range(UID_BASE, UID_BASE + SLOTS))
+        with pytest.raises(SandboxError, match="all 256 sandbox uids are busy") as info:
+            held.enter_context(uid_slot())
+        assert info.value.retryable
+    with contextlib.ExitStack() as held:
+        first = held.enter_context(uid_slot())
+        rest = [held.enter_context(uid_slot()) for _ in range(SLOTS - 1)]
+        assert first not in rest and len(set(rest)) == SLOTS - 1
+        held.close()
+    with uid_slot() as again:
+        assert UID_BASE <= again < UID_BASE + SLOTS

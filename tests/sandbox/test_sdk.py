@@ -328,3 +328,20 @@ async def test_concurrent_programs_each_get_their_own_process(
     uids = {r.returned for r in results}
     if os.geteuid() == 0:
         assert len(uids) == 4  # one slot uid each
+
+
+def test_an_sdk_made_once_does_not_follow_a_schema_changed_later() -> None:
+    """The SDK of a tool list is made once and kept; a caller's schema changed in place
+    afterwards changes neither what was made nor an equal, untouched list's SDK."""
+
+    def schema(kind: str) -> dict[str, Any]:
+        return {"type": "object", "properties": {"x": {"type": kind}}, "required": ["x"]}
+
+    spec = ToolSpec(name="m", description="m", parameters=schema("string"))
+    first = sdk_signatures([spec], language="python")
+    spec.parameters["properties"]["x"]["type"] = "integer"  # in place
+    untouched = ToolSpec(name="m", description="m", parameters=schema("string"))
+    assert sdk_signatures([untouched], language="python") == first
+    assert 'x="<x>"' in first
+    changed = sdk_signatures([spec], language="python")  # its new repr: made anew
+    assert "x=0" in changed

@@ -7,18 +7,22 @@ fixture runs it under each isolation layer this machine supports.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
+import select
 import signal
 import time
 from pathlib import Path
 
 import pytest
+from sandbox_support import leftover_processes
 
 from gg.errors import SandboxError
 from gg.models.base import ToolSpec
 from gg.sandbox import CallAnswer, CallRequest, ProgramResult, Sandbox
 from gg.sandbox import zygote as zygote_module
+from gg.sandbox.zygote import ZygoteChild
 
 
 async def _answer(request: CallRequest) -> CallAnswer:
@@ -254,3 +258,105 @@ def test_a_thread_left_running_is_dead_when_run_returns(sandbox: Sandbox, tmp_pa
         size = (tmp_path / "beat").stat().st_size
         time.sleep(0.1)
         assert (tmp_path / "beat").stat().st_size == size
+
+
+def _until_unread(fd: int, timeout_s: float = 10.0) -> None:
+    """Wait until the pipe whose write end is ``fd`` has no reader left (``POLLERR``)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(ev & select.POLLERR for _, ev in poller.poll(50)):
+            return
+    raise AssertionError("the dead child's pipe still has a reader")
+
+
+def test_a_child_that_dies_as_its_program_is_sent_runs_it_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The waiting child dies between gg's check and the program's write (the race
+    ``take_primed`` cannot close): nothing of the program ran, so it runs in a sandbox of
+    its own, correctly, and the next program is warm again."""
+    taken = zygote_module.Zygote.take_primed
+    killed: list[int] = []
+
+    def take_and_kill(self: zygote_module.Zygote) -> zygote_module.Primed:
+        primed = taken(self)
+        if not killed:  # the first program only
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            _until_unread(primed.fds[2])
+            killed.append(self.proc.pid)
+        return primed
+
+    async def go() -> tuple[ProgramResult, ProgramResult, bool]:
+        async with Sandbox() as sandbox:
+            run = functools.partial(sandbox.run, language="python", workspace=tmp_path,
+                                    tools=[], handler=_answer)  # fmt: skip
+            first, second = await run("print(6 * 7)"), await run("print(7 * 6)")
+            return first, second, sandbox.warm
+
+    monkeypatch.setattr(zygote_module.Zygote, "take_primed", take_and_kill)
+    first, second, warm = asyncio.run(go())
+    assert killed and warm  # a lost child is no reason to stop forking
+    assert (first.error, first.output.strip()) == (None, "42"), first
+    assert (second.error, second.output.strip()) == (None, "42"), second
+
+
+def test_a_closed_zygote_leaves_no_process_of_its_program(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing a zygote returns only once its program and that program's children are
+    gone (they die after the zygote, with its pid namespace; SPEC M3)."""
+    taken: list[zygote_module.Zygote] = []
+    take = zygote_module.Zygote.take_primed
+
+    def spy(self: zygote_module.Zygote) -> zygote_module.Primed:
+        taken.append(self)
+        return take(self)
+
+    monkeypatch.setattr(zygote_module.Zygote, "take_primed", spy)
+    program = "import os, time\nif os.fork() == 0:\n    time.sleep(60)\ntime.sleep(60)\n"
+
+    async def go() -> tuple[list[str], list[str]]:
+        async with Sandbox() as sandbox:
+            run = sandbox.run(program, language="python", workspace=tmp_path, tools=[],
+                              handler=_answer)  # fmt: skip
+            task = asyncio.ensure_future(run)
+            for _ in range(400):
+                await asyncio.sleep(0.025)
+                if len(running := leftover_processes(str(tmp_path))) >= 2:
+                    break
+            taken[-1].close()
+            left = leftover_processes(str(tmp_path))
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(task, 30)
+            return running, left
+
+    running, left = asyncio.run(go())
+    assert len(running) >= 2, running  # the program and its child ran in the workspace
+    assert left == []
+
+
+def test_a_child_whose_zygote_closes_before_its_report_is_read_still_ends(
+    tmp_path: Path,
+) -> None:
+    """A zygote closed in the same step its child was made (before the child's reader ever
+    ran): waiting for that child returns, with the program counted as killed."""
+
+    async def go() -> int | None:
+        async with Sandbox() as sandbox:
+            sandbox.warm_up(tmp_path, language="python")
+            pool, key = sandbox._pool, sandbox._key(tmp_path.resolve())
+            deadline = time.monotonic() + 30
+            while not pool._ready.get(key):
+                assert time.monotonic() < deadline, "no warm zygote started"
+                await asyncio.sleep(0.05)
+            zygote = pool._ready[key][0]
+            child = ZygoteChild(zygote)
+            zygote.child = child
+            zygote.close()  # no await between: the child's reader has not started
+            await asyncio.wait_for(child.wait(), 10)
+            return child.poll()
+
+    assert asyncio.run(go()) == -9

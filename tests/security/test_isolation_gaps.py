@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import json
 import os
 import secrets
@@ -34,6 +35,7 @@ import gg
 from gg.sandbox import CallAnswer, CallRequest, Isolation, Limits, Sandbox
 from gg.sandbox.accounts import share_workspace
 from nobody import as_nobody
+from support import GUEST_CODE_PROBE
 
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -290,7 +292,8 @@ ws = os.getcwd()
 hide = os.path.join(ws, {token!r})
 os.mkdir(hide)
 libc = ctypes.CDLL(None, use_errno=True)
-ipc = [libc.shmget(0, 4096, 0o1666), libc.msgget(0, 0o1666), libc.semget(0, 1, 0o1666)]
+key = {key}
+ipc = [libc.shmget(key, 4096, 0o1666), libc.msgget(key, 0o1666), libc.semget(key, 1, 0o1666)]
 print("IPC", ipc)
 for attempt in (lambda: open("/dev/shm/" + {token!r}, "w").write("x"),
                 lambda: shared_memory.SharedMemory(name={token!r} + "m", create=True, size=64)):
@@ -317,8 +320,20 @@ if os.fork() == 0:  # a plain background child in the program's own group
 """
 
 
-def _sysv_counts() -> list[int]:
-    return [len(Path(f"/proc/sysvipc/{k}").read_text().splitlines()) for k in ("shm", "msg", "sem")]
+def _sysv_key(token: str) -> int:
+    """The SysV key the daemon program uses: its own, so that no other process's objects
+    (a PostgreSQL server a parallel test started uses SysV shared memory) count as a leak."""
+    return int.from_bytes(hashlib.sha256(token.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def _sysv_with_key(key: int) -> list[str]:
+    """The host's SysV objects (shm, msg, sem) whose key is ``key``, as their table lines."""
+    found = []
+    for kind in ("shm", "msg", "sem"):
+        for line in Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]:
+            if line.split()[0] == str(key):
+                found.append(f"{kind}: {line}")
+    return found
 
 
 def _procs_in(token: str) -> list[str]:
@@ -336,11 +351,13 @@ def _procs_in(token: str) -> list[str]:
 @pytest.mark.parametrize("who", ["root", "nobody"], indirect=True)
 @pytest.mark.parametrize("ending", ["returns", "wall", "shell"])
 def test_nothing_outlives_the_turn(layer: Isolation, who: str, place: Place, ending: str) -> None:
-    before_ipc, before_shm = _sysv_counts(), set(os.listdir("/dev/shm"))
-    delay = 4.5 if ending == "wall" else 1.5  # past the end of the turn either way
+    before_shm = set(os.listdir("/dev/shm"))
+    key = _sysv_key(place.token)
+    wall = 2
+    delay = wall + 1 if ending == "wall" else 1.5  # past the end of the turn either way
     tail = "while True: time.sleep(1)" if ending == "wall" else "print('done')"
-    program = DAEMON.format(token=place.token, delay=delay, tail=tail)
-    limits = Limits(wall_s=3, cpu_s=3, processes=32)
+    program = DAEMON.format(token=place.token, delay=delay, tail=tail, key=key)
+    limits = Limits(wall_s=wall, cpu_s=3, processes=32)
     if ending == "shell":
         (place.workspace / "daemon.py").write_text(program)
         r = run(place, who, "python3 daemon.py && sleep 0.2", limits=limits, shell=True)
@@ -348,11 +365,11 @@ def test_nothing_outlives_the_turn(layer: Isolation, who: str, place: Place, end
     else:
         r = run(place, who, program, limits=limits)
         assert r["limit"] == ("wall" if ending == "wall" else None), r
-    time.sleep(delay + 1.5 - (3 if ending == "wall" else 0))
+    time.sleep(delay + 1.5 - (wall if ending == "wall" else 0))
     assert not (place.workspace / "marker").exists(), "a setsid double-fork daemon survived"
     assert not (place.workspace / "marker2").exists(), "a background child survived"
     assert _procs_in(place.token) == []
-    assert _sysv_counts() == before_ipc, "SysV IPC objects were left on the host"
+    assert _sysv_with_key(key) == [], "SysV IPC objects were left on the host"
     new_shm = set(os.listdir("/dev/shm")) - before_shm
     assert not [n for n in new_shm if place.token in n], new_shm
     assert_runs_normally(place, who)
@@ -486,3 +503,20 @@ def test_a_program_cannot_change_another_process_limits(
     assert r["error"] is None, r
     assert "changed []" in r["output"], r["output"]
     assert_runs_normally(place, who)  # gg (the driver) kept its limits and runs on
+
+
+# ------------------------------------------------------------------ compiled guest code
+
+
+def test_no_program_can_swap_the_compiled_guest_code(
+    layer: Isolation, who: str, place: Place
+) -> None:
+    """The run's ``boot.pyc`` (and the zygote's files) starts the next process before it is
+    confined: as root's slot uid or as an unprivileged gg's own user, a program finds them
+    and can neither write, rename nor add one."""
+    r = run(place, who, GUEST_CODE_PROBE)
+    line = [x for x in r["output"].splitlines() if x.startswith("GUEST ")]
+    assert line, r
+    report = json.loads(line[-1][len("GUEST ") :])
+    assert report["seen"] and report["wrote"] == [], report
+    assert_runs_normally(place, who)

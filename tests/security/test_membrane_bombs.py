@@ -171,7 +171,8 @@ try:
 except OSError as exc:
     print('write failed:', exc)
 answers = b''
-while select.select([4], [], [], 5)[0]:
+enough = data.count(b'\\n') < 10  # one answer; a flood reads on, for gg's call limit
+while not (enough and b'\\n' in answers) and select.select([4], [], [], 5)[0]:
     chunk = os.read(4, 1 << 16)
     if not chunk:
         break

@@ -59,8 +59,10 @@ def test_a_concurrent_swap_never_runs_the_agents_script_as_the_trusted_hook(
         return call("finish", summary="done")
 
     settings = settings_from_dict(
-        {  # many endings, so many races: the ceilings allow them
-            "ceilings": {"gate_blocks": 400, "max_turns": 1000, "consecutive_errors": 1000},
+        {  # many endings, so many races: the ceilings allow them. Without the quiet moment
+            # the gate's runs come back to back through the 3 s swap (well under 150 of
+            # them); with it they all wait for the swap's end, then run on to the ceiling
+            "ceilings": {"gate_blocks": 150, "max_turns": 1000, "consecutive_errors": 1000},
             "tools": {"capabilities": ["files", "shell", "agents"]},
             "hooks": {
                 "agent_stop": [

@@ -21,6 +21,7 @@ from web_support import Served, StreamWatch, artefacts, run_board
 import gg
 from gg.stream import read_events
 from gg.testing import ScriptedModel, call
+from support import ended_output
 
 HOOK = "test -f fixed.txt || { echo 'tests fail: fixed.txt missing' >&2; exit 2; }"
 
@@ -100,7 +101,7 @@ def test_a_run_page_follows_a_board_run_in_another_process_within_a_second(
         proc = run_board(repo, delay=0.3)
         deadline = time.monotonic() + 60
         while watch.stream is None or not watch.written:
-            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline and proc.poll() is None, ended_output(proc)
             time.sleep(0.02)
         page.goto(f"{served.url}runs/{watch.stream.parent.name}")
         page.evaluate(RECORDER)

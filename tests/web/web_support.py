@@ -8,6 +8,7 @@ on 127.0.0.1 with ``--port 0`` and reads the URL it prints.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -118,7 +119,8 @@ class Served:
             _, self.stderr = self.proc.communicate(timeout=15)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            _, self.stderr = self.proc.communicate()
+            with contextlib.suppress(subprocess.TimeoutExpired):  # a leftover holds its pipes
+                _, self.stderr = self.proc.communicate(timeout=10)
 
 
 def run_board(repo: Path, *, delay: float = 0.0) -> subprocess.Popen[str]:

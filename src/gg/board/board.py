@@ -12,11 +12,12 @@ Example::
 
 A board run is one :class:`gg.Run` (one stream, one budget, one gate): each
 issue's implementer, reviewers and merge agent are sessions of it, and up to
-``concurrency`` issues go at once, each in its own asyncio task (B5). The run
-holds a file lock (``board.lock`` in the repository's gg-private state
-directory, beside the store; :mod:`gg.state`) so two runs never drive the same
-board; a killed run's lock dies with it, and running again resumes every
-issue from its stored state.
+``concurrency`` issues go at once, each in its own asyncio task (B5); the
+run's claims on them are renewed from a thread of its own
+(:mod:`gg.board.lease`). The run holds a file lock (``board.lock`` in the
+repository's gg-private state directory, beside the store; :mod:`gg.state`)
+so two runs never drive the same board; a killed run's lock dies with it,
+and running again resumes every issue from its stored state.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from gg.board.basebranch import settle_base
 from gg.board.errors import BoardError
 from gg.board.git import Git, worktree_path
 from gg.board.gitsafe import write_gg_ignore
+from gg.board.lease import LeaseKeeper
 from gg.board.merge import MergeGuard
 from gg.board.postgres import PostgresStore, is_postgres_url
 from gg.board.sqlite import SqliteStore, default_path
@@ -199,6 +201,14 @@ class Board:
     ``claim_lease_s / 3`` seconds while it works: several runners sharing one
     PostgreSQL board take disjoint issues, a runner waits while another holds
     an unfinished issue, and takes it over once that runner's lease runs out.
+    The renewal runs in a daemon thread of its own
+    (:class:`~gg.board.lease.LeaseKeeper`, named ``gg-board-lease[<runner>]``),
+    not on the event loop that drives the issues: a loop blocked for longer
+    than the lease (a synchronous store call or ``git push``, a model, tool or
+    hook that blocks) would otherwise let a live runner's claims run out and
+    its work be taken over and wasted (issue 17, lease renewal). An issue
+    whose claim the thread finds lost has its work stopped on the loop's
+    thread; the thread is joined before :meth:`run` returns or raises.
 
     Args:
         workspace: the repository's top level (must exist; a git repo to ``run``).
@@ -354,8 +364,16 @@ class Board:
         self.settings = self.settings.model_copy(update={"board": board})
 
     def list(self) -> list[Issue]:
-        """Every issue, by number (none when the board has no store yet)."""
-        return self.store.issues() if self._exists() else []
+        """Every issue, by number (none when the board has no store yet).
+
+        Raises:
+            UserError: no board yet and the workspace is not a git repository's top level
+                (:class:`gg.board.git.Git`'s check: most likely the wrong directory).
+        """
+        if self._exists():
+            return self.store.issues()
+        _blocking(lambda: Git(self.workspace).current_branch())  # checks the repository
+        return []
 
     def show(self, number: int) -> IssueDetail:
         """Issue ``#number`` with its sessions, verdicts and history.
@@ -581,21 +599,30 @@ class Board:
         """Claim and drive up to ``k`` unfinished issues at once until none is left.
 
         Waits (polling every ``claim_poll_s``) while another runner holds an unfinished
-        issue, so a dead runner's issues are taken over when its lease runs out.
+        issue, so a dead runner's issues are taken over when its lease runs out. The
+        claims are renewed by a :class:`~gg.board.lease.LeaseKeeper` thread (issue 17),
+        started here and joined before this returns or raises.
+
+        Raises:
+            Exception: what broke the renewal thread (a defect, not a :class:`gg.GGError`),
+                within ``claim_poll_s``; the issues' work is stopped and the claims released.
         """
         runner = self.runner
         tasks: dict[asyncio.Task[Issue], int] = {}
         seen: set[int] = set()
         results: dict[int, Issue] = {}
-        beat = asyncio.create_task(self._heartbeat(ctx, tasks))
+        keeper = self._lease_keeper(ctx, tasks)
+        keeper.start()
         try:
             while True:
+                keeper.check()
                 while ctx.halt is None and len(tasks) < k:
                     issue = ctx.store.claim_next(runner, lease_s=self.claim_lease_s, skip=seen)
                     if issue is None:
                         break
                     seen.add(issue.number)
                     tasks[asyncio.create_task(self._one(ctx, issue.number))] = issue.number
+                    keeper.hold(issue.number)
                 if not tasks:
                     if ctx.halt is None and ctx.store.claimed_elsewhere(runner):
                         await asyncio.sleep(self.claim_poll_s)
@@ -606,29 +633,44 @@ class Board:
                 )
                 for task in finished:
                     number = tasks.pop(task)
+                    keeper.drop(number)
                     results[number] = ctx.store.issue(number) if task.cancelled() else task.result()
                     ctx.store.release(runner, number)
         finally:
-            beat.cancel()
+            keeper.stop()
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(beat, *tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             with contextlib.suppress(gg.GGError):
                 ctx.store.release(runner)
+        keeper.check()  # a renewal that broke in the run's last moments
         return [results[n] for n in sorted(results)]
 
-    async def _heartbeat(self, ctx: BoardContext, tasks: dict[asyncio.Task[Issue], int]) -> None:
-        """Renew this runner's claims; stop the work on an issue whose claim was lost."""
-        while True:
-            await asyncio.sleep(self.claim_lease_s / 3)
-            try:
-                held = ctx.store.renew(self.runner, lease_s=self.claim_lease_s)
-            except gg.GGError:
-                continue  # the store's own retries and diagnosis stop the run
+    def _lease_keeper(
+        self, ctx: BoardContext, tasks: dict[asyncio.Task[Issue], int]
+    ) -> LeaseKeeper:
+        """The renewal thread of one schedule (issue 17, lease renewal; not started).
+
+        It renews this runner's claims every ``claim_lease_s / 3`` seconds from a
+        thread of its own, so a loop blocked for longer than the lease (a synchronous
+        store call, ``git push`` or model) does not let the claims run out. An issue
+        whose claim it finds lost has its task cancelled on the loop's thread.
+        """
+        store, runner, lease_s = ctx.store, self.runner, self.claim_lease_s
+
+        def stop_lost(lost: set[int]) -> None:  # on the loop's thread
             for task, number in list(tasks.items()):
-                if number not in held and not task.done():
+                if number in lost and not task.done():
                     self._say(f"issue #{number}: lost its claim to another runner; stopping it")
                     task.cancel()
+
+        return LeaseKeeper(
+            lambda: store.renew(runner, lease_s=lease_s),
+            every_s=lease_s / 3,
+            on_lost=stop_lost,
+            loop=asyncio.get_running_loop(),
+            name=f"gg-board-lease[{runner}]",
+        )
 
     async def _one(self, ctx: BoardContext, number: int) -> Issue:
         flow = IssueFlow(ctx, number)

@@ -258,8 +258,9 @@ def run(
         str | None,
         typer.Option(
             metavar="SPEC",
-            help="local | scripted:PATH | openai:MODEL | anthropic:MODEL | "
-            "openai-compat:MODEL@URL (default: [model] spec).",
+            help="local | local:NAME | local:PATH | scripted:PATH | openai:MODEL | "
+            "openai-responses:MODEL | anthropic:MODEL | openai-compat:MODEL@URL "
+            "(default: [model] spec).",
         ),
     ] = None,
     workspace: Workspace = Path("."),
@@ -408,7 +409,10 @@ def _print_result(console: Console, result: BoardResult) -> None:
     if result.diagnosis:
         console.print(line(("not all done:", "bold red"), f" {result.diagnosis}"))
     elif result.issues:
-        console.print(line((f"all {len(result.issues)} issue(s) done", "bold green")))
+        taken = len(result.issues)
+        board = max(result.on_board, taken)
+        console.print(line((f"all {board} issue(s) on the board are done", "bold green"),
+                           (f" ({taken} by this run)", "dim")))  # fmt: skip
     elif result.on_board:
         console.print(line((f"all {result.on_board} issue(s) on the board are done", "bold green")))
     else:
@@ -437,6 +441,7 @@ def migrate(
     workspace: Workspace = Path("."),
     config: Config = None,
     json_out: JsonOut = False,
+    trust_config: TrustConfig = False,
 ) -> None:
     """Copy this workspace's SQLite board into an empty PostgreSQL board.
 
@@ -446,7 +451,7 @@ def migrate(
     """
     if not is_postgres_url(to):
         raise _fail(f"--to: {to!r} is not a postgresql:// URI")
-    with _board(workspace, config) as board:
+    with _board(workspace, config, trust_config=trust_config) as board:
         setting = board.settings.board.store
         spec = source or (setting if setting.startswith("sqlite") else "sqlite")
         path = _sqlite_path(spec, board.workspace)

@@ -48,6 +48,7 @@ from gg.board.gitsafe import (
 )
 from gg.board.locks import clear_stale_locks
 from gg.sandbox.tree import remove_tree
+from gg.shell import drop_pipes, exited
 from gg.state import private_dir, workspace_state
 
 __all__ = [
@@ -140,6 +141,20 @@ def _kill(proc: asyncio.subprocess.Process) -> None:
         proc.kill()
 
 
+async def _reap(proc: asyncio.subprocess.Process, grace_s: float = 5.0) -> None:
+    """Wait (at most ``grace_s``) for the killed ``proc`` to exit, then drop its pipes.
+
+    Not ``proc.wait()``: on Python 3.11 it also waits for every pipe to close, and a
+    process that left git's group (``setsid``) while holding them kept it waiting for
+    ever, after the kill too.
+    """
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(exited(proc), grace_s)
+    finally:  # cancelled too: else the loop keeps the pipes for as long as a holder lives
+        drop_pipes(proc)
+
+
 class Git:
     """The ``git`` CLI on one repository, run as :mod:`gg.board.gitsafe` says (issue 9 item 4).
 
@@ -221,12 +236,13 @@ class Git:
             out, err = await asyncio.wait_for(proc.communicate(), self.timeout_s)
         except TimeoutError:
             _kill(proc)
-            await proc.wait()
+            await _reap(proc)
             raise BoardError(
                 f"{op!r} did not finish in {self.timeout_s:g} s (killed)", code="git", operation=op
             ) from None
         except asyncio.CancelledError:
             _kill(proc)
+            drop_pipes(proc)
             raise
         _kill(proc)  # whatever git left running in its group goes with it
         result = GitResult(

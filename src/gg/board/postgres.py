@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Generator, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from gg import UserError
@@ -61,15 +63,18 @@ from gg.board.store import (
     Verdict,
     now_iso,
 )
+from gg.deferred import deferred, installed
 
-try:
+if TYPE_CHECKING:
     import psycopg
-except ImportError:  # the 'postgres' extra is not installed
-    psycopg = None  # type: ignore[assignment]
+else:  # the 'postgres' extra, imported when a store is first opened
+    psycopg = deferred("psycopg")
 
 __all__ = [
+    "OPEN_RETRY_DELAYS_S",
     "PG_MIGRATIONS",
     "RETRY_DELAYS_S",
+    "STATEMENT_TIMEOUT_S",
     "PostgresStore",
     "StoreLost",
     "is_postgres_url",
@@ -85,6 +90,29 @@ PG_MIGRATIONS: list[str] = [
 
 RETRY_DELAYS_S: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0, 4.0)
 """Seconds to wait before each new try of a call whose connection was lost."""
+
+STATEMENT_TIMEOUT_S = 30.0
+"""Seconds one statement (and one wait for a lock) may take before the server cancels it.
+
+Without it a renewal or a claim waiting on a row another connection holds, or on a
+server that stopped answering, waited for ever (the lease thread, then the whole run);
+with it the call fails with a :class:`gg.board.BoardError` that says so. The same
+bound is the connection's ``tcp_user_timeout``, with TCP keepalives, so a connection
+to a host that vanished is found dead rather than waited on. A timeout that the URL
+(``options=-c statement_timeout=...``, ``PGOPTIONS``), the role, the database or the
+server's configuration sets is left as it is, and so are the URL's keepalive parameters.
+A server that stops answering altogether (a frozen process: its kernel still acknowledges
+every packet, and its own timeout never fires) is cut on gg's side after twice the
+connection's statement timeout plus 1 s without a byte from it (none when that is 0).
+"""
+
+OPEN_RETRY_DELAYS_S: tuple[float, ...] = (0.2, 0.5)
+"""Seconds to wait before each new try while the server has never been reached.
+
+A server that cannot be reached when the store opens is most often a wrong URL or a server
+that is not running: three tries over 0.7 s say so quickly. Once reached, a lost connection
+gets :data:`RETRY_DELAYS_S` (7.7 s in all), long enough for a restart.
+"""
 
 _MIGRATE_LOCK = 0x67670017
 """The advisory lock key that serialises migrations of one database."""
@@ -158,9 +186,12 @@ def split_board_url(url: str) -> tuple[str, str]:
         UserError: an empty board name.
     """
     parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    names = [v for k, v in query if k == "board"]
-    rest = urlencode([(k, v) for k, v in query if k != "board"])
+    pieces = [p for p in parts.query.split("&") if p]
+    ours = [p for p in pieces if unquote(p.partition("=")[0]) == "board"]
+    names = [v for _, v in parse_qsl("&".join(ours), keep_blank_values=True)]
+    # the others as they were written: decoded and encoded again, `%20` became `+`,
+    # which libpq reads as a plus (a URL's `options=-c%20a=1%20-c%20b=2` broke)
+    rest = "&".join(p for p in pieces if p not in ours)
     board = names[-1] if names else "default"
     if not board.strip():
         raise UserError(f"board.store: an empty board name in {safe_url(url)!r}")
@@ -210,6 +241,88 @@ def _abandon(cur: Cursor, rows: Sequence[Sequence[Any]]) -> None:
         _history(cur, issue_id, "session_abandoned", None, None, facts)
 
 
+class _Watch:
+    """Cuts a connection whose server did not answer one wait in time (a thread of its own).
+
+    The server's ``statement_timeout`` ends a statement only while the server runs: one that
+    stopped (a frozen process, a disk that never returns, a proxy that passes nothing on)
+    still has its kernel acknowledge every packet, so neither TCP nor the server ends the
+    wait. Past ``after_s`` with no answer, the socket is shut down: psycopg then raises an
+    ``OperationalError`` (the connection is lost, and the store's retries take over).
+    """
+
+    def __init__(self, after_s: float) -> None:
+        self.after_s = after_s
+        self._cond = threading.Condition()
+        self._watched: tuple[float, int] | None = None  # (deadline, socket fd)
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def over(self, fd: int) -> Iterator[None]:
+        """Cut ``fd``'s connection if the block takes more than ``after_s`` seconds."""
+        with self._cond:
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._run, name="gg-pg-watch", daemon=True)
+                self._thread.start()
+            self._watched = (time.monotonic() + self.after_s, fd)
+            self._cond.notify()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._watched = None
+
+    def beating(self, gen: Generator[Any, Any, T]) -> Generator[Any, Any, T]:
+        """``gen`` (psycopg's steps of one wait), each step moving the deadline on.
+
+        The bound is on a silence, not on a long answer (``executemany`` of many rows).
+        """
+        try:
+            step = next(gen)
+            while True:
+                ready = yield step
+                with self._cond:  # not on a poll's timeout (psycopg's ready 0: no news)
+                    if ready and self._watched is not None:
+                        self._watched = (time.monotonic() + self.after_s, self._watched[1])
+                step = gen.send(ready)
+        except StopIteration as e:
+            return e.value  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """End the thread."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if self._watched is None:
+                    self._cond.wait()
+                    continue
+                deadline, fd = self._watched
+                if (left := deadline - time.monotonic()) > 0:
+                    self._cond.wait(left)
+                    continue
+                self._watched = None  # under the lock: fd is still the connection's socket
+                with contextlib.suppress(OSError), socket.socket(fileno=os.dup(fd)) as cut:
+                    cut.shutdown(socket.SHUT_RDWR)
+
+
+def _watched_connection(watch: _Watch) -> type[psycopg.Connection[Any]]:
+    """A psycopg connection class whose every wait for the server is under ``watch``."""
+
+    class Watched(psycopg.Connection[Any]):
+        def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
+            if watch.after_s <= 0:
+                return super().wait(gen, *args, **kwargs)
+            with watch.over(self.pgconn.socket):
+                return super().wait(watch.beating(gen), *args, **kwargs)
+
+    return Watched
+
+
 class PostgresStore:
     """A :class:`gg.board.store.Store` on a PostgreSQL database (SPEC B1, issue 17).
 
@@ -217,10 +330,15 @@ class PostgresStore:
         url: a libpq URI (``postgresql://user@host:port/db``, optional ``?board=NAME``).
         board: the board's name, overriding the URL's ``board`` parameter.
         retry_delays: seconds before each retry after a lost connection.
+        open_retry_delays: seconds before each retry while the server has never been reached
+            (:data:`OPEN_RETRY_DELAYS_S`).
         connect_timeout: seconds to wait for one connection.
+        statement_timeout_s: seconds one statement or lock wait may take
+            (:data:`STATEMENT_TIMEOUT_S`; more than 0).
 
     Raises:
         UserError: psycopg is not installed (the ``postgres`` extra), or a bad URL.
+        ValueError: ``statement_timeout_s`` is not more than 0.
         StoreLost: the server could not be reached after every retry.
         BoardError: the database has a newer schema than this gg knows.
     """
@@ -231,9 +349,13 @@ class PostgresStore:
         *,
         board: str | None = None,
         retry_delays: Sequence[float] = RETRY_DELAYS_S,
+        open_retry_delays: Sequence[float] = OPEN_RETRY_DELAYS_S,
         connect_timeout: int = 10,
+        statement_timeout_s: float = STATEMENT_TIMEOUT_S,
     ) -> None:
-        if psycopg is None:
+        if not statement_timeout_s > 0:  # NaN too
+            raise ValueError(f"statement_timeout_s must be more than 0: {statement_timeout_s!r}")
+        if not installed(psycopg):
             raise UserError(
                 "board.store: a PostgreSQL store needs the 'postgres' extra "
                 "(pip install 'gg-agent[postgres]')"
@@ -244,8 +366,12 @@ class PostgresStore:
         self.board_name = board or name
         self._conninfo = conninfo
         self._timeout = connect_timeout
+        self._statement_ms = max(1, round(statement_timeout_s * 1000))
         self._delays = tuple(retry_delays)
+        self._open_delays = tuple(open_retry_delays)
         self._lock = threading.RLock()
+        self._watch = _Watch(2 * self._statement_ms / 1000 + 1)
+        self._class = _watched_connection(self._watch)
         self._conn: psycopg.Connection[Any] | None = None
         self._pending: tuple[str, object] | None = None
         self._lost: str | None = None
@@ -264,13 +390,37 @@ class PostgresStore:
 
     def _connection(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed:
-            self._conn = psycopg.connect(
+            ms = self._statement_ms
+            given = psycopg.conninfo.conninfo_to_dict(self._conninfo)
+            tcp = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5}
+            tcp |= {"keepalives_count": 3, "tcp_user_timeout": ms}
+            conninfo = psycopg.conninfo.make_conninfo(
                 self._conninfo,
-                autocommit=False,
                 connect_timeout=self._timeout,
                 application_name="gg-board",
+                **{k: v for k, v in tcp.items() if k not in given},  # the URL's own win
             )
+            conn = self._class.connect(conninfo, autocommit=False)
             self._reached = True
+            # Not the `options` parameter: it would replace the user's (their search_path,
+            # PGOPTIONS, a service's). Set where no one else did (the URL, the role...).
+            try:
+                conn.execute(
+                    "SELECT set_config(name, %s, false) FROM pg_settings "
+                    "WHERE name IN ('statement_timeout', 'lock_timeout') AND source = 'default'",
+                    (str(ms),),
+                )
+                row = conn.execute(
+                    "SELECT EXTRACT(EPOCH FROM current_setting('statement_timeout')::interval)"
+                ).fetchone()
+                conn.commit()
+                # the client's bound: past the server's own (which says why), or none
+                after_s = float(row[0]) if row else 0.0
+                self._watch.after_s = 2 * after_s + 1 if after_s > 0 else 0.0
+            except BaseException:
+                conn.close()  # never kept without its bounds
+                raise
+            self._conn = conn
         return self._conn
 
     def _drop(self) -> None:
@@ -292,10 +442,20 @@ class PostgresStore:
             if self._lost is not None:
                 raise StoreLost(self._lost)
             last: Exception | None = None
-            for delay in (0.0, *self._delays):
-                time.sleep(delay)
+            tries = 0
+            while True:
                 try:
                     return self._attempt(fn)
+                except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable) as e:
+                    self._drop()  # a retry would wait as long again: said, not retried
+                    raise BoardError(
+                        f"the PostgreSQL board store {self.url!r} did not {what} within "
+                        f"{self._statement_ms / 1000:g} s (a lock another connection holds, "
+                        "or a server that stopped answering): "
+                        + without_secrets(" ".join(str(e).split()), self._raw_url),
+                        code="store",
+                        operation=what,
+                    ) from None
                 except psycopg.OperationalError as e:
                     last = e
                     self._drop()
@@ -306,11 +466,17 @@ class PostgresStore:
                         code="store",
                         operation=what,
                     ) from None
-            tries = len(self._delays) + 1
+                # chosen after each try: a server reached by this very call (then lost) gets
+                # the long schedule, not the one of a server never reached
+                delays = self._delays if self._reached else self._open_delays
+                if tries >= len(delays):
+                    break
+                time.sleep(delays[tries])
+                tries += 1
             verb = "lost" if self._reached else "cannot reach"
             self._lost = (
-                f"{verb} the PostgreSQL board store {self.url!r}: could not {what} in {tries} "
-                f"tries over {sum(self._delays):g}s ({type(last).__name__}: "
+                f"{verb} the PostgreSQL board store {self.url!r}: could not {what} in "
+                f"{len(delays) + 1} tries over {sum(delays):g}s ({type(last).__name__}: "
                 f"{without_secrets(' '.join(str(last).split()), self._raw_url)})"
             )
             raise StoreLost(self._lost)
@@ -740,6 +906,7 @@ class PostgresStore:
         with self._lock:
             self._closed = True
             self._drop()
+            self._watch.close()
 
     # -- gg board migrate ------------------------------------------------------------------
 

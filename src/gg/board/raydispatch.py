@@ -44,6 +44,7 @@ and the model's credentials in its environment.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import re
 import shutil
@@ -57,7 +58,7 @@ from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import gg
 from gg.board.board import Board
@@ -67,18 +68,16 @@ from gg.board.gitsafe import config_args, driver_overrides, git_env
 from gg.board.merged import Part, merge
 from gg.board.postgres import PostgresStore, is_postgres_url, split_board_url
 from gg.board.store import Issue, IssueDetail, IssueState, SessionKind, SessionStatus, Verdict
+from gg.deferred import deferred, installed
 from gg.seal import HEAD_NAME, KEY_NAME
 from gg.state import private_dir, workspace_state
 
-try:
-    import ray
-except ImportError:  # the 'ray' extra is not installed
-    ray = None  # type: ignore[assignment]
-
-try:
+if TYPE_CHECKING:
     import psycopg
-except ImportError:  # the 'postgres' extra is not installed
-    psycopg = None  # type: ignore[assignment]
+    import ray
+else:  # the 'ray' and 'postgres' extras, imported when a dispatch first needs them
+    psycopg = deferred("psycopg")
+    ray = deferred("ray")
 
 __all__ = [
     "POINTS",
@@ -239,9 +238,15 @@ _HOME: list[Path] = []
 
 
 def _git_home() -> Path:
-    """An empty gg-private directory for git's ``HOME`` (one per process)."""
+    """An empty gg-private directory for git's ``HOME`` (one per process).
+
+    It is removed when the process exits (every driver and Ray worker process used to
+    leave its own in the temp directory).
+    """
     if not _HOME:
-        _HOME.append(Path(tempfile.mkdtemp(prefix="gg-git-home-")))
+        home = Path(tempfile.mkdtemp(prefix="gg-git-home-"))
+        atexit.register(shutil.rmtree, home, ignore_errors=True)
+        _HOME.append(home)
     return _HOME[0]
 
 
@@ -770,7 +775,7 @@ def _start_ray(address: str) -> None:
     Raises:
         UserError: no ``ray`` extra, or nothing answers at ``address``.
     """
-    if ray is None:
+    if not installed(ray):
         raise gg.UserError("--ray needs the 'ray' extra (pip install 'gg-agent[ray]')")
     if not ray.is_initialized():
         local = address == "local"

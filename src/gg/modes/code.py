@@ -214,7 +214,10 @@ def _valid_text(answer: CallAnswer) -> CallAnswer:
     item 6). Nested values are scrubbed when the membrane sends them.
     """
     value = scrub(answer.value) if isinstance(answer.value, str) else answer.value
-    return replace(answer, value=value, error=scrub(answer.error))
+    error = scrub(answer.error)
+    if value is answer.value and error is answer.error:
+        return answer  # nothing to replace (scrub gives back the same text when it is valid)
+    return replace(answer, value=value, error=error)
 
 
 async def _call_tool(tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> CallAnswer:
@@ -439,7 +442,7 @@ class CodeMode:
             emit=ctx.emit,
             ids=ctx.ids,
             tools=self._tools,
-            context=replace(self._context, turn=ctx.turn),  # on-use events carry the turn
+            context=self._context.at_turn(ctx.turn),  # on-use events carry the turn
             progress=self.progress,
             output=self.output,
         )

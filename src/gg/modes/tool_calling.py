@@ -22,7 +22,6 @@ done a good turn's last result carries the reminder that points at the ending
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -228,7 +227,7 @@ class ToolCallingMode:
             )
             return _CallOutcome(text, ok=False, kind="repeated_call")
         try:
-            context = dataclasses.replace(self._context, turn=turn)  # the calling turn
+            context = self._context.at_turn(turn)  # the calling turn
             res = _CallOutcome(await tool.call(args, context))
         except ToolError as e:
             res = _CallOutcome(f"Error: {e}", ok=False)

@@ -41,6 +41,10 @@ UID_BASE = 61001
 SLOTS = 256
 SANDBOX_GID = 61000
 """The group every slot uid has; the workspace ACL grants it ``rwX``."""
+_NEXT = [0]
+"""Where this process's next search for a free slot starts: after the last one it took, so
+the slots it still holds (a session's waiting children) are not tried again each time, and
+a freed uid is reused as late as possible."""
 
 _ACCESS = "system.posix_acl_access"
 _DEFAULT = "system.posix_acl_default"
@@ -52,6 +56,9 @@ _NO_ID = 0xFFFFFFFF
 def uid_slot() -> Iterator[int]:
     """Hold a free slot uid for the duration of the ``with`` block.
 
+    Slots are tried in turn from the one after this process's last (every slot is tried
+    before the search gives up).
+
     Yields:
         The uid (``UID_BASE`` .. ``UID_BASE + 255``).
 
@@ -60,13 +67,15 @@ def uid_slot() -> Iterator[int]:
     """
     lock_dir = state_dir() / "slots"
     lock_dir.mkdir(mode=0o700, exist_ok=True)
-    for n in range(SLOTS):
+    start = _NEXT[0]
+    for n in ((start + i) % SLOTS for i in range(SLOTS)):
         fd = os.open(lock_dir / f"{n}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             continue
+        _NEXT[0] = (n + 1) % SLOTS
         try:
             yield UID_BASE + n
         finally:

@@ -398,8 +398,7 @@ class Sandbox:
                 warm = await self._run_warm(membrane, ws, files)
                 if warm is not None:
                     return warm
-                membrane = Membrane(tools=[t.name for t in tools], handler=handler,
-                                    limits=self.limits)  # fmt: skip
+                membrane = membrane.fresh()
             if language == "javascript":
                 return await self._run_deno(membrane, ws, files, read_only)
             return await self._run_program(membrane, language, ws, files, read_only)
@@ -451,13 +450,6 @@ class Sandbox:
             raise _NotForked from exc
         try:
             started = time.monotonic()
-            try:
-                await zygote.send_program(
-                    primed, files["program.py"], files["sdk.py"], self.limits.wall_s
-                )
-            except SandboxError as exc:
-                primed.close()
-                raise _NotForked from exc
             uid, sweep = primed.uid, None
             if uid is not None and self.isolation is not Isolation.BWRAP:
                 sweep = lambda: kill_all(uid, host_facts().python)  # noqa: E731
@@ -465,10 +457,19 @@ class Sandbox:
             # until the zygote is clean, must never close those numbers again (by then they
             # may name the next program's pipes)
             fds, primed.fds = primed.fds, ()  # type: ignore[assignment]
+
+            async def go() -> None:  # once gg watches: the program, written to the child
+                try:
+                    await zygote.send_program(
+                        fds[2], primed, files["program.py"], files["sdk.py"], self.limits.wall_s
+                    )
+                except SandboxError as exc:
+                    raise _NotForked from exc
+
             outcome = await watch(
                 primed.child, membrane=membrane, fds=fds, started=started,
                 wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes, sweep=sweep,
-                writes=cap,
+                writes=cap, go=go,
             )  # fmt: skip
         except BaseException:
             zygote.close()  # the handler raised (or gg was cancelled): nothing of it stays
@@ -485,24 +486,44 @@ class Sandbox:
     ) -> ProgramResult:
         """Run a JavaScript program in a started Deno of its own (issue 11, :mod:`.deno`).
 
-        Warm: the spare started for this workspace while the model thought (then its
+        Warm: a spare started for this workspace while the model thought (then its
         replacement is started); else, or when that one died, one started now.
+        """
+        try:
+            return await self._deno_once(membrane, ws, files, read_only, self.warm)
+        except _NotForked:  # the warm Deno died before its program: nothing of it ran
+            pass
+        try:
+            return await self._deno_once(membrane.fresh(), ws, files, read_only, False)
+        except _NotForked as exc:
+            why = exc.__cause__ or "its Deno ended before the program began"
+            raise SandboxError(f"the sandbox could not start the program: {why}") from exc
+
+    async def _deno_once(
+        self, membrane: Membrane, ws: Path, files: dict[str, str], read_only: bool, warm: bool
+    ) -> ProgramResult:
+        """Run it in a spare (``warm``) or in a Deno started now.
+
+        Raises:
+            _NotForked: the Deno was gone when told to go (nothing of the program ran).
         """
         key = self._deno_key(ws, read_only)
         program, sdk = files["program.mjs"], files["sdk.mjs"]
-        spare = self._spares.take(key, sdk) if self.warm else Spare.start(key, sdk)
-        try:
+        spare = self._spares.take(key, sdk) if warm else Spare.start(key, sdk)
+
+        async def go() -> None:  # once gg watches it: the program may run
             try:
-                fds = spare.go(program, sdk)
-            except OSError:  # it died between the check and the go: nothing of it ran
-                spare.close()
-                spare = Spare.start(key, sdk)
-                fds = spare.go(program, sdk)
+                await spare.go()
+            except OSError as exc:
+                raise _NotForked from exc
+
+        try:
+            fds = spare.stage(program, sdk)
             cap = self._write_cap(spare.job.written)
             outcome = await watch(
                 spare.begun.child, membrane=membrane, fds=fds, started=time.monotonic(),
                 wall_s=self.limits.wall_s, output_bytes=self.limits.output_bytes,
-                sweep=spare.job.sweep, writes=cap,
+                sweep=spare.job.sweep, writes=cap, go=go,
             )  # fmt: skip
         finally:
             spare.close()

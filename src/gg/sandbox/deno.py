@@ -47,7 +47,10 @@ from gg.sandbox.runs import Options, Prepared, prepared
 
 __all__ = ["Key", "Spare", "Spares"]
 
-_SPARES = 1
+_SPARES = 2
+"""Spares kept per key: Deno cannot fork, and a start costs about 40 ms of CPU, so with a
+model that answers at once one spare is always still starting when the next turn comes;
+two overlap their starts with the turns (issue 11)."""
 _KEYS = 4
 """Spares are kept for this many keys (workspaces), the most recently used."""
 _ENTRY = {
@@ -93,6 +96,7 @@ class Spare:
         self.key, self.job, self.begun, self.sdk = key, job, begun, sdk
         self._stack = stack
         self._watched = False
+        self._warm_sdk = False
         self._identity = _identity(key.workspace)
 
     @classmethod
@@ -133,8 +137,8 @@ class Spare:
             return False
         return self._identity is not None and _identity(self.key.workspace) == self._identity
 
-    def go(self, program: str, sdk: str) -> tuple[int, int, int | None]:
-        """Write ``program`` and ``sdk`` into its run directory and let it run them.
+    def stage(self, program: str, sdk: str) -> tuple[int, int, int | None]:
+        """Write ``program`` and ``sdk`` into its run directory; :meth:`go` lets it run them.
 
         The runner uses the SDK it preloaded when ``sdk`` is that same text.
 
@@ -155,12 +159,19 @@ class Spare:
         assert self.job.run_dir is not None
         (self.job.run_dir / "program.mjs").write_text(program, encoding="utf-8")
         (self.job.run_dir / "sdk.mjs").write_text(sdk, encoding="utf-8")  # if the warm one fails
-        warm = sdk == self.sdk
+        self._warm_sdk = sdk == self.sdk
+        return self.begun.fds
+
+    async def go(self) -> None:
+        """Let it run the staged program (:meth:`stage`): one line on its answer pipe.
+
+        Raises:
+            OSError: it is gone.
+        """
         answers = self.begun.fds[2]
         assert answers is not None
-        go = json.dumps({"kind": "go", "cwd": str(self.key.workspace), "warm_sdk": warm}) + "\n"
-        os.write(answers, go.encode())  # the pipe is empty: a short write cannot block
-        return self.begun.fds
+        line = {"kind": "go", "cwd": str(self.key.workspace), "warm_sdk": self._warm_sdk}
+        os.write(answers, (json.dumps(line) + "\n").encode())  # an empty pipe: cannot block
 
     def close(self) -> None:
         """Release it: kill it if it never ran its program, free the uid slot and run dir."""

@@ -2,7 +2,8 @@
 
 One :class:`Plan` per process: a Python program, a JavaScript program, a
 JavaScript syntax check, a shell command, or the probe. The process always
-starts as ``<python> -I -S -B boot.py CONFIG`` (``guest/boot.py``), under
+starts as ``<python> -I -S -B -c STUB CONFIG``: ``guest/boot.py``, its code compiled by gg
+(:mod:`gg.sandbox.bytecode`) when the interpreter matches, else its source; under
 bubblewrap for :attr:`Isolation.BWRAP`; ``boot.py`` applies what the config
 says and then runs the program. Nothing of gg's environment is passed on:
 the child's environment is built here from scratch.
@@ -28,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from gg.disk import disk_full, is_disk_full
 from gg.sandbox.accounts import SANDBOX_GID
+from gg.sandbox.bytecode import BOOT_STUB, needed, write_compiled
 from gg.sandbox.host import GUEST_DIR, SYSTEM_PATH, HostFacts, Isolation
 from gg.sandbox.limits import Limits
 
@@ -216,6 +219,7 @@ def _boot_config(spec: Spec, exe_fd: int | None) -> dict[str, object]:
         "workspace": str(spec.workspace),
         "run_dir": _run_path(spec),
         "runner": f"{guest}/runner.py",
+        "compiled": _run_path(spec),
         "fds": {"req": spec.req_fd, "ans": spec.ans_fd, "seccomp": spec.seccomp_fd, "exe": exe_fd},
         "rlimits": _rlimits(spec, nproc_base),
         "drop": {"uid": spec.uid, "gid": SANDBOX_GID} if root_drops else None,
@@ -373,7 +377,8 @@ def plan(spec: Spec) -> Plan:
             fds.append(exe_fd)
         config = json.dumps(_boot_config(spec, exe_fd), separators=(",", ":"))
         boot_dir = "/gg/guest" if spec.isolation is Isolation.BWRAP else str(GUEST_DIR)
-        argv = [spec.facts.python, "-I", "-S", "-B", f"{boot_dir}/boot.py", config]
+        stub = BOOT_STUB.format(pyc=f"{_run_path(spec)}/boot.pyc", source=f"{boot_dir}/boot.py")
+        argv = [spec.facts.python, "-I", "-S", "-B", "-c", stub, config]
         result = Plan(
             argv=argv,
             env=_env(spec),
@@ -432,10 +437,31 @@ def _hide(result: Plan, *, bwrap: bool) -> None:
     result.argv = [argv[0], "--args", str(args_fd), *argv[cut:]]
 
 
-def prepare_run_dir(run_dir: Path, *, uid: int | None, isolation: Isolation) -> None:
-    """Give the run directory the JS runner, a git config, and (not bubblewrap) a private tmp."""
+def prepare_run_dir(
+    run_dir: Path, *, uid: int | None, isolation: Isolation, mode: Mode = "zygote"
+) -> None:
+    """Give the run directory its files: the JS runner, a git config, and more.
+
+    Also the guest's Python code a process of ``mode`` loads, compiled
+    (:func:`gg.sandbox.bytecode.needed`), and, but under bubblewrap, a private tmp.
+
+    Raises:
+        gg.errors.DiskFull: its filesystem is full (issue 12: the run stops, named).
+        OSError: another failure to write a file there.
+    """
+    try:
+        _fill(run_dir, uid=uid, isolation=isolation, mode=mode)
+    except OSError as e:
+        if is_disk_full(e):
+            raise disk_full(run_dir, "the sandbox's run directory", e) from None
+        raise
+
+
+def _fill(run_dir: Path, *, uid: int | None, isolation: Isolation, mode: Mode) -> None:
     os.chmod(run_dir, 0o755)
     shutil.copyfile(GUEST_DIR / "runner.js", run_dir / "runner.js")
+    guest = "/gg/guest" if isolation is Isolation.BWRAP else str(GUEST_DIR)
+    write_compiled(run_dir, guest, needed(mode))
     # The workspace belongs to gg's user, not the slot uid: let git work in it anyway.
     (run_dir / "gitconfig").write_text("[safe]\n\tdirectory = *\n")
     if isolation is not Isolation.BWRAP:

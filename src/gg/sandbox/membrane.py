@@ -56,6 +56,7 @@ from gg import bounded
 from gg.endings import canonical_call, is_ending_name
 from gg.errors import ToolError
 from gg.sandbox.limits import Limits
+from gg.sandbox.pipes import PipeReader, PipeWriter
 from gg.text import cut
 
 __all__ = ["CallAnswer", "CallRequest", "CompileReport", "Handler", "Membrane", "Result"]
@@ -245,14 +246,16 @@ class Membrane:
         self.idle = asyncio.Event()
         self.idle.set()
 
+    def fresh(self) -> Membrane:
+        """A new membrane with this one's tools, handler and limits (for a program run anew)."""
+        return Membrane(tools=sorted(self._tools), handler=self._handler, limits=self._limits)
+
     @property
     def message_bytes(self) -> int:
         """The longest message accepted, in bytes, not counting its newline."""
         return self._limits.message_bytes
 
-    async def serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter | None
-    ) -> None:
+    async def serve(self, reader: PipeReader, writer: PipeWriter | None) -> None:
         """Read and answer messages until EOF or a violation (then :attr:`violation` is set).
 
         Never raises for anything the program sent; an exception of the handler (other
@@ -265,7 +268,7 @@ class Membrane:
         except Violation as exc:
             self.violation = f"the program sent gg {exc}"
 
-    async def _next_line(self, reader: asyncio.StreamReader) -> bytes | None:
+    async def _next_line(self, reader: PipeReader) -> bytes | None:
         """The next line without its newline; ``None`` at a clean EOF."""
         limit = self._limits.message_bytes
         try:
@@ -287,7 +290,7 @@ class Membrane:
             )
         return line[:-1]
 
-    async def _handle(self, line: bytes, writer: asyncio.StreamWriter | None) -> bool:
+    async def _handle(self, line: bytes, writer: PipeWriter | None) -> bool:
         """Parse and act on one line; ``False`` when the answers can no longer be sent."""
         try:
             if len(line) > _OFF_LOOP_BYTES:
@@ -308,7 +311,7 @@ class Membrane:
             raise Violation("a message after its result")
 
     async def _take(
-        self, message: dict[str, Any], maybe_surrogates: bool, writer: asyncio.StreamWriter | None
+        self, message: dict[str, Any], maybe_surrogates: bool, writer: PipeWriter | None
     ) -> bool:
         kind = message.get("kind")
         if kind == "ready":
@@ -346,7 +349,7 @@ class Membrane:
         if self.calls > self._limits.calls:
             raise Violation(f"more than {self._limits.calls} calls (the limit)")
 
-    async def _refuse(self, ident: int, reason: str, writer: asyncio.StreamWriter | None) -> bool:
+    async def _refuse(self, ident: int, reason: str, writer: PipeWriter | None) -> bool:
         """Answer a call gg will not take with ``bad_call`` (it counts as a call)."""
         self._expect_running()
         self._count()
@@ -387,7 +390,7 @@ class Membrane:
             raise TypeError(f"the sandbox handler returned {type(answer).__name__}, not CallAnswer")
         return answer
 
-    async def _send(self, writer: asyncio.StreamWriter, ident: int, answer: CallAnswer) -> bool:
+    async def _send(self, writer: PipeWriter, ident: int, answer: CallAnswer) -> bool:
         message = {"id": ident, "ok": answer.ok, "value": answer.value}
         message |= {"error": answer.error, "error_type": answer.error_type}
         try:

@@ -21,7 +21,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,6 +29,7 @@ from gg.reaper import forget as forget_group
 from gg.reaper import watch as watch_group
 from gg.sandbox.launch import Plan
 from gg.sandbox.membrane import Membrane
+from gg.sandbox.pipes import PipeReader, PipeWriter
 from gg.sandbox.writes import POLL_S, WriteCap
 
 __all__ = ["Child", "Outcome", "Started", "start", "supervise", "watch"]
@@ -86,23 +87,6 @@ class _Output:
         return head + marker + self.tail.decode("utf-8", "replace")
 
 
-async def _pipe_reader(fd: int, limit: int) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=limit)
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", 0)
-    )
-    return reader, transport
-
-
-async def _pipe_writer(fd: int) -> asyncio.StreamWriter:
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(fd, "wb", 0)
-    )
-    return asyncio.StreamWriter(transport, protocol, None, loop)
-
-
 class Child(Protocol):
     """A running sandboxed process gg watches.
 
@@ -150,7 +134,7 @@ class _Watch:
                 return
             await asyncio.sleep(min(left, 1.0) + 0.005)
 
-    async def read_output(self, reader: asyncio.StreamReader, out: _Output, kill_at: int) -> None:
+    async def read_output(self, reader: PipeReader, out: _Output, kill_at: int) -> None:
         """Read to EOF; past ``kill_at`` bytes ask for a stop, and keep draining (discarding)."""
         while chunk := await reader.read(_CHUNK):
             if out.total <= kill_at:
@@ -158,9 +142,7 @@ class _Watch:
                 if out.total > kill_at:
                     self.stop("output")
 
-    async def serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter | None
-    ) -> None:
+    async def serve(self, reader: PipeReader, writer: PipeWriter | None) -> None:
         try:
             await self.membrane.serve(reader, writer)
         except BaseException:
@@ -238,8 +220,12 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 async def _finish(task: asyncio.Task[None], timeout: float) -> None:
-    with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-        await asyncio.wait_for(asyncio.shield(task), timeout)
+    """Let ``task`` end within ``timeout`` seconds, else cancel it; its outcome stays on it."""
+    if task.done():
+        return
+    if timeout > 0:
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(task), timeout)
     if not task.done():
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -262,7 +248,11 @@ class Started:
         """Kill it (its whole group) and close gg's ends, without watching it (blocking).
 
         For a process that never got its program (a warm spare given up): nothing of a
-        program ran in it, so no descendant left its process group.
+        program ran in it. Under bubblewrap, its inner process leads a Unix session of its
+        own (``--new-session``) and dies with bubblewrap by its death signal, which it sets
+        only once it has started: killed earlier, it lives on until it reads the end of
+        its answer pipe, which closing gg's ends here gives it (``runner.js`` then
+        exits).
         """
         child = self.child
         if isinstance(child, _PopenChild):
@@ -352,6 +342,7 @@ async def watch(
     shell: bool = False,
     sweep: Callable[[], None] | None = None,
     writes: WriteCap | None = None,
+    go: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
     """Watch a started ``child`` to its end (see :func:`supervise`, whose arguments these are).
 
@@ -365,12 +356,14 @@ async def watch(
         shell: keep head and tail, and kill only at 100x the cap.
         sweep: called (in a thread) after the process ends, to kill stragglers.
         writes: the write cap to watch.
+        go: lets a waiting process run, once all that watches it is in place (a woken
+            process on a busy core waits for its waker to sleep). Its errors propagate.
 
     Returns:
         The :class:`Outcome`; the handler's exceptions propagate after the tree was killed.
     """
     out_read, req_fd, ans_fd = fds
-    streams = await _Streams.open(out_read, req_fd, ans_fd, membrane.message_bytes + 1)
+    streams = _Streams.open(out_read, req_fd, ans_fd, membrane.message_bytes + 1)
     watcher = _Watch(child, membrane, wall_s)
     out = _Output(output_bytes, keep_tail=shell)
     kill_at = output_bytes * _SHELL_KILL_FACTOR if shell else output_bytes
@@ -383,6 +376,8 @@ async def watch(
     if writes is not None:
         tasks["writes"] = asyncio.create_task(watcher.writes(writes))
     try:
+        if go is not None:
+            await _let_go(go)
         stopped = await watcher.done
     finally:
         await _wind_down(child, tasks, streams, sweep)
@@ -398,27 +393,31 @@ async def watch(
     )
 
 
+async def _let_go(go: Callable[[], Awaitable[None]]) -> None:
+    """Call ``go`` once the watching tasks are parked in their first wait."""
+    await asyncio.sleep(0)
+    await go()
+
+
 @dataclass(slots=True)
 class _Streams:
     """gg's ends of the output pipe, the request pipe and the answer pipe."""
 
-    output: asyncio.StreamReader
-    requests: asyncio.StreamReader
-    answers: asyncio.StreamWriter | None
-    transports: list[asyncio.BaseTransport]
+    output: PipeReader
+    requests: PipeReader
+    answers: PipeWriter | None
 
     @classmethod
-    async def open(cls, out_fd: int, req_fd: int, ans_fd: int | None, limit: int) -> _Streams:
-        output, out_transport = await _pipe_reader(out_fd, _CHUNK)
-        requests, req_transport = await _pipe_reader(req_fd, limit)
-        answers = await _pipe_writer(ans_fd) if ans_fd is not None else None
-        return cls(output, requests, answers, [out_transport, req_transport])
+    def open(cls, out_fd: int, req_fd: int, ans_fd: int | None, limit: int) -> _Streams:
+        output = PipeReader(out_fd, _CHUNK)
+        requests = PipeReader(req_fd, limit)
+        return cls(output, requests, PipeWriter(ans_fd) if ans_fd is not None else None)
 
     def close(self) -> None:
         if self.answers is not None:
             self.answers.close()
-        for transport in self.transports:
-            transport.close()
+        self.output.close()
+        self.requests.close()
 
 
 class _PopenChild:

@@ -13,17 +13,16 @@ import contextlib
 import os
 import signal
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gg.sandbox.accounts import SANDBOX_GID, kill_all, share_workspace, uid_slot
-from gg.sandbox.host import Isolation, host_facts, state_dir
+from gg.sandbox.host import Isolation, host_facts
 from gg.sandbox.launch import Mode, Plan, Spec, plan, prepare_run_dir
 from gg.sandbox.limits import Limits
+from gg.sandbox.rundirs import new_run_dir, remove_run_dir
 from gg.sandbox.seccomp import seccomp_bpf
-from gg.sandbox.tree import remove_tree
 
 __all__ = ["Options", "Prepared", "prepared", "run_blocking"]
 
@@ -103,10 +102,10 @@ def _pipes(
 
 
 def _fill_run_dir(
-    run_dir: Path, *, uid: int | None, isolation: Isolation, files: dict[str, str]
+    run_dir: Path, *, uid: int | None, isolation: Isolation, files: dict[str, str], mode: Mode
 ) -> None:
-    """Lay out ``run_dir`` for the guest and write ``files`` (name -> text, UTF-8) into it."""
-    prepare_run_dir(run_dir, uid=uid, isolation=isolation)
+    """Lay out ``run_dir`` for a ``mode`` guest and write ``files`` (name -> UTF-8 text)."""
+    prepare_run_dir(run_dir, uid=uid, isolation=isolation, mode=mode)
     for name, text in files.items():
         (run_dir / name).write_text(text, encoding="utf-8")
 
@@ -154,10 +153,10 @@ def prepared(
     with slot as uid:
         if uid is not None:
             share_workspace(workspace)
-        run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=state_dir()))
+        run_dir = new_run_dir("run-")
         owned: set[int] = set()
         try:
-            _fill_run_dir(run_dir, uid=uid, isolation=isolation, files=files)
+            _fill_run_dir(run_dir, uid=uid, isolation=isolation, files=files, mode=mode)
             pipes = _pipes(mode, isolation, uid, owned)
             req_read, req_write, ans_read, ans_write, seccomp_fd = pipes
             spec = Spec(
@@ -180,7 +179,7 @@ def prepared(
                 with contextlib.suppress(OSError):
                     os.close(fd)
             with contextlib.suppress(OSError):
-                remove_tree(run_dir)  # a program's private tmp may be any depth
+                remove_run_dir(run_dir)  # a program's private tmp may be any depth
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

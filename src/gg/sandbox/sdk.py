@@ -27,12 +27,13 @@ identifiers, so a tool's name or description cannot inject code.
 
 from __future__ import annotations
 
+import copy
 import json
 import keyword
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from gg.callform import ENDING_EXAMPLES, example_arguments
 from gg.endings import ENDING_CALLS, Role, ending_tool_specs, spell
@@ -110,6 +111,35 @@ def _first_line(text: str) -> str:
 
 
 def _functions(tools: Sequence[ToolSpec]) -> tuple[list[_Function], list[_Function]]:
+    """The SDK's functions for ``tools``: the tools', then the endings' (fresh lists)."""
+    # the caller's schemas may change later: the cache makes its own copy, as its key saw them
+    key = repr(list(tools))  # specs are JSON-shaped: equal reprs, equal specs
+    made = _remember(_MADE, key, lambda: _make_functions(copy.deepcopy(list(tools))))
+    return list(made[0]), list(made[1])
+
+
+_KEPT = 32
+"""Entries each of the SDK's caches keeps (a session asks for its arm's SDK every turn)."""
+_MADE: dict[str, tuple[tuple[_Function, ...], tuple[_Function, ...]]] = {}
+"""The SDK's functions made lately, by tools."""
+_SOURCES: dict[tuple[str, str], str] = {}
+"""SDK sources made lately, by language and tools."""
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _remember(cache: dict[_K, _V], key: _K, make: Callable[[], _V]) -> _V:
+    """``cache[key]``, made by ``make`` when missing; the oldest entry goes past :data:`_KEPT`."""
+    if key not in cache:
+        if len(cache) >= _KEPT:
+            cache.pop(next(iter(cache)))
+        cache[key] = make()
+    return cache[key]
+
+
+def _make_functions(
+    tools: Sequence[ToolSpec],
+) -> tuple[tuple[_Function, ...], tuple[_Function, ...]]:
     py_taken: set[str] = set()
     js_taken: set[str] = set()
     tool_fns = []
@@ -136,7 +166,7 @@ def _functions(tools: Sequence[ToolSpec]) -> tuple[list[_Function], list[_Functi
         )
         for call in ENDING_CALLS
     ]
-    return tool_fns, endings
+    return tuple(tool_fns), tuple(endings)
 
 
 # ---------------------------------------------------------------- types
@@ -393,12 +423,16 @@ def sdk_source(tools: Sequence[ToolSpec], *, language: Language) -> str:
     Raises:
         ValueError: for an unknown language.
     """
+    if language not in ("python", "javascript"):
+        raise ValueError(f"unknown language {language!r}")
+    return _remember(_SOURCES, (language, repr(list(tools))), lambda: _made_source(tools, language))
+
+
+def _made_source(tools: Sequence[ToolSpec], language: Language) -> str:
     tool_fns, endings = _functions(tools)
     if language == "python":
         return _python_source(tool_fns, endings)
-    if language == "javascript":
-        return _javascript_source(tool_fns, endings)
-    raise ValueError(f"unknown language {language!r}")
+    return _javascript_source(tool_fns, endings)
 
 
 def _py_literal(value: Any) -> str:

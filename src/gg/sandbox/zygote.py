@@ -30,9 +30,9 @@ import contextlib
 import functools
 import json
 import os
+import select
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,11 +42,11 @@ from typing import Any
 from gg import reaper
 from gg.errors import SandboxError
 from gg.sandbox.accounts import SANDBOX_GID, uid_slot
-from gg.sandbox.host import Isolation, host_facts, state_dir
+from gg.sandbox.host import Isolation, host_facts
 from gg.sandbox.launch import Spec, plan, prepare_run_dir, program_config
 from gg.sandbox.limits import Limits
+from gg.sandbox.rundirs import new_run_dir, remove_run_dir
 from gg.sandbox.seccomp import seccomp_bpf
-from gg.sandbox.tree import remove_tree
 
 __all__ = ["Key", "Pool", "Primed", "Zygote", "ZygoteChild"]
 
@@ -94,12 +94,9 @@ class Zygote:
 
         Raises:
             gg.errors.SandboxError: it could not start (its stderr is quoted).
+            gg.errors.DiskFull: its run directory's filesystem is full.
         """
-        facts = host_facts()
-        run_dir = Path(tempfile.mkdtemp(prefix="zygote-", dir=state_dir()))
-        prepare_run_dir(run_dir, uid=None, isolation=key.isolation)
-        if key.isolation is not Isolation.BWRAP and facts.is_root:
-            os.chmod(run_dir / "tmp", 0o1777)  # every program's slot uid; emptied after each
+        run_dir = _new_run_dir(key.isolation)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         bpf = seccomp_bpf(deny_sysv_ipc=True)  # SysV objects would outlive a program here
         sec_read: int | None = None
@@ -119,7 +116,7 @@ class Zygote:
             )  # fmt: skip
         except BaseException:
             ours.close()
-            remove_tree(run_dir)
+            remove_run_dir(run_dir)
             raise
         finally:
             extra = [fd for fd in (sec_read, args_fd, conf_fd) if fd is not None]
@@ -252,8 +249,17 @@ class Zygote:
 
         self.cleaning.add_done_callback(release)
 
-    async def send_program(self, primed: Primed, program: str, sdk: str, timeout: float) -> None:
+    async def send_program(
+        self, answers: int, primed: Primed, program: str, sdk: str, timeout: float
+    ) -> None:
         """Write the program (and its SDK, unless the child bound it already) to the child.
+
+        Args:
+            answers: gg's end of the child's answer pipe (``primed``'s, handed to the watcher).
+            primed: the waiting child.
+            program: the program's source.
+            sdk: its SDK's source.
+            timeout: seconds the child has to take all of it.
 
         Raises:
             gg.errors.SandboxError: the child is gone or did not take it within ``timeout``.
@@ -261,7 +267,10 @@ class Zygote:
         body = {"program": program, "sdk": None if sdk == primed.sdk else sdk}
         data = (json.dumps(body, separators=(",", ":")) + "\n").encode()
         try:
-            await asyncio.wait_for(_write_all(primed.fds[2], data), timeout)
+            os.set_blocking(answers, False)
+            sent = os.write(answers, data)  # the pipe is empty: most programs fit at once
+            if sent < len(data):
+                await asyncio.wait_for(_write_all(answers, data[sent:]), timeout)
         except (OSError, TimeoutError) as exc:
             self.close()
             raise SandboxError(f"the warm sandbox's child did not take its program: {exc}") from exc
@@ -287,15 +296,18 @@ class Zygote:
     async def read_clean(self) -> bool:
         """Wait for its report after a program's exit: whether every leftover is gone.
 
-        The zygote is closed if not, or if it died.
+        After an early ``exit`` (every thread of the program exiting, the kernel still
+        freeing its memory: :mod:`guest.zygote`) the report starts with ``reaped``, once
+        that process is gone. Each report has :data:`_STOP_GRACE_S` seconds. The zygote
+        is closed if it is not clean, is late, or died.
         """
         try:
-            answer = await self._line()
+            answer = await asyncio.wait_for(self._line(), _STOP_GRACE_S)
             if answer == {"kind": "reaped"} and self.child is not None:
                 self.child.gone.set()  # reported early: now the process is gone too
-                answer = await self._line()
+                answer = await asyncio.wait_for(self._line(), _STOP_GRACE_S)
             clean = isinstance(answer, dict) and answer == {"kind": "clean", "clean": True}
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError, TypeError, TimeoutError):
             clean = False
         if not clean:
             self.close()
@@ -318,18 +330,25 @@ class Zygote:
             self.close()
 
     def close(self) -> None:
-        """Stop it for good (its namespace and every process in it die with it)."""
+        """Stop it for good (its namespace and every process in it die with it).
+
+        Returns once every process below it has ended too (at most 5 s): a pid
+        namespace's processes die after its first process does, and a program's
+        process must be gone before its turn ends (SPEC M3).
+        """
         self.usable = False
         if self.child is not None:
             self.child.abandon()
         with contextlib.suppress(OSError):
             self.sock.close()
+        below = _pidfds(_below(self.proc.pid))
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, 9)
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+        _await_ended(below, 5.0)
         reaper.forget(self.proc.pid)
         primed, self.primed = self.primed, None
         for held in [*self._held, *([primed] if primed is not None else [])]:
@@ -339,7 +358,7 @@ class Zygote:
             self.child.gone.set()  # killed with the zygote's namespace
         if self.run_dir is not None:
             with contextlib.suppress(OSError):
-                remove_tree(self.run_dir)
+                remove_run_dir(self.run_dir)
             self.run_dir = None
 
 
@@ -412,6 +431,76 @@ def _pipe_of(data: bytes) -> int:
     return read_fd
 
 
+def _below(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (from ``/proc/PID/task/*/children``)."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            with contextlib.suppress(OSError, ValueError):
+                with open(f"/proc/{current}/task/{task}/children", "rb") as f:
+                    kids = [int(k) for k in f.read().split()]
+                found += kids
+                todo += kids
+    return found
+
+
+_WAIT_AT_MOST = 256
+"""Processes a closing zygote waits for, at most (a fork bomb's thousands would each hold
+one of gg's descriptors; the first ones are its program's own, and the rest die with it)."""
+
+
+def _pidfds(pids: list[int]) -> list[int]:
+    """A pidfd for each of the first :data:`_WAIT_AT_MOST` ``pids`` still there.
+
+    One that is gone already is skipped.
+    """
+    fds = []
+    for pid in pids[:_WAIT_AT_MOST]:
+        with contextlib.suppress(OSError):
+            fds.append(os.pidfd_open(pid))
+    return fds
+
+
+def _await_ended(pidfds: list[int], timeout_s: float) -> None:
+    """Wait until every process of ``pidfds`` has ended (or ``timeout_s``); close them.
+
+    ``poll``, not ``select``: a gg with over FD_SETSIZE (1024) descriptors open has
+    pidfds that ``select`` refuses (``ValueError``).
+    """
+    deadline = time.monotonic() + timeout_s
+    try:
+        poller = select.poll()
+        waiting = set(pidfds)
+        for fd in waiting:
+            poller.register(fd, select.POLLIN)
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            for fd, _ in poller.poll(max(1, int(left * 1000))):
+                poller.unregister(fd)
+                waiting.discard(fd)
+    finally:
+        for fd in pidfds:
+            os.close(fd)
+
+
+def _new_run_dir(isolation: Isolation) -> Path:
+    """A zygote's run directory, filled; removed again if that fails (a full disk)."""
+    run_dir = new_run_dir("zygote-")
+    try:
+        prepare_run_dir(run_dir, uid=None, isolation=isolation)
+        if isolation is not Isolation.BWRAP and host_facts().is_root:
+            os.chmod(run_dir / "tmp", 0o1777)  # every program's slot uid; emptied after each
+    except BaseException:
+        remove_run_dir(run_dir)
+        raise
+    return run_dir
+
+
 def _hidden(argv: list[str], isolation: Isolation) -> tuple[list[str], int | None, int]:
     """The zygote's command line with no workspace path in it.
 
@@ -466,8 +555,15 @@ class ZygoteChild:
             self._ended.set()
 
     def abandon(self) -> None:
-        """The zygote was closed: stop waiting for its report (the child is dead with it)."""
+        """The zygote was closed: stop waiting for its report (the child is dead with it).
+
+        The program counts as ended now: a reader cancelled before it first ran never
+        reaches its ``finally``, and :meth:`wait` would then never return.
+        """
+        if self.status is None:
+            self.status = _KILLED
         with contextlib.suppress(RuntimeError):  # no running loop, or the loop is gone
+            self._ended.set()  # wakes its waiters through their loop
             if not self._reader.done() and self._reader is not asyncio.current_task():
                 self._reader.cancel()
 

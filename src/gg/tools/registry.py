@@ -21,6 +21,7 @@ that blocks for long blocks the loop, so write slow tools as ``async def``.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import keyword
@@ -183,6 +184,16 @@ class ToolContext:
         if self.output_cap < 1:
             raise UserError(f"output_cap must be at least 1, got {self.output_cap!r}")
         object.__setattr__(self, "workspace", Path(self.workspace).resolve())
+
+    def at_turn(self, turn: int | None) -> ToolContext:
+        """This context for a call of ``turn``: the same fields, the workspace as resolved.
+
+        One per tool call (``dataclasses.replace`` would resolve the workspace again,
+        a walk of the file system each time).
+        """
+        context = copy.copy(self)
+        object.__setattr__(context, "turn", turn)
+        return context
 
 
 class ArgumentsError(GGError):

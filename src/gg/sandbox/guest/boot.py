@@ -2,8 +2,9 @@
 
 Standard library only: this file runs under the sandbox's own interpreter
 (``/usr/bin/python3`` on Debian), which has no third-party packages. gg starts
-it as ``python3 -I -S -B boot.py CONFIG_JSON``; ``CONFIG_JSON`` is written by
-:mod:`gg.sandbox.launch` and holds no secret.
+it as ``python3 -I -S -B -c STUB CONFIG_JSON`` (the stub runs this file's code as gg
+compiled it, or this source: :mod:`gg.sandbox.bytecode`); ``CONFIG_JSON`` is written
+by :mod:`gg.sandbox.launch` and holds no secret.
 
 In order, it:
 
@@ -38,11 +39,13 @@ gg turns that into :class:`gg.errors.SandboxError`.
 
 from __future__ import annotations
 
+import _frozen_importlib_external
 import _json
 import ctypes
 import errno
 import fcntl
 import gc
+import marshal
 import os
 import resource
 import sys
@@ -549,12 +552,29 @@ def confine(config: dict[str, Any], fds: dict[str, int]) -> None:
         fork_program()
 
 
-def _load(path: str, name: str) -> dict[str, Any]:
-    """Execute a guest file (``runner.py``, ``zygote.py``); its namespace."""
+def _load(config: dict[str, Any], key: str, name: str) -> dict[str, Any]:
+    """Execute a guest file (``runner.py``, ``zygote.py``); its namespace.
+
+    Its code compiled by gg (``NAME.pyc`` in the run's directory) when the file's magic
+    number is this interpreter's, else its source (``gg.sandbox.bytecode``).
+    """
+    path = config[key]
     namespace: dict[str, Any] = {"__name__": name}
-    with open(path, encoding="utf-8") as f:
-        exec(compile(f.read(), path, "exec"), namespace)
+    exec(_code(path, config.get("compiled")), namespace)
     return namespace
+
+
+def _code(path: str, compiled: str | None) -> Any:
+    if compiled:
+        try:
+            with open(f"{compiled}/{path.rsplit('/', 1)[-1]}c", "rb") as f:
+                data = f.read()
+        except OSError:
+            data = b""
+        if data[:4] == _frozen_importlib_external.MAGIC_NUMBER:
+            return marshal.loads(data[16:])
+    with open(path, encoding="utf-8") as f:
+        return compile(f.read(), path, "exec")
 
 
 def zygote(config: dict[str, Any], fds: dict[str, int]) -> NoReturn:
@@ -566,8 +586,8 @@ def zygote(config: dict[str, Any], fds: dict[str, int]) -> NoReturn:
     (rlimits, Landlock, uid, seccomp) is applied per program in the forked child
     (``zygote.py``). The seccomp filter is read once and kept.
     """
-    runner = _load(config["runner"], "gg_runner")
-    server = _load(config["zygote"], "gg_zygote")
+    runner = _load(config, "runner", "gg_runner")
+    server = _load(config, "zygote", "gg_zygote")
     set_rlimits([["CORE", 0, 0]])
     bpf = read_filter(fds.get("seccomp"))
     if config.get("unshare"):
@@ -625,7 +645,7 @@ def main() -> NoReturn:
         zygote(config, fds)
     runner: dict[str, Any] = {"__name__": "gg_runner"}
     if config["mode"] == "python":  # load it (and its imports) while every path is reachable
-        runner = _load(config["runner"], "gg_runner")
+        runner = _load(config, "runner", "gg_runner")
     confine(config, fds)
     if config["mode"] == "javascript":
         leave_workspace(config["workspace"])
