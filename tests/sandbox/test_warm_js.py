@@ -11,6 +11,8 @@ import asyncio
 import contextlib
 import os
 import select
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -477,3 +479,62 @@ def test_when_every_deno_dies_before_its_go_the_run_is_a_sandbox_error(
     monkeypatch.setattr(Spare, "go", die_then_go)
     with pytest.raises(SandboxError, match="could not start the program"):
         asyncio.run(run())
+
+
+_WATCH = r"""
+import os, sys, threading
+marker, me = sys.argv[1], sys.argv[2]
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+found = set()
+while not stop.is_set():
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or pid in (me, str(os.getpid())):
+            continue
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ")
+            links = [os.readlink(f"/proc/{pid}/fd/{n}") for n in os.listdir(f"/proc/{pid}/fd")]
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if cmd.split(b" ")[0].endswith(b"/bwrap"):
+            links = []  # bubblewrap holds its --bind-fd descriptors while it sets up
+        inside = cwd == marker or cwd.startswith(marker + "/")
+        if marker.encode() in cmd or inside or marker in links:
+            found.add(f"{pid}: {cmd[:100]!r} cwd={cwd} fds={marker in links}")
+print("\n".join(sorted(found)))
+"""
+"""Scans ``/proc`` without pause, in a process of its own (no GIL shared with the loop),
+until its stdin closes; then prints each process that named the marker (argv 1) by its
+command line, its cwd or an open descriptor. bubblewrap's own descriptors do not count."""
+
+
+def test_a_starting_spare_never_names_the_workspace(sandbox: Sandbox, arena: Arena) -> None:
+    """Not even while it starts: from its first instruction to Deno waiting (issue 11).
+
+    ``/proc`` is scanned without pause while spares start one after another, so a
+    spare that passes through the workspace on its way (a ``chdir`` into it and out
+    again, a descriptor of it held) is seen.
+    """
+    workspace = arena.workspace.resolve()
+    watcher = subprocess.Popen(
+        [sys.executable, "-c", _WATCH, str(workspace), str(os.getpid())],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    async def go() -> None:
+        for _ in range(8):
+            spare = Spare.start(sandbox._deno_key(workspace, False))
+            deadline = time.monotonic() + 10
+            while spare.begun.child.poll() is None and time.monotonic() < deadline:
+                if select.select([spare.begun.fds[1]], [], [], 0)[0]:
+                    break  # its "ready" came: it is up and waits
+                await asyncio.sleep(0.005)
+            await asyncio.sleep(0.3)
+            spare.close()
+
+    try:
+        asyncio.run(go())
+    finally:
+        found, _ = watcher.communicate(timeout=60)
+    assert found.split() == []
