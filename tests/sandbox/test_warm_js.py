@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import select
+import struct
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from sandbox_support import Arena, leftover_processes
 from gg.errors import SandboxError
 from gg.models.base import ToolSpec
 from gg.sandbox import CallAnswer, CallRequest, Isolation, ProgramResult, Sandbox
+from gg.sandbox.accounts import SANDBOX_GID
 from gg.sandbox.deno import Key as DenoKey
 from gg.sandbox.deno import Spare, Spares
 from gg.sandbox.sdk import sdk_source
@@ -493,37 +495,28 @@ while not stop.is_set():
             continue
         try:
             cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ")
-            links = [os.readlink(f"/proc/{pid}/fd/{n}") for n in os.listdir(f"/proc/{pid}/fd")]
             cwd = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             continue
-        if cmd.split(b" ")[0].endswith(b"/bwrap"):
-            links = []  # bubblewrap holds its --bind-fd descriptors while it sets up
-        inside = cwd == marker or cwd.startswith(marker + "/")
-        if marker.encode() in cmd or inside or marker in links:
-            found.add(f"{pid}: {cmd[:100]!r} cwd={cwd} fds={marker in links}")
+        if marker.encode() in cmd or cwd == marker or cwd.startswith(marker + "/"):
+            found.add(f"{pid}: {cmd[:100]!r} cwd={cwd}")
 print("\n".join(sorted(found)))
 """
 """Scans ``/proc`` without pause, in a process of its own (no GIL shared with the loop),
-until its stdin closes; then prints each process that named the marker (argv 1) by its
-command line, its cwd or an open descriptor. bubblewrap's own descriptors do not count."""
+until its stdin closes; then prints each process whose command line or cwd named the
+marker (argv 1). Descriptors are not looked at: gg's own fork holds the ones it hands
+bubblewrap (``--bind-fd``), and a Landlock rule is added through one, for microseconds."""
 
 
-def test_a_starting_spare_never_names_the_workspace(sandbox: Sandbox, arena: Arena) -> None:
-    """Not even while it starts: from its first instruction to Deno waiting (issue 11).
-
-    ``/proc`` is scanned without pause while spares start one after another, so a
-    spare that passes through the workspace on its way (a ``chdir`` into it and out
-    again, a descriptor of it held) is seen.
-    """
-    workspace = arena.workspace.resolve()
+def _seen_while_starting(sandbox: Sandbox, workspace: Path, spares: int = 8) -> list[str]:
+    """Start ``spares`` spares one after another; the processes that named ``workspace``."""
     watcher = subprocess.Popen(
         [sys.executable, "-c", _WATCH, str(workspace), str(os.getpid())],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
 
     async def go() -> None:
-        for _ in range(8):
+        for _ in range(spares):
             spare = Spare.start(sandbox._deno_key(workspace, False))
             deadline = time.monotonic() + 10
             while spare.begun.child.poll() is None and time.monotonic() < deadline:
@@ -537,4 +530,43 @@ def test_a_starting_spare_never_names_the_workspace(sandbox: Sandbox, arena: Are
         asyncio.run(go())
     finally:
         found, _ = watcher.communicate(timeout=60)
-    assert found.split() == []
+    return [line for line in found.splitlines() if line]
+
+
+def test_a_starting_spare_never_names_the_workspace(sandbox: Sandbox, arena: Arena) -> None:
+    """Not even while it starts: from its first instruction to Deno waiting (issue 11).
+
+    ``/proc`` is scanned without pause while spares start one after another, so a
+    spare that passes through the workspace on its way (a ``chdir`` into it and out
+    again) is seen.
+    """
+    assert _seen_while_starting(sandbox, arena.workspace.resolve()) == []
+
+
+def _grant_search(directory: Path, gid: int) -> None:
+    """Give group ``gid`` search on ``directory`` by a POSIX ACL (mode 0700 stays)."""
+    undefined = 0xFFFFFFFF
+    entries = [(0x01, 7, undefined), (0x04, 0, undefined), (0x08, 1, gid),
+               (0x10, 1, undefined), (0x20, 0, undefined)]  # fmt: skip
+    data = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
+    os.setxattr(directory, "system.posix_acl_access", data)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root drops to a sandbox uid")
+def test_a_parent_searchable_by_an_acl_only_is_entered_by_path(
+    sandbox: Sandbox, arena: Arena
+) -> None:
+    """Whether the sandbox uid reaches the workspace is tried, not read from mode bits.
+
+    A 0700 parent whose ACL lets the sandbox group search it: the spare starts and
+    waits in ``/`` (the runner enters the workspace by path), and the program runs in
+    its workspace.
+    """
+    private = arena.root / "private"
+    private.mkdir(mode=0o700)
+    _grant_search(private, SANDBOX_GID)
+    workspace = private / "ws"
+    workspace.mkdir(mode=0o755)
+    assert _seen_while_starting(sandbox, workspace, spares=2) == []
+    results = _runs(sandbox, workspace, ["console.log(Deno.cwd());"] * 2)
+    assert [r.output.strip() for r in results] == [str(workspace)] * 2, results

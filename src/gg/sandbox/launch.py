@@ -227,33 +227,7 @@ def _boot_config(spec: Spec, exe_fd: int | None) -> dict[str, object]:
         "reaper": spec.isolation is Isolation.RLIMIT,
         "landlock": _landlock(spec),
         "argv": argv,
-        "reachable": bwrap or not root_drops or _searchable(spec.workspace, spec.uid),
     }
-
-
-def _searchable(workspace: Path, uid: int | None) -> bool:
-    """Whether the sandbox uid can reach ``workspace`` by its path (each parent searchable).
-
-    A JavaScript run (``boot.py``'s ``confine``) holds a descriptor of the workspace
-    while it starts only where this is false: the runner then cannot enter it by path
-    after the uid drop (issue 11). Under bubblewrap the parents are mount points of
-    mode 0755. A wrong answer costs no isolation, only the program's cwd: the parents
-    lie outside the workspace, where no program writes.
-    """
-    for parent in workspace.parents:
-        try:
-            st = os.stat(parent)
-        except OSError:
-            return False
-        if st.st_uid == uid:
-            bit = stat.S_IXUSR
-        elif st.st_gid == SANDBOX_GID:
-            bit = stat.S_IXGRP
-        else:
-            bit = stat.S_IXOTH
-        if not st.st_mode & bit:
-            return False
-    return True
 
 
 def scratch_places(spec: Spec) -> list[str]:

@@ -12,8 +12,7 @@ In order, it:
    gg to guest) and closes every other inherited fd but 0-2;
 2. changes to the workspace (still as root when gg runs as root, so the
    workspace's parent directories need not be searchable by the sandbox uid);
-   JavaScript never does: it holds an ``O_PATH`` descriptor of it instead, and only
-   where the sandbox uid cannot reach it by path (:func:`confine`);
+   JavaScript only where they are not (:func:`confine`);
 3. sets rlimits (CPU, AS or DATA, FSIZE, NOFILE, NPROC, CORE);
 4. ``unshare`` layer only: enters new net/ipc/uts/pid/mount namespaces (and a
    user namespace when gg is not root), makes every mount private, and forks
@@ -33,7 +32,8 @@ In order, it:
    its parent);
 9. writes ``{"kind": "ready"}`` on fd 3 and runs the Python program
    (``runner.py``), or execs Deno (in ``/`` when the sandbox uid can enter the
-   workspace by its path, else in it: see :func:`leave_workspace`) or ``/bin/sh -c``.
+   workspace by its path, then the runner enters it: see :func:`reachable`) or
+   ``/bin/sh -c``.
 
 A failure before step 9 prints ``gg-boot: <why>`` on stderr and exits 121;
 gg turns that into :class:`gg.errors.SandboxError`.
@@ -205,7 +205,7 @@ def _fork_and_wait(before_wait: Any) -> None:
     if child == 0:
         arm_parent_death()
         return
-    os.closerange(3, 65536)  # the pipes, and a JavaScript run's workspace descriptor
+    os.closerange(3, 65536)  # it needs none: not the pipes, nor any other
     os.chdir("/")  # a waiting process holds no workspace as its cwd (issue 11)
     if before_wait is not None:
         before_wait()
@@ -519,62 +519,65 @@ def _confine_outer(config: dict[str, Any], bpf: bytes | None) -> None:
     _drop_and_lock(config, ruleset, bpf)
 
 
-def leave_workspace(held: int | None) -> None:
-    """JavaScript: after the drop, enter the workspace through ``held`` when there is one.
+def reachable(workspace: str, drop: dict[str, Any] | None) -> bool:
+    """Whether ``drop``'s uid and gid can enter ``workspace`` by its path (``True``: no drop).
 
-    Run confined (as the sandbox uid). Where the sandbox uid can reach the workspace
-    by its path (config ``reachable``: under bubblewrap always), ``held`` is ``None``:
-    Deno starts in ``/`` and its runner enters the workspace once the program came,
-    so a spare, starting or waiting, shows no workspace path in ``/proc`` (issue 11).
-    Where a parent is not searchable by that uid (``unshare``, ``rlimit``), Deno stays
-    in the workspace, entered through ``held`` (opened by :func:`confine` as root).
+    Tried, not guessed from mode bits (ACLs count): as root, with the sandbox ids made
+    the effective ones and no other groups for the moment, ``faccessat(AT_EACCESS)``
+    asks for search on every parent and the workspace itself; then root's ids and
+    groups come back. A JavaScript run's runner then enters the workspace when its
+    program comes (:func:`confine`, issue 11).
     """
-    if held is not None:
-        os.fchdir(held)
-        _close(held)
+    if not drop:
+        return True
+    groups, egid = os.getgroups(), os.getegid()
+    done = 0  # how many of the three changes were made (and are undone, in reverse)
+    try:
+        os.setgroups([])
+        done = 1
+        os.setegid(int(drop["gid"]))
+        done = 2
+        os.seteuid(int(drop["uid"]))
+        done = 3
+        return os.access(workspace, os.X_OK, effective_ids=True)
+    except OSError:
+        return False  # it enters as root, as every other mode does
+    finally:
+        try:
+            if done >= 3:
+                os.seteuid(0)
+            if done >= 2:
+                os.setegid(egid)
+            if done >= 1:
+                os.setgroups(groups)
+        except OSError as exc:
+            fail(f"cannot take root's ids back: {exc}")
 
 
-def confine(config: dict[str, Any], fds: dict[str, int]) -> int | None:
+def confine(config: dict[str, Any], fds: dict[str, int]) -> None:
     """Steps 2-8 of the module docstring; returns in the (possibly forked) program process.
 
-    Returns:
-        JavaScript: where the workspace is not ``reachable`` by path after the drop, an
-        ``O_PATH`` descriptor of it, for :func:`leave_workspace`; else ``None``. A
-        JavaScript process never makes the workspace its cwd here, not even for a
-        moment: a spare starting is seen in ``/proc`` as much as one waiting (issue 11).
-        Other modes: ``None``, in the workspace.
+    JavaScript enters the workspace here only where the sandbox uid could not enter it
+    by its path (:func:`reachable`); elsewhere it never has it as its cwd, not even
+    for a moment: a spare starting is seen in ``/proc`` as much as one waiting (issue 11).
     """
-    javascript = config["mode"] == "javascript"
-    if not javascript:
-        _enter(config["workspace"], None)
+    workspace = config["workspace"]
+    if config["mode"] != "javascript" or not reachable(workspace, config.get("drop")):
+        try:
+            os.chdir(workspace)
+        except OSError as exc:
+            fail(f"cannot enter the workspace: {exc}")
     set_rlimits(config["rlimits"])
     bpf = read_filter(fds.get("seccomp"))
     if config.get("unshare"):
         enter_namespaces(config["unshare"])
         enter_pid_namespace(lambda: _confine_outer(config, bpf))
-    # opened here, in the mount namespace the program runs in (a descriptor, unlike a cwd,
-    # does not follow a process into a new one), still as root
-    held = (
-        _enter(config["workspace"], "held") if javascript and not config.get("reachable") else None
-    )
     ruleset = landlock_ruleset(config["landlock"]) if config.get("landlock") else None
     if config.get("reaper"):
         become_reaper()
     _drop_and_lock(config, ruleset, bpf)
     if config.get("unshare"):
         fork_program()
-    return held
-
-
-def _enter(workspace: str, how: str | None) -> int | None:
-    """Make ``workspace`` the cwd (``how`` ``None``), or open an ``O_PATH`` descriptor of it."""
-    try:
-        if how is None:
-            os.chdir(workspace)
-            return None
-        return os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        fail(f"cannot enter the workspace: {exc}")
 
 
 def _load(config: dict[str, Any], key: str, name: str) -> dict[str, Any]:
@@ -671,9 +674,7 @@ def main() -> NoReturn:
     runner: dict[str, Any] = {"__name__": "gg_runner"}
     if config["mode"] == "python":  # load it (and its imports) while every path is reachable
         runner = _load(config, "runner", "gg_runner")
-    held = confine(config, fds)
-    if config["mode"] == "javascript":
-        leave_workspace(held)
+    confine(config, fds)
     announce_ready()
     if config["mode"] == "probe":
         os._exit(0)
