@@ -12,9 +12,13 @@ pipe's write end closes, which the kernel does whenever gg's process ends,
 however it ends, the watchdog SIGKILLs every group still registered and
 exits. The pipe is close-on-exec, so no child of gg holds it open.
 
-:func:`die_with_parent` is the second belt: run in the child between fork
-and exec (``preexec_fn``), it sets ``PR_SET_PDEATHSIG`` so the direct child
-gets SIGKILL when the thread that forked it ends. gg forks its children from
+:func:`die_with_parent` runs in the child between fork and exec
+(``preexec_fn``). First, the child registers its own group with the watchdog
+(started beforehand by :func:`ready`), so no SIGKILL of gg can fall between
+the start and the registration: before, gg registered a group once the
+child's start returned, and a gg killed in that window left the command
+running (a CI run caught it). Second belt: it sets ``PR_SET_PDEATHSIG`` so
+the direct child gets SIGKILL when the thread that forked it ends. gg forks its children from
 the event loop's thread, which lives as long as gg. The sandbox's bubblewrap
 also gets ``--die-with-parent`` (:mod:`gg.sandbox.launch`).
 """
@@ -31,7 +35,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-__all__ = ["die_with_parent", "forget", "watch", "watchdog_pid"]
+__all__ = ["die_with_parent", "forget", "ready", "watch", "watchdog_pid"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -56,6 +60,8 @@ _lock = threading.Lock()
 _proc: subprocess.Popen[bytes] | None = None
 _owner = 0
 """The pid that started :data:`_proc` (a forked copy of gg must not write to it)."""
+_fd = -1
+"""The write end of :data:`_proc`'s pipe, for a child's own registration (-1: none)."""
 
 
 def _libc_prctl() -> Callable[..., int] | None:
@@ -70,10 +76,17 @@ _PRCTL = _libc_prctl()
 
 
 def die_with_parent() -> None:
-    """In a child before exec: SIGKILL this process when its parent thread ends.
+    """In a child before exec: register its group with the watchdog; die with its parent.
 
-    ``prctl(PR_SET_PDEATHSIG, SIGKILL)``; a no-op where ``prctl`` is missing.
+    The group (the child leads it: ``start_new_session``) is written to the watchdog's
+    pipe when :func:`ready` started one in the parent; takes no lock (another thread of
+    gg may hold it at the fork). Then ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, a no-op
+    where ``prctl`` is missing (issue 12 item 3).
     """
+    fd = _fd
+    if fd >= 0 and _owner == os.getppid() and os.getpgid(0) == os.getpid():
+        with contextlib.suppress(OSError):  # one short write: atomic, and the pipe has room
+            os.write(fd, b"+ %d\n" % os.getpid())
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
@@ -95,21 +108,31 @@ def _start() -> subprocess.Popen[bytes] | None:
 
 
 def _send(line: bytes, *, start: bool) -> None:
-    global _proc, _owner
+    global _proc, _owner, _fd
     with _lock:
         if _proc is not None and (_owner != os.getpid() or _proc.poll() is not None):
-            _proc = None  # a fork of gg, or the watchdog died: start afresh
+            _proc, _fd = None, -1  # a fork of gg, or the watchdog died: start afresh
         if _proc is None:
             if not start:
                 return
             _proc, _owner = _start(), os.getpid()
-        if _proc is None or _proc.stdin is None:
+            _fd = _proc.stdin.fileno() if _proc is not None and _proc.stdin is not None else -1
+        if _proc is None or _proc.stdin is None or not line:
             return
         try:
             _proc.stdin.write(line)
             _proc.stdin.flush()
         except OSError:
-            _proc = None
+            _proc, _fd = None, -1
+
+
+def ready() -> None:
+    """Start the watchdog now, if none runs (issue 12 item 3).
+
+    Call it before starting a child whose ``preexec_fn`` is :func:`die_with_parent`,
+    so that the child registers its own group.
+    """
+    _send(b"", start=True)
 
 
 def watch(pgid: int) -> None:

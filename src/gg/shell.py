@@ -79,6 +79,7 @@ async def spawn_shell(
     Raises:
         OSError: the process could not start (e.g. ``cwd`` is missing).
     """
+    reaper.ready()  # the child registers its own group (gg.reaper)
     return await asyncio.create_subprocess_shell(
         command,
         cwd=cwd,

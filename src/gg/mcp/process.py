@@ -176,6 +176,7 @@ def _close_all(fds: list[int]) -> None:
 
 async def _on_host(server: McpServerSettings, workspace: Path) -> ServerProcess:
     """Start ``server`` on the host as gg's user, scrubbed environment plus ``pass_env``."""
+    reaper.ready()  # the child registers its own group (gg.reaper)
     proc = await asyncio.create_subprocess_shell(
         host_command(_line(server)), cwd=workspace, env=scrubbed_env(tuple(server.pass_env)),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
