@@ -62,6 +62,8 @@ _owner = 0
 """The pid that started :data:`_proc` (a forked copy of gg must not write to it)."""
 _fd = -1
 """The write end of :data:`_proc`'s pipe, for a child's own registration (-1: none)."""
+_spawner = 0
+"""The pid that last called :func:`ready`: the parent :func:`die_with_parent` expects."""
 
 
 def _libc_prctl() -> Callable[..., int] | None:
@@ -78,17 +80,29 @@ _PRCTL = _libc_prctl()
 def die_with_parent() -> None:
     """In a child before exec: register its group with the watchdog; die with its parent.
 
-    The group (the child leads it: ``start_new_session``) is written to the watchdog's
-    pipe when :func:`ready` started one in the parent; takes no lock (another thread of
-    gg may hold it at the fork). Then ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, a no-op
-    where ``prctl`` is missing (issue 12 item 3).
+    First ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (a no-op where ``prctl`` is missing); a
+    parent gone before that (the child was re-parented) makes the child exit at once,
+    so nothing runs after a gg killed at its fork. Then the group (the child leads it:
+    ``start_new_session``) is written to the watchdog's pipe, when :func:`ready` started
+    one in the parent, with SIGPIPE held off (a dead watchdog is an ignored ``EPIPE``,
+    not the child's death). It takes no lock: another thread of gg may hold one at the
+    fork (issue 12 item 3).
     """
-    fd = _fd
-    if fd >= 0 and _owner == os.getppid() and os.getpgid(0) == os.getpid():
-        with contextlib.suppress(OSError):  # one short write: atomic, and the pipe has room
-            os.write(fd, b"+ %d\n" % os.getpid())
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    parent, fd = _spawner, _fd
+    if parent and os.getppid() != parent:
+        os._exit(137)  # gg died before the death signal was set: it can no longer fire
+    if fd < 0 or _owner != parent or os.getpgid(0) != os.getpid():
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+    try:
+        with contextlib.suppress(OSError):  # one short write: atomic
+            os.write(fd, b"+ %d\n" % os.getpid())
+        if signal.SIGPIPE in signal.sigpending():
+            signal.sigtimedwait({signal.SIGPIPE}, 0)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _start() -> subprocess.Popen[bytes] | None:
@@ -111,7 +125,8 @@ def _send(line: bytes, *, start: bool) -> None:
     global _proc, _owner, _fd
     with _lock:
         if _proc is not None and (_owner != os.getpid() or _proc.poll() is not None):
-            _proc, _fd = None, -1  # a fork of gg, or the watchdog died: start afresh
+            _fd = -1  # first: dropping _proc closes the fd this names
+            _proc = None  # a fork of gg, or the watchdog died: start afresh
         if _proc is None:
             if not start:
                 return
@@ -123,7 +138,8 @@ def _send(line: bytes, *, start: bool) -> None:
             _proc.stdin.write(line)
             _proc.stdin.flush()
         except OSError:
-            _proc, _fd = None, -1
+            _fd = -1
+            _proc = None
 
 
 def ready() -> None:
@@ -132,7 +148,9 @@ def ready() -> None:
     Call it before starting a child whose ``preexec_fn`` is :func:`die_with_parent`,
     so that the child registers its own group.
     """
+    global _spawner
     _send(b"", start=True)
+    _spawner = os.getpid()
 
 
 def watch(pgid: int) -> None:
@@ -159,6 +177,8 @@ def watchdog_pid() -> int | None:
 
 def _close_at_exit() -> None:
     """At interpreter exit: close the pipe, so the watchdog kills what is left and ends."""
+    global _fd
+    _fd = -1
     with contextlib.suppress(Exception):
         if _proc is not None and _owner == os.getpid() and _proc.stdin is not None:
             _proc.stdin.close()

@@ -256,6 +256,7 @@ async def _started(
             proc = await task
             _kill_group(proc)
             await asyncio.wait_for(exited(proc), 5)
+            reaper.forget(proc.pid)  # it registered itself (gg.reaper.die_with_parent)
         raise
     reaper.watch(proc.pid)
     return proc
