@@ -126,3 +126,19 @@ def ended_output(proc: subprocess.Popen[Any], limit: int = 3000) -> str:
     if isinstance(text, bytes):
         text = text.decode(errors="replace")
     return f"exit {proc.returncode}: {text[-limit:]}"
+
+
+def alive_with(marker: str) -> list[int]:
+    """Pids of live (not zombie) processes with ``marker`` as one of their arguments."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in argv and state != "Z":
+            found.append(int(entry))
+    return found

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from support import alive_with
+
 _GG = r"""
 import asyncio, os, sys
 from pathlib import Path
@@ -44,27 +46,12 @@ os._exit(0)
 """
 
 
-def _alive_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in argv and state != "Z":
-            found.append(int(entry))
-    return found
-
-
 def test_a_command_started_but_not_yet_registered_dies_with_gg(tmp_path: Path) -> None:
     marker = "0." + "".join(str(secrets.randbelow(10)) for _ in range(12))
     gg = subprocess.run([sys.executable, "-c", _GG, marker, str(tmp_path)], timeout=60)
     assert gg.returncode == 0
     deadline = time.monotonic() + 10
-    while (left := _alive_with(marker)) and time.monotonic() < deadline:
+    while (left := alive_with(marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
     for pid in left:
         os.kill(pid, signal.SIGKILL)

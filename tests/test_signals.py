@@ -23,7 +23,7 @@ import pytest
 
 from gg.shell import run_shell, scrubbed_env, spawn_shell
 from gg.state import state_path
-from support import ended_output, write_script
+from support import alive_with, ended_output, write_script
 
 GG = [sys.executable, "-m", "gg"]
 
@@ -33,26 +33,10 @@ def _marker() -> str:
     return "0." + "".join(str(secrets.randbelow(10)) for _ in range(12))
 
 
-def _alive_with(marker: str) -> list[int]:
-    """Pids of live (not zombie) processes whose command line holds ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in argv and state != "Z":
-            found.append(int(entry))
-    return found
-
-
 def _wait_for(marker: str, proc: subprocess.Popen[Any], seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if _alive_with(marker):
+        if alive_with(marker):
             return
         if proc.poll() is not None:
             raise AssertionError(f"gg ended before the sleep started: {ended_output(proc)}")
@@ -63,7 +47,7 @@ def _wait_for(marker: str, proc: subprocess.Popen[Any], seconds: float = 60) -> 
 
 def _none_survive(marker: str, seconds: float = 10) -> None:
     deadline = time.monotonic() + seconds
-    while (left := _alive_with(marker)) and time.monotonic() < deadline:
+    while (left := alive_with(marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
     for pid in left:  # clean up before failing
         os.kill(pid, signal.SIGKILL)
@@ -163,7 +147,7 @@ def test_a_cancel_while_a_command_starts_leaves_nothing_behind(tmp_path: Path) -
             )
         )
         await asyncio.sleep(0.5)
-        assert _alive_with(marker)
+        assert alive_with(marker)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(task, 10)
