@@ -146,7 +146,8 @@ def ready() -> None:
     """Start the watchdog now, if none runs (issue 12 item 3).
 
     Call it before starting a child whose ``preexec_fn`` is :func:`die_with_parent`,
-    so that the child registers its own group.
+    so that the child registers its own group. Never raises: where no watchdog can be
+    started, the child registers nothing, and only its death signal is left.
     """
     global _spawner
     _send(b"", start=True)

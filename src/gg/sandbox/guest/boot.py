@@ -525,8 +525,11 @@ def reachable(workspace: str, drop: dict[str, Any] | None) -> bool:
     Tried, not guessed from mode bits (ACLs count): as root, with the sandbox ids made
     the effective ones and no other groups for the moment, ``faccessat(AT_EACCESS)``
     asks for search on every parent and the workspace itself; then root's ids and
-    groups come back. A JavaScript run's runner then enters the workspace when its
-    program comes (:func:`confine`, issue 11).
+    groups come back. Where it can, a JavaScript process's runner enters the workspace
+    only when its program comes (:func:`confine`, issue 11).
+
+    Returns ``False`` when an id cannot be changed (the process then enters as root).
+    Never raises; ids that cannot be taken back are a boot failure (:func:`fail`, 121).
     """
     if not drop:
         return True
