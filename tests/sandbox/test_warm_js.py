@@ -1,8 +1,12 @@
 """The warm Deno (issue 11): each JavaScript program gets a confined Deno started before it.
 
-Programs of one sandbox run one after the other on the warm path (the second and
-later ones find a spare started while the previous one ran); the ``sandbox``
-fixture runs a test under each isolation layer this machine supports.
+Two warm paths: by default a Deno exec'd by a warm zygote's child (``forked_js``;
+its own tests: ``test_warm_js_forked.py``), and for read-only programs (or after
+such a zygote failed) a spare started whole, as a cold run is (:mod:`gg.sandbox.deno`).
+The tests that look at spares set ``forked_js = False``; the others run on the
+default path. Programs of one sandbox run one after the other on the warm path (the
+second and later ones find a Deno started while the previous one ran); the
+``sandbox`` fixture runs a test under each isolation layer this machine supports.
 """
 
 from __future__ import annotations
@@ -130,6 +134,7 @@ def test_no_state_leaks_between_javascript_programs(sandbox: Sandbox, arena: Are
 
 def test_each_program_runs_in_a_fresh_deno(default_sandbox: Sandbox, tmp_path: Path) -> None:
     """The spare started beforehand runs the program; it is never used for a second one."""
+    default_sandbox.forked_js = False  # the started-Deno path (read-only programs, fallback)
 
     async def go() -> list[tuple[int, ProgramResult]]:
         default_sandbox.warm_up(tmp_path, language="javascript")
@@ -173,6 +178,8 @@ def test_a_program_that_breaks_its_deno_gets_an_error_and_the_next_runs(
 
 
 def test_a_dead_spare_is_replaced_never_used(default_sandbox: Sandbox, tmp_path: Path) -> None:
+    default_sandbox.forked_js = False  # the started-Deno path (read-only programs, fallback)
+
     async def go() -> tuple[ProgramResult, ProgramResult]:
         first = await _run(default_sandbox, tmp_path, "console.log(1);")
         await asyncio.sleep(0)
@@ -192,6 +199,7 @@ def test_a_dead_spare_is_replaced_never_used(default_sandbox: Sandbox, tmp_path:
 
 def test_a_waiting_spare_names_no_workspace(sandbox: Sandbox, arena: Arena) -> None:
     """Neither a command line nor a working directory in ``/proc`` ties it to the workspace."""
+    sandbox.forked_js = False  # the started-Deno path (read-only programs, fallback)
     workspace = arena.workspace
 
     async def go() -> list[str]:
@@ -264,6 +272,8 @@ def test_cold_javascript_keeps_no_spare(tmp_path: Path) -> None:
 
 
 def test_closing_the_sandbox_ends_its_spares(default_sandbox: Sandbox, tmp_path: Path) -> None:
+    default_sandbox.forked_js = False  # the started-Deno path (read-only programs, fallback)
+
     async def go() -> list[Spare]:
         await _run(default_sandbox, tmp_path, "console.log(1);")
         await asyncio.sleep(0)
@@ -285,6 +295,7 @@ def test_a_spare_for_a_replaced_workspace_is_not_used(
     default_sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """A workspace removed and made again at its path is another directory: a fresh Deno."""
+    default_sandbox.forked_js = False  # the started-Deno path (read-only programs, fallback)
     workspace = tmp_path / "ws"
     workspace.mkdir()
 
@@ -309,6 +320,8 @@ def test_a_spare_for_a_replaced_workspace_is_not_used(
 def test_spares_are_kept_for_a_few_workspaces_only(
     default_sandbox: Sandbox, tmp_path: Path
 ) -> None:
+    default_sandbox.forked_js = False  # the started-Deno path (read-only programs, fallback)
+
     async def go() -> list[int]:
         for n in range(6):
             (tmp_path / str(n)).mkdir()
@@ -347,6 +360,7 @@ def test_a_spare_preloads_the_last_sdk_and_a_new_sdk_still_wins(
     default_sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """The next spare loads the last program's SDK; a program with other tools gets its own."""
+    default_sandbox.forked_js = False  # the started-Deno path (read-only programs, fallback)
     probe = "console.log(typeof gg.tools.alpha, typeof gg.tools.beta);"
 
     async def go() -> tuple[list[ProgramResult], list[str | None]]:
@@ -373,6 +387,7 @@ def test_a_replacement_starts_as_soon_as_a_spare_is_taken(
     default_sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """While a program runs, the next program's Deno is already starting (a fresh one)."""
+    default_sandbox.forked_js = False  # the started-Deno path (read-only programs, fallback)
     during: list[list[Spare]] = []
 
     async def answer(request: CallRequest) -> CallAnswer:
@@ -438,6 +453,7 @@ def test_a_spare_that_dies_as_it_is_told_to_go_runs_the_program_anew(
 ) -> None:
     """The spare dies between gg's check and its go (the race ``take`` cannot close):
     nothing of the program ran, so a Deno started then runs it, correctly."""
+    default_sandbox.forked_js = False  # the started-Deno path (read-only programs, fallback)
     taken = Spares.take
     killed: list[int] = []
 
@@ -466,6 +482,7 @@ def test_when_every_deno_dies_before_its_go_the_run_is_a_sandbox_error(
 ) -> None:
     """The warm spare and the Deno started for the retry both die before their go: a
     :class:`SandboxError` that says so, not an internal exception."""
+    default_sandbox.forked_js = False  # the started-Deno path (read-only programs, fallback)
     go = Spare.go
 
     async def die_then_go(self: Spare) -> None:

@@ -150,6 +150,13 @@ def _js_parser_crash(outcome: Outcome, membrane: Membrane) -> CompileReport | No
     return CompileReport(message=problem.message, line=problem.line, column=problem.column)
 
 
+_SOURCES: dict[str, tuple[str, str]] = {
+    "python": ("program.py", "sdk.py"),
+    "javascript": ("program.mjs", "sdk.mjs"),
+}
+"""Per language: the names of its program's and its SDK's files."""
+
+
 class _NotForked(Exception):
     """The zygote was gone before it took the program (nothing of it ran)."""
 
@@ -186,6 +193,11 @@ class Sandbox:
         weakref.finalize(self, self._pool.close)  # a sandbox never closed: no zygote stays
         self._spares = Spares()
         weakref.finalize(self, self._spares.close)
+        self.forked_js = True
+        """Whether JavaScript programs exec Deno from a warm zygote's child (issue 11: it
+        saves each one bubblewrap's and the boot's start); ``False``, or after such a zygote
+        could not start, each one runs in a Deno started for it before it came
+        (:mod:`.deno`), as read-only ones always do."""
 
     def protect(self, paths: Sequence[Path], *, root: Path | None = None) -> None:
         """Bind these files read-only over the workspace in every later process.
@@ -218,8 +230,9 @@ class Sandbox:
         """The files bound read-only for a process in ``workspace`` (a long-lived MCP server's)."""
         return self._protected(Path(workspace))
 
-    def _key(self, workspace: Path) -> Key:
-        return Key(self.isolation, workspace, self.limits, self._protected(workspace))
+    def _key(self, workspace: Path, language: Language = "python") -> Key:
+        protect = self._protected(workspace)
+        return Key(self.isolation, workspace, self.limits, protect, language)
 
     def _deno_key(self, workspace: Path, read_only: bool) -> DenoKey:
         protect = self._protected(workspace)
@@ -240,7 +253,10 @@ class Sandbox:
             asyncio.get_running_loop()
             ws = Path(workspace).resolve()
             if language == "javascript" and host_facts().deno is not None:
-                self._spares.warm(self._deno_key(ws, read_only))
+                if read_only or not self.forked_js:
+                    self._spares.warm(self._deno_key(ws, read_only))
+                else:
+                    self._pool.warm(self._key(ws, language))
             elif language == "python" and not read_only:
                 self._pool.warm(self._key(ws))
         except (RuntimeError, OSError):
@@ -394,8 +410,9 @@ class Sandbox:
             await asyncio.to_thread(share_workspace, ws)
         membrane = Membrane(tools=[t.name for t in tools], handler=handler, limits=self.limits)
         async with self.quiet.process():
-            if language == "python" and self.warm and not read_only:
-                warm = await self._run_warm(membrane, ws, files)
+            forked = language == "python" or self.forked_js
+            if forked and self.warm and not read_only:
+                warm = await self._run_warm(membrane, ws, files, language)
                 if warm is not None:
                     return warm
                 membrane = membrane.fresh()
@@ -412,20 +429,26 @@ class Sandbox:
         return self.isolation is Isolation.BWRAP or host_facts().landlock_abi >= 1
 
     async def _run_warm(
-        self, membrane: Membrane, ws: Path, files: dict[str, str]
+        self, membrane: Membrane, ws: Path, files: dict[str, str], language: Language
     ) -> ProgramResult | None:
-        """Run a Python program as a fresh child of the workspace's zygote (issue 11).
+        """Run a program as a fresh child of the workspace's zygote (issue 11).
 
+        A JavaScript child execs Deno once confined (:class:`~gg.sandbox.zygote.Key`).
         Returns ``None`` when no zygote could start or take the program (nothing of the
-        program ran): the caller runs it cold, and this sandbox stops trying warm starts.
+        program ran): the caller runs it cold (JavaScript: in a started Deno,
+        :mod:`.deno`), and this sandbox stops trying that language's zygotes.
         """
+        source = _SOURCES[language]
         try:
-            zygote = await self._pool.take(self._key(ws), files["sdk.py"])
+            zygote = await self._pool.take(self._key(ws, language), files[source[1]])
         except (SandboxError, OSError):
-            self.warm = False
+            if language == "javascript":
+                self.forked_js = False
+            else:
+                self.warm = False
             return None
         try:
-            outcome, cap = await self._fork_and_watch(zygote, membrane, files)
+            outcome, cap = await self._fork_and_watch(zygote, membrane, files, source)
             await zygote.reaped()  # its process may still be exiting: gone before the turn ends
         except _NotForked:
             return None
@@ -433,10 +456,10 @@ class Sandbox:
             self._pool.give_back(zygote)
         if not membrane.ready:
             raise SandboxError(f"the sandbox could not start the program: {outcome.output[-800:]}")
-        return self._program_result(outcome, membrane, "python", cap)
+        return self._program_result(outcome, membrane, language, cap)
 
     async def _fork_and_watch(
-        self, zygote: Zygote, membrane: Membrane, files: dict[str, str]
+        self, zygote: Zygote, membrane: Membrane, files: dict[str, str], source: tuple[str, str]
     ) -> tuple[Outcome, WriteCap]:
         """Hand the program to ``zygote``'s waiting child and watch it to its end.
 
@@ -460,9 +483,8 @@ class Sandbox:
 
             async def go() -> None:  # once gg watches: the program, written to the child
                 try:
-                    await zygote.send_program(
-                        fds[2], primed, files["program.py"], files["sdk.py"], self.limits.wall_s
-                    )
+                    program, sdk = files[source[0]], files[source[1]]
+                    await zygote.send_program(fds[2], primed, program, sdk, self.limits.wall_s)
                 except SandboxError as exc:
                     raise _NotForked from exc
 

@@ -45,7 +45,7 @@ from gg.sandbox.limits import Limits
 from gg.sandbox.process import Started, start
 from gg.sandbox.runs import Options, Prepared, prepared
 
-__all__ = ["Key", "Spare", "Spares"]
+__all__ = ["ENTRY", "WARM_SDK", "Key", "Spare", "Spares", "identity"]
 
 _SPARES = 2
 """Spares kept per key: Deno cannot fork, and a start costs about 40 ms of CPU, so with a
@@ -53,13 +53,14 @@ model that answers at once one spare is always still starting when the next turn
 two overlap their starts with the turns (issue 11)."""
 _KEYS = 4
 """Spares are kept for this many keys (workspaces), the most recently used."""
-_ENTRY = {
+ENTRY = {
     "entry.mjs": 'import "./start.mjs";\nimport "./program.mjs";\n',
     "start.mjs": 'globalThis[Symbol.for("gg.started")]();\n',
 }
 """The module runner.js imports first: parsed and linked with the program before it runs
 (so a syntax or link error is reported by the run itself, issue 11). Written at the start."""
-_WARM_SDK = "sdk-warm.mjs"
+WARM_SDK = "sdk-warm.mjs"
+"""The SDK a waiting runner preloads (the previous program's, in its run directory)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,7 @@ class Spare:
         self._stack = stack
         self._watched = False
         self._warm_sdk = False
-        self._identity = _identity(key.workspace)
+        self._identity = identity(key.workspace)
 
     @classmethod
     def start(cls, key: Key, sdk: str | None = None) -> Spare:
@@ -113,7 +114,7 @@ class Spare:
             OSError: the process could not be started.
         """
         stack = contextlib.ExitStack()
-        files = dict(_ENTRY) | ({_WARM_SDK: sdk} if sdk is not None else {})
+        files = dict(ENTRY) | ({WARM_SDK: sdk} if sdk is not None else {})
         try:
             options = Options(protect=key.protect, read_only=key.read_only)
             run = prepared(
@@ -135,7 +136,7 @@ class Spare:
         """
         if self._watched or self.begun.child.poll() is not None:
             return False
-        return self._identity is not None and _identity(self.key.workspace) == self._identity
+        return self._identity is not None and identity(self.key.workspace) == self._identity
 
     def stage(self, program: str, sdk: str) -> tuple[int, int, int | None]:
         """Write ``program`` and ``sdk`` into its run directory; :meth:`go` lets it run them.
@@ -181,7 +182,8 @@ class Spare:
         self._stack.close()
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def identity(path: Path) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of ``path``; ``None``: it is not there."""
     try:
         st = os.stat(path)
     except OSError:

@@ -93,6 +93,9 @@ class Spec:
     protect: tuple[str, ...] = ()
     """Files inside the workspace bound read-only over it under bubblewrap (gg.toml, hook
     scripts: issue 9 item 2). A path that is not a regular file now is skipped."""
+    deno: bool = False
+    """A zygote whose children exec Deno (issue 11): Deno is bound into it, as for a
+    JavaScript process."""
 
 
 def _rlimits(spec: Spec, nproc_base: int) -> list[list[int | str]]:
@@ -238,14 +241,19 @@ def scratch_places(spec: Spec) -> list[str]:
 
 
 def program_config(spec: Spec) -> dict[str, object]:
-    """The per-program confinement a zygote's child applies (issue 11; ``spec.mode`` python).
+    """The per-program confinement a zygote's child applies (issue 11).
 
     The same rlimits, Landlock ruleset, uid drop and reaper as a cold start's boot config
     (:func:`_boot_config`), computed now (``RLIMIT_NPROC`` counts gg's processes now).
+    For ``spec.mode`` ``"javascript"`` also Deno's command line and environment
+    (``argv``, ``env``), which the child execs once confined (``exec``).
     """
     config = _boot_config(spec, None)
     keys = ("workspace", "rlimits", "drop", "landlock", "reaper")
-    return {key: config[key] for key in keys}
+    out = {key: config[key] for key in keys}
+    if spec.mode == "javascript":
+        out |= {"argv": config["argv"], "env": _env(spec), "exec": True}
+    return out
 
 
 def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
@@ -268,7 +276,7 @@ def _bwrap_args(spec: Spec, fds: list[int]) -> list[str]:
     for path in [*([prefix] if prefix else []), *extra]:
         args += bind_fd(path, path)
     args += bind_fd(str(GUEST_DIR), "/gg/guest") + bind_fd(str(spec.run_dir), "/gg/run")
-    if spec.mode in ("javascript", "check") and spec.facts.deno:
+    if (spec.mode in ("javascript", "check") or spec.deno) and spec.facts.deno:
         args += bind_fd(spec.facts.deno, "/gg/deno")
     args += [*bind_fd(ws, ws, writable=not spec.read_only), "--chdir", ws]
     # each directory between the workspace and a protected file becomes a mount point (bound

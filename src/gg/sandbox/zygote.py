@@ -42,8 +42,16 @@ from typing import Any
 from gg import reaper
 from gg.errors import SandboxError
 from gg.sandbox.accounts import SANDBOX_GID, uid_slot
+from gg.sandbox.deno import ENTRY, WARM_SDK, identity
 from gg.sandbox.host import Isolation, host_facts
-from gg.sandbox.launch import Spec, plan, prepare_run_dir, program_config
+from gg.sandbox.launch import (
+    Mode,
+    Spec,
+    deno_config,
+    plan,
+    prepare_run_dir,
+    program_config,
+)
 from gg.sandbox.limits import Limits
 from gg.sandbox.rundirs import new_run_dir, remove_run_dir
 from gg.sandbox.seccomp import seccomp_bpf
@@ -60,12 +68,17 @@ _PROGRAMS_PER_ZYGOTE = 100
 
 @dataclass(frozen=True, slots=True)
 class Key:
-    """What a zygote is bound to: its layer, workspace, limits and protected files."""
+    """What a zygote is bound to: its layer, workspace, limits, protected files, language.
+
+    A ``"javascript"`` zygote's children exec Deno with ``runner.js`` once confined
+    (Deno cannot fork: the zygote saves each one bubblewrap's and the boot's start).
+    """
 
     isolation: Isolation
     workspace: Path
     limits: Limits
     protect: tuple[str, ...]
+    language: str = "python"
 
 
 class Zygote:
@@ -87,6 +100,9 @@ class Zygote:
         self.programs = 0
         """Programs it ran; past :data:`_PROGRAMS_PER_ZYGOTE` it is retired."""
         self._pending = bytearray()
+        self.identity = identity(key.workspace)
+        """The workspace directory it was started for (bubblewrap bound that one): a
+        workspace removed and made again is another, and the zygote is not used for it."""
 
     @classmethod
     async def start(cls, key: Key) -> Zygote:
@@ -96,7 +112,7 @@ class Zygote:
             gg.errors.SandboxError: it could not start (its stderr is quoted).
             gg.errors.DiskFull: its run directory's filesystem is full.
         """
-        run_dir = _new_run_dir(key.isolation)
+        run_dir = _new_run_dir(key)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         bpf = seccomp_bpf(deny_sysv_ipc=True)  # SysV objects would outlive a program here
         sec_read: int | None = None
@@ -150,7 +166,7 @@ class Zygote:
         return Spec(
             mode="zygote", isolation=key.isolation, facts=host_facts(), limits=key.limits,
             workspace=key.workspace, run_dir=run_dir, uid=None, req_fd=control_fd,
-            seccomp_fd=seccomp_fd, protect=key.protect,
+            seccomp_fd=seccomp_fd, protect=key.protect, deno=key.language == "javascript",
         )  # fmt: skip
 
     def written(self) -> list[Path]:
@@ -163,8 +179,9 @@ class Zygote:
     def config(self, uid: int | None) -> dict[str, object]:
         """The per-program confinement for a program run as ``uid`` (``None``: gg's user)."""
         assert self.run_dir is not None
+        mode: Mode = "javascript" if self.key.language == "javascript" else "python"
         spec = Spec(
-            mode="python", isolation=self.key.isolation, facts=host_facts(),
+            mode=mode, isolation=self.key.isolation, facts=host_facts(),
             limits=self.key.limits, workspace=self.key.workspace, run_dir=self.run_dir,
             uid=uid, req_fd=3,
         )  # fmt: skip
@@ -196,21 +213,46 @@ class Zygote:
         uid = slot.enter_context(uid_slot()) if host_facts().is_root else None
         pipes = [os.pipe(), os.pipe(), os.pipe()]  # output, requests, answers
         (out_r, out_w), (req_r, req_w), (ans_r, ans_w) = pipes
+        theirs = [out_w, req_w, ans_r]
         try:
             if uid is not None:
                 for fd in (req_w, ans_r):
                     os.fchown(fd, uid, SANDBOX_GID)
             message = {**self.config(uid), "sdk": sdk}
-            child = await self.fork(message, (out_w, req_w, ans_r))
+            if self.key.language == "javascript":
+                message["sdk"] = ""
+                theirs += self._stage_js(sdk, message)
+            child = await self.fork(message, theirs)
         except BaseException:
             for fd in (out_r, req_r, ans_w):
                 os.close(fd)
             slot.close()
             raise
         finally:
-            for fd in (out_w, req_w, ans_r):
+            for fd in theirs:
                 os.close(fd)
         self.primed = Primed(child=child, fds=(out_r, req_r, ans_w), uid=uid, sdk=sdk, slot=slot)
+
+    def _stage_js(self, sdk: str, message: dict[str, object]) -> list[int]:
+        """Before a JavaScript child: the SDK it preloads; Deno's executable, when passed.
+
+        ``sdk-warm.mjs`` is the SDK of the last program (``""``: none, and none is
+        preloaded); the previous child is gone (the zygote reported clean). Outside
+        bubblewrap Deno is exec'd from a descriptor opened here (``exe`` in the message).
+        """
+        assert self.run_dir is not None
+        warm = self.run_dir / WARM_SDK
+        if sdk:
+            warm.write_text(sdk, encoding="utf-8")
+        else:
+            warm.unlink(missing_ok=True)
+        if self.key.isolation is Isolation.BWRAP:
+            return []
+        deno = host_facts().deno
+        if deno is None:
+            raise SandboxError("JavaScript programs need Deno")
+        message["exe"] = True
+        return [os.open(deno, os.O_RDONLY | os.O_CLOEXEC)]
 
     def take_primed(self) -> Primed:
         """The waiting child, for one program; the zygote is not usable again until it is clean.
@@ -264,8 +306,11 @@ class Zygote:
         Raises:
             gg.errors.SandboxError: the child is gone or did not take it within ``timeout``.
         """
-        body = {"program": program, "sdk": None if sdk == primed.sdk else sdk}
-        data = (json.dumps(body, separators=(",", ":")) + "\n").encode()
+        if self.key.language == "javascript":
+            data = self._go_js(primed, program, sdk)
+        else:
+            body = {"program": program, "sdk": None if sdk == primed.sdk else sdk}
+            data = (json.dumps(body, separators=(",", ":")) + "\n").encode()
         try:
             os.set_blocking(answers, False)
             sent = os.write(answers, data)  # the pipe is empty: most programs fit at once
@@ -274,6 +319,21 @@ class Zygote:
         except (OSError, TimeoutError) as exc:
             self.close()
             raise SandboxError(f"the warm sandbox's child did not take its program: {exc}") from exc
+
+    def _go_js(self, primed: Primed, program: str, sdk: str) -> bytes:
+        """Write a JavaScript program and its SDK beside the runner; the go line it waits for.
+
+        The runner keeps the SDK it preloaded when ``sdk`` is that same text
+        (``runner.js``); it enters the workspace (``cwd``) once the line comes.
+
+        Raises:
+            OSError: the files could not be written.
+        """
+        assert self.run_dir is not None
+        (self.run_dir / "program.mjs").write_text(program, encoding="utf-8")
+        (self.run_dir / "sdk.mjs").write_text(sdk, encoding="utf-8")
+        go = {"kind": "go", "cwd": str(self.key.workspace), "warm_sdk": sdk == primed.sdk}
+        return (json.dumps(go, separators=(",", ":")) + "\n").encode()
 
     async def fork(self, message: dict[str, object], fds: Sequence[int]) -> ZygoteChild:
         """Ask for one child with ``fds`` (output, requests, answers) as its pipes.
@@ -488,17 +548,30 @@ def _await_ended(pidfds: list[int], timeout_s: float) -> None:
             os.close(fd)
 
 
-def _new_run_dir(isolation: Isolation) -> Path:
+def _new_run_dir(key: Key) -> Path:
     """A zygote's run directory, filled; removed again if that fails (a full disk)."""
-    run_dir = new_run_dir("zygote-")
+    run_dir, isolation = new_run_dir("zygote-"), key.isolation
     try:
         prepare_run_dir(run_dir, uid=None, isolation=isolation)
         if isolation is not Isolation.BWRAP and host_facts().is_root:
             os.chmod(run_dir / "tmp", 0o1777)  # every program's slot uid; emptied after each
+        if key.language == "javascript":
+            _js_files(key, run_dir)
     except BaseException:
         remove_run_dir(run_dir)
         raise
     return run_dir
+
+
+def _js_files(key: Key, run_dir: Path) -> None:
+    """A JavaScript zygote's constant files: the entry modules and Deno's permissions."""
+    for name, text in ENTRY.items():
+        (run_dir / name).write_text(text, encoding="utf-8")
+    spec = Spec(
+        mode="javascript", isolation=key.isolation, facts=host_facts(), limits=key.limits,
+        workspace=key.workspace, run_dir=run_dir, uid=None, req_fd=3,
+    )  # fmt: skip
+    (run_dir / "deno.json").write_text(deno_config(spec), encoding="utf-8")
 
 
 def _hidden(argv: list[str], isolation: Isolation) -> tuple[list[str], int | None, int]:
@@ -588,10 +661,14 @@ class ZygoteChild:
 
 
 def _waiting(zygote: Zygote) -> bool:
-    """Whether ``zygote`` can take a program now: alive, clean, its child waiting."""
+    """Whether ``zygote`` can take a program now: alive, clean, its child waiting.
+
+    And its workspace is still the directory it was started for.
+    """
     primed = zygote.primed
     alive = zygote.usable and zygote.proc.poll() is None
-    return alive and primed is not None and primed.child.poll() is None
+    same = zygote.identity is not None and identity(zygote.key.workspace) == zygote.identity
+    return alive and same and primed is not None and primed.child.poll() is None
 
 
 class Pool:

@@ -66,10 +66,11 @@ function turn() {
 }
 
 // What the first program would pay first, paid before it came (issue 11): Deno's
-// first timer and message port, JSON and text encoding, the module loader, and the
-// SDK gg expects (sdk-warm.mjs, when there is one; a missing one is no error).
+// first message port, JSON and text encoding, the module loader, and the SDK gg
+// expects (sdk-warm.mjs, when there is one; a missing one is no error). Not its first
+// timer: that costs about 10 ms of CPU (measured here, Deno 2.9), which every process
+// would pay and few programs use (a program's first setTimeout pays it instead).
 async function prepare() {
-  await new Promise((resolve) => setTimeout(resolve, 0));
   await turn();
   decoder.decode(encoder.encode(JSON.stringify({ kind: "result", returned: null })));
   try {

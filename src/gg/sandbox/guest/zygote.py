@@ -112,10 +112,52 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.sendall((json.dumps(message, separators=(",", ":")) + "\n").encode())
 
 
+def _exec_child(boot: Any, msg: dict[str, Any], fds: list[int], bpf: Any) -> None:
+    """In the forked child of a JavaScript run: confined as a cold start is, then Deno.
+
+    The pipes go on fds 1-2, 3 and 4 (Deno re-opens 3 and 4 by ``/dev/fd``); the exit
+    note is closed (the runner writes none: the zygote waits for the exit itself); Deno's
+    executable comes as a descriptor (the ``unshare`` and ``rlimit`` layers) or by its
+    path in the sandbox (``/gg/deno``). The child stays in ``/`` and its runner enters
+    the workspace when its program comes, unless the slot uid cannot reach it by its
+    path (``boot.reachable``): then it enters it now, as root. Never returns.
+    """
+    try:
+        out, req, ans, *exe, note = fds
+        os.close(note)
+        for source, target in ((out, 1), (out, 2), (req, 3), (ans, 4)):
+            os.dup2(source, target, inheritable=True)
+        exe_fd = None
+        if exe:
+            os.dup2(exe[0], _NOTE_FD, inheritable=False)
+            exe_fd = _NOTE_FD
+        os.closerange(_NOTE_FD + 1, 65536)
+        boot.arm_parent_death()
+        if not boot.reachable(msg["workspace"], msg.get("drop")):
+            os.chdir(msg["workspace"])
+        boot.set_rlimits(msg["rlimits"])
+        ruleset = boot.landlock_ruleset(msg["landlock"]) if msg.get("landlock") else None
+        if msg.get("reaper"):
+            boot.become_reaper()
+        boot._drop_and_lock(msg, ruleset, bpf)
+        boot.announce_ready()
+        argv = [str(a) for a in msg["argv"]]
+        env = {str(k): str(v) for k, v in dict(msg["env"]).items()}
+    except BaseException as exc:
+        boot.fail(f"the warm sandbox could not confine a program: {exc}")
+    try:
+        os.execve(exe_fd if exe_fd is not None else argv[0], argv, env)
+    except OSError as exc:
+        os.write(2, f"gg: cannot start {argv[0]}: {exc}\n".encode())
+    os._exit(127)
+
+
 def _child(
     boot: Any, runner: dict[str, Any], msg: dict[str, Any], fds: list[int], bpf: Any, sdk: Any
 ) -> None:
     """In the forked child: the program's confinement, then the program. Never returns."""
+    if msg.get("exec"):
+        _exec_child(boot, msg, fds, bpf)
     try:
         out, req, ans, note = fds
         for source, target in ((out, 1), (out, 2), (req, 3), (ans, 4), (note, _NOTE_FD)):
@@ -370,13 +412,13 @@ def serve(boot: Any, runner: dict[str, Any], bpf: Any, places: list[str]) -> Non
             os._exit(0)
         if msg.get("kind") == "kill" and not fds:
             continue  # too late: gg asked as the program ended by itself
-        if msg.get("kind") != "run" or len(fds) != 3:
+        if msg.get("kind") != "run" or len(fds) != (4 if msg.get("exe") else 3):
             for fd in fds:
                 os.close(fd)
             _send(sock, {"kind": "exit", "status": 121})
             _send(sock, {"kind": "clean", "clean": False})
             continue
-        sdk = _sdk_code(runner, msg.get("sdk"), sdks)
+        sdk = None if msg.get("exec") else _sdk_code(runner, msg.get("sdk"), sdks)
         note, note_w = os.pipe()
         gc.freeze()  # what the child shares stays out of its collections (fewer copied pages)
         child = os.fork()
