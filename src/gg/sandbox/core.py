@@ -169,8 +169,9 @@ class Sandbox:
         isolation: the layer; ``None`` probes (honouring ``GG_SANDBOX``). A given layer
             is checked once by a trial run.
         warm: run Python programs as forks of a warm sandbox, and JavaScript programs in
-            a Deno started before they came (issue 11); ``False``, or a warm sandbox that
-            cannot start, runs each program in a sandbox started for it.
+            a Deno exec'd by such a fork (or started whole, :attr:`forked_js`) before
+            they came (issue 11); ``False``, or a warm sandbox that cannot start, runs
+            each program in a sandbox started for it.
 
     Raises:
         gg.errors.SandboxError: the layer does not work here.

@@ -20,7 +20,15 @@ started in the background (when a session starts, and after each program),
 so consecutive turns never wait for a start. A zygote whose program did not
 end normally, that did not report its scratch places empty, whose waiting
 child or itself died, or that ran 100 programs, is closed and replaced, never
-reused (SPEC M3).
+reused (SPEC M3), and so is one whose workspace is no longer the directory it
+was started for.
+
+A ``"javascript"`` :class:`Key`'s zygote binds Deno too, and its children exec
+it with ``runner.js`` once confined (``guest/zygote.py``): Deno cannot fork, so
+each program still pays Deno's own start, in the background, but no longer
+bubblewrap's or the boot's; the program and its SDK are written beside the
+runner in the zygote's run directory and a ``go`` line lets it run them
+(:mod:`gg.sandbox.deno` describes the runner's side).
 """
 
 from __future__ import annotations

@@ -128,10 +128,11 @@ def _exec_child(boot: Any, msg: dict[str, Any], fds: list[int], bpf: Any) -> Non
         for source, target in ((out, 1), (out, 2), (req, 3), (ans, 4)):
             os.dup2(source, target, inheritable=True)
         exe_fd = None
-        if exe:
+        if exe:  # on fd 5, close-on-exec
             os.dup2(exe[0], _NOTE_FD, inheritable=False)
             exe_fd = _NOTE_FD
-        os.closerange(_NOTE_FD + 1, 65536)
+        # received descriptors are inheritable: nothing but 0-4 reaches Deno
+        os.closerange(_NOTE_FD if exe_fd is None else _NOTE_FD + 1, 65536)
         boot.arm_parent_death()
         if not boot.reachable(msg["workspace"], msg.get("drop")):
             os.chdir(msg["workspace"])
