@@ -23,7 +23,7 @@ from test_warm_js import _WATCH, _answer, _run
 
 from gg.errors import SandboxError
 from gg.sandbox import ProgramResult, Sandbox
-from gg.sandbox.zygote import Key, Zygote
+from gg.sandbox.zygote import Key, Zygote, _below
 
 
 def _zygotes(sandbox: Sandbox, workspace: Path) -> list[Zygote]:
@@ -167,25 +167,6 @@ def test_programs_use_started_denos_when_no_zygote_starts(
     one, two = asyncio.run(go())
     assert (one.output, two.output, two.error) == ("1\n", "2\n", None), (one, two)
     assert not default_sandbox.forked_js
-
-
-def _below(pid: int) -> list[int]:
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children", "rb") as f:
-                    kids = [int(k) for k in f.read().split()]
-            except OSError:
-                continue
-            found += kids
-            todo += kids
-    return found
 
 
 def _cmdline(pid: int) -> bytes:

@@ -112,6 +112,20 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.sendall((json.dumps(message, separators=(",", ":")) + "\n").encode())
 
 
+def _confine(boot: Any, msg: dict[str, Any], bpf: Any) -> None:
+    """A program's confinement, in a cold start's order; then ``ready`` goes to gg.
+
+    Its rlimits, its Landlock ruleset (built while every path can be opened), the
+    ``rlimit`` layer's reaper, the uid drop and the seccomp filter (``boot.py``).
+    """
+    boot.set_rlimits(msg["rlimits"])
+    ruleset = boot.landlock_ruleset(msg["landlock"]) if msg.get("landlock") else None
+    if msg.get("reaper"):
+        boot.become_reaper()
+    boot._drop_and_lock(msg, ruleset, bpf)
+    boot.announce_ready()
+
+
 def _exec_child(boot: Any, msg: dict[str, Any], fds: list[int], bpf: Any) -> None:
     """In the forked child of a JavaScript run: confined as a cold start is, then Deno.
 
@@ -136,12 +150,7 @@ def _exec_child(boot: Any, msg: dict[str, Any], fds: list[int], bpf: Any) -> Non
         boot.arm_parent_death()
         if not boot.reachable(msg["workspace"], msg.get("drop")):
             os.chdir(msg["workspace"])
-        boot.set_rlimits(msg["rlimits"])
-        ruleset = boot.landlock_ruleset(msg["landlock"]) if msg.get("landlock") else None
-        if msg.get("reaper"):
-            boot.become_reaper()
-        boot._drop_and_lock(msg, ruleset, bpf)
-        boot.announce_ready()
+        _confine(boot, msg, bpf)
         argv = [str(a) for a in msg["argv"]]
         env = {str(k): str(v) for k, v in dict(msg["env"]).items()}
     except BaseException as exc:
@@ -168,12 +177,7 @@ def _child(
         # Opened now, as root if gg is (its parents may be closed to the slot uid); entered
         # when the program comes: a waiting child holds no workspace as its cwd.
         home = os.open(msg["workspace"], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        boot.set_rlimits(msg["rlimits"])
-        ruleset = boot.landlock_ruleset(msg["landlock"]) if msg.get("landlock") else None
-        if msg.get("reaper"):
-            boot.become_reaper()
-        boot._drop_and_lock(msg, ruleset, bpf)
-        boot.announce_ready()
+        _confine(boot, msg, bpf)
     except BaseException as exc:
         boot.fail(f"the warm sandbox could not confine a program: {exc}")
     sys.argv = ["<program>"]
