@@ -11,18 +11,20 @@ default. The ``sandbox`` fixture runs a test under each isolation layer here.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sandbox_support import Arena
 from test_warm_js import _WATCH, _answer, _run
 
 from gg.errors import SandboxError
-from gg.sandbox import ProgramResult, Sandbox
+from gg.sandbox import ProgramResult, Sandbox, launch
 from gg.sandbox.zygote import Key, Zygote, _below
 
 
@@ -175,3 +177,69 @@ def _cmdline(pid: int) -> bytes:
             return f.read()
     except OSError:
         return b""
+
+
+def test_a_program_that_replaces_deno_exit_still_ends(sandbox: Sandbox, tmp_path: Path) -> None:
+    """The runner keeps its own ``Deno.exit``: the turn ends when the program does."""
+
+    async def go() -> tuple[ProgramResult, float]:
+        started = time.monotonic()
+        result = await _run(sandbox, tmp_path, "Deno.exit = () => {};\nconsole.log(1);")
+        took = time.monotonic() - started
+        await sandbox.aclose()
+        return result, took
+
+    result, took = asyncio.run(go())
+    assert (result.output, result.error) == ("1\n", None), result
+    assert took < sandbox.limits.wall_s / 2, took
+
+
+def test_a_program_file_that_cannot_be_written_runs_it_elsewhere(
+    default_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk under the zygote's run directory: nothing of the program ran there, so a
+    Deno started for it runs it (and would report a full disk of its own)."""
+
+    def full(self: Zygote, primed: object, program: str, sdk: str) -> bytes:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Zygote, "_go_js", full)
+
+    async def go() -> ProgramResult:
+        result = await _run(default_sandbox, tmp_path, "console.log(6 * 7);")
+        await default_sandbox.aclose()
+        return result
+
+    result = asyncio.run(go())
+    assert (result.output, result.error) == ("42\n", None), result
+
+
+def test_a_workspace_swapped_while_its_zygote_starts_is_not_used(
+    default_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replaced between the zygote's bind and its identity check: the zygote is not used."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    swaps: list[str] = []
+
+    def plan_then_swap(spec: Any) -> Any:
+        made = launch.plan(spec)
+        if spec.mode == "zygote" and not swaps:
+            os.rename(workspace, tmp_path / "old")
+            workspace.mkdir()
+            os.chmod(workspace, 0o777)  # gg shared the old one (its ACL) before the swap
+            swaps.append("swapped")
+        return made
+
+    monkeypatch.setattr("gg.sandbox.zygote.plan", plan_then_swap)
+
+    async def go() -> ProgramResult:
+        result = await _run(default_sandbox, workspace, "Deno.writeTextFileSync('new.txt', 'y');")
+        await default_sandbox.aclose()
+        return result
+
+    result = asyncio.run(go())
+    assert swaps and result.error is None, result
+    assert (workspace / "new.txt").exists() and not (tmp_path / "old" / "new.txt").exists(), sorted(
+        str(p) for p in tmp_path.rglob("*")
+    )

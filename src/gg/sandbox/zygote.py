@@ -92,7 +92,13 @@ class Key:
 class Zygote:
     """One warm sandboxed fork server (start it with :meth:`start`)."""
 
-    def __init__(self, key: Key, proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
+    def __init__(
+        self,
+        key: Key,
+        proc: subprocess.Popen[bytes],
+        sock: socket.socket,
+        ident: tuple[int, int] | None = None,
+    ) -> None:
         self.key, self.proc, self.sock = key, proc, sock
         self.run_dir: Path | None = None
         self.usable = True
@@ -108,9 +114,10 @@ class Zygote:
         self.programs = 0
         """Programs it ran; past :data:`_PROGRAMS_PER_ZYGOTE` it is retired."""
         self._pending = bytearray()
-        self.identity = identity(key.workspace)
-        """The workspace directory it was started for (bubblewrap bound that one): a
-        workspace removed and made again is another, and the zygote is not used for it."""
+        self.identity = ident if ident is not None else identity(key.workspace)
+        """The workspace directory it was started for, taken before bubblewrap's bind of it
+        was opened (``ident``): a workspace removed and made again is another, and the
+        zygote is not used for it (one swapped while it starts fails the check too)."""
 
     @classmethod
     async def start(cls, key: Key) -> Zygote:
@@ -129,6 +136,7 @@ class Zygote:
             os.write(sec_write, bpf)
             os.close(sec_write)
         spec = cls._spec(key, run_dir, theirs.fileno(), sec_read)
+        ident = identity(key.workspace)  # before plan() opens the directory bubblewrap binds
         the_plan = plan(spec)
         err_read, err_write = os.pipe()
         argv, args_fd, conf_fd = _hidden(the_plan.argv, key.isolation)
@@ -148,7 +156,7 @@ class Zygote:
                 os.close(fd)
             theirs.close()
         reaper.watch(proc.pid)  # its group is killed even if gg is (issue 12 item 3)
-        zygote = cls(key, proc, ours)
+        zygote = cls(key, proc, ours, ident)
         zygote.run_dir = run_dir
         ours.setblocking(False)
         try:
@@ -314,12 +322,12 @@ class Zygote:
         Raises:
             gg.errors.SandboxError: the child is gone or did not take it within ``timeout``.
         """
-        if self.key.language == "javascript":
-            data = self._go_js(primed, program, sdk)
-        else:
-            body = {"program": program, "sdk": None if sdk == primed.sdk else sdk}
-            data = (json.dumps(body, separators=(",", ":")) + "\n").encode()
         try:
+            if self.key.language == "javascript":  # a full disk: nothing of it ran
+                data = self._go_js(primed, program, sdk)
+            else:
+                body = {"program": program, "sdk": None if sdk == primed.sdk else sdk}
+                data = (json.dumps(body, separators=(",", ":")) + "\n").encode()
             os.set_blocking(answers, False)
             sent = os.write(answers, data)  # the pipe is empty: most programs fit at once
             if sent < len(data):
@@ -781,7 +789,13 @@ class Pool:
                 return ready.pop(0)
             left = deadline - time.monotonic()
             if not pending or left <= 0:
-                return await self._fresh(key)
+                zygote = await self._fresh(key)
+                if _waiting(zygote):  # its workspace may have been replaced as it started
+                    return zygote
+                zygote.close()
+                if left <= 0:
+                    raise SandboxError("no warm sandbox could start for this workspace")
+                continue
             await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
 
     def give_back(self, zygote: Zygote) -> None:
