@@ -77,6 +77,7 @@ async def test_every_layer_boots_from_the_compiled_code(
     """A shell command and a JavaScript program (each its own boot) run from the code gg
     wrote into the run's directory, wherever the sandbox's interpreter is gg's version."""
     monkeypatch.setattr(launch, "write_compiled", _marked)
+    sandbox.forked_js = False  # a Deno started whole boots on its own (a forked one: its zygote)
     same = _magic_of(host_facts().python) == importlib.util.MAGIC_NUMBER
     mark = "compiled-boot\n" if same else ""
     shell = await sandbox.run_shell("echo hi", workspace=arena.workspace, timeout_s=20)
