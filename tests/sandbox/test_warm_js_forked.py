@@ -243,3 +243,40 @@ def test_a_workspace_swapped_while_its_zygote_starts_is_not_used(
     assert (workspace / "new.txt").exists() and not (tmp_path / "old" / "new.txt").exists(), sorted(
         str(p) for p in tmp_path.rglob("*")
     )
+
+
+_WRITES = {
+    "javascript": "Deno.writeTextFileSync('made.txt', 'x'); console.log('wrote');",
+    "python": "open('made.txt', 'w').write('x'); print('wrote')",
+}
+
+
+@pytest.mark.parametrize("language", ["javascript", "python"])
+def test_read_only_programs_fork_from_a_read_only_zygote(
+    sandbox: Sandbox, arena: Arena, language: str
+) -> None:
+    """A reviewer's programs (issue 16) run warm too, from a zygote of their own whose
+    workspace is read-only; a writer's programs of the same workspace from another."""
+    tmp_path = arena.workspace  # parents the slot uid can search (Deno opens paths whole)
+    if not sandbox.enforces_read_only():
+        pytest.skip("nothing enforces a read-only workspace on this layer here")
+
+    async def go() -> tuple[list[ProgramResult], list[bool], int]:
+        out, seen = [], []
+        for read_only in (False, True, True, False, True):
+            made = tmp_path / "made.txt"
+            made.unlink(missing_ok=True)
+            out.append(await sandbox.run(
+                _WRITES[language], language=language, workspace=tmp_path,  # type: ignore[arg-type]
+                tools=[], handler=_answer, read_only=read_only,
+            ))  # fmt: skip
+            seen.append(made.exists())
+        keys = {k for k in sandbox._pool._ready if k.read_only and k.language == language}
+        spares = len(sandbox._spares._ready)
+        await sandbox.aclose()
+        return out, seen, len(keys) + spares * 100
+
+    results, seen, keys = asyncio.run(go())
+    assert seen == [True, False, False, True, False], (seen, results)
+    assert [r.error is None for r in results] == [True, False, False, True, False], results
+    assert keys == 1, "no read-only zygote, or a started-Deno spare was used"

@@ -198,7 +198,7 @@ class Sandbox:
         """Whether JavaScript programs exec Deno from a warm zygote's child (issue 11: it
         saves each one bubblewrap's and the boot's start); ``False``, or after such a zygote
         could not start, each one runs in a Deno started for it before it came
-        (:mod:`.deno`), as read-only ones always do."""
+        (:mod:`.deno`)."""
 
     def protect(self, paths: Sequence[Path], *, root: Path | None = None) -> None:
         """Bind these files read-only over the workspace in every later process.
@@ -231,9 +231,9 @@ class Sandbox:
         """The files bound read-only for a process in ``workspace`` (a long-lived MCP server's)."""
         return self._protected(Path(workspace))
 
-    def _key(self, workspace: Path, language: Language = "python") -> Key:
+    def _key(self, workspace: Path, language: Language = "python", read_only: bool = False) -> Key:
         protect = self._protected(workspace)
-        return Key(self.isolation, workspace, self.limits, protect, language)
+        return Key(self.isolation, workspace, self.limits, protect, language, read_only)
 
     def _deno_key(self, workspace: Path, read_only: bool) -> DenoKey:
         protect = self._protected(workspace)
@@ -242,9 +242,9 @@ class Sandbox:
     def warm_up(self, workspace: Path, *, language: Language, read_only: bool = False) -> None:
         """Start the warm sandbox for ``workspace`` in the background (issue 11).
 
-        Call it when a session starts, while the model thinks: the first program
-        then finds a zygote (Python) or a started Deno (JavaScript, for programs run
-        with this ``read_only``) ready. A no-op without a running event loop or on a
+        Call it when a session starts, while the model thinks: the first program run
+        with this ``read_only`` then finds a zygote with its child waiting (a Deno, for
+        JavaScript) ready. A no-op without a running event loop or on a
         closed sandbox. Never raises: a warm start that fails is made again by
         :meth:`run`, which reports.
         """
@@ -254,12 +254,12 @@ class Sandbox:
             asyncio.get_running_loop()
             ws = Path(workspace).resolve()
             if language == "javascript" and host_facts().deno is not None:
-                if read_only or not self.forked_js:
-                    self._spares.warm(self._deno_key(ws, read_only))
+                if self.forked_js:
+                    self._pool.warm(self._key(ws, language, read_only))
                 else:
-                    self._pool.warm(self._key(ws, language))
-            elif language == "python" and not read_only:
-                self._pool.warm(self._key(ws))
+                    self._spares.warm(self._deno_key(ws, read_only))
+            elif language == "python":
+                self._pool.warm(self._key(ws, language, read_only))
         except (RuntimeError, OSError):
             return
 
@@ -412,8 +412,8 @@ class Sandbox:
         membrane = Membrane(tools=[t.name for t in tools], handler=handler, limits=self.limits)
         async with self.quiet.process():
             forked = language == "python" or self.forked_js
-            if forked and self.warm and not read_only:
-                warm = await self._run_warm(membrane, ws, files, language)
+            if forked and self.warm:
+                warm = await self._run_warm(membrane, ws, files, language, read_only)
                 if warm is not None:
                     return warm
                 membrane = membrane.fresh()
@@ -430,7 +430,12 @@ class Sandbox:
         return self.isolation is Isolation.BWRAP or host_facts().landlock_abi >= 1
 
     async def _run_warm(
-        self, membrane: Membrane, ws: Path, files: dict[str, str], language: Language
+        self,
+        membrane: Membrane,
+        ws: Path,
+        files: dict[str, str],
+        language: Language,
+        read_only: bool = False,
     ) -> ProgramResult | None:
         """Run a program as a fresh child of the workspace's zygote (issue 11).
 
@@ -441,7 +446,7 @@ class Sandbox:
         """
         source = _SOURCES[language]
         try:
-            zygote = await self._pool.take(self._key(ws, language), files[source[1]])
+            zygote = await self._pool.take(self._key(ws, language, read_only), files[source[1]])
         except (SandboxError, OSError):
             if language == "javascript":
                 self.forked_js = False

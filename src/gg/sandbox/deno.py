@@ -3,8 +3,8 @@
 Deno cannot fork. By default a JavaScript program's Deno is exec'd by a child
 forked from a warm zygote (:mod:`gg.sandbox.zygote`, a ``"javascript"`` key),
 which saves each one bubblewrap's and the boot's start. This module is the other
-warm path, for read-only programs (reviewers) and for a sandbox whose JavaScript
-zygote could not start (``Sandbox.forked_js``): a :class:`Spare`
+warm path, for a sandbox whose JavaScript zygote could not start
+(``Sandbox.forked_js``): a :class:`Spare`
 is one whole JavaScript run started early: the run directory, the uid slot,
 the pipes, bubblewrap (or the ``unshare``/``rlimit`` layer's ``boot.py``) with
 every rlimit, Landlock rule, the uid drop and the seccomp filter applied, and

@@ -83,7 +83,8 @@ class Spec:
     command: str = ""
     wall_s: float = 0
     read_only: bool = False
-    """Shell mode: the workspace is read-only (agent-stop hooks, issue 9 item 5)."""
+    """The workspace is read-only: agent-stop hooks (issue 9 item 5), a reviewer's programs
+    (issue 16) and their zygotes."""
     env: tuple[tuple[str, str], ...] = ()
     """Shell mode: variables added to (or replacing) the built environment (a hook's
     ``pass_env``, a ``PATH`` with a tool prefix first)."""

@@ -87,6 +87,9 @@ class Key:
     limits: Limits
     protect: tuple[str, ...]
     language: str = "python"
+    read_only: bool = False
+    """Its programs' workspace is read-only (a reviewer's, issue 16): bubblewrap binds it
+    so, and each child's Landlock ruleset gives it read and execute only."""
 
 
 class Zygote:
@@ -183,6 +186,7 @@ class Zygote:
             mode="zygote", isolation=key.isolation, facts=host_facts(), limits=key.limits,
             workspace=key.workspace, run_dir=run_dir, uid=None, req_fd=control_fd,
             seccomp_fd=seccomp_fd, protect=key.protect, deno=key.language == "javascript",
+            read_only=key.read_only,
         )  # fmt: skip
 
     def written(self) -> list[Path]:
@@ -199,7 +203,7 @@ class Zygote:
         spec = Spec(
             mode=mode, isolation=self.key.isolation, facts=host_facts(),
             limits=self.key.limits, workspace=self.key.workspace, run_dir=self.run_dir,
-            uid=uid, req_fd=3,
+            uid=uid, req_fd=3, read_only=self.key.read_only,
         )  # fmt: skip
         return program_config(spec)
 
