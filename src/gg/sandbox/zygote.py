@@ -225,9 +225,11 @@ class Zygote:
         none) and blocks reading its answer pipe, where :meth:`send_program` writes the
         program: the fork, the confinement and the SDK are paid before the program
         arrives. The slot uid (as root) is held from here until the program's turn ends.
+        A JavaScript child execs Deno instead, which preloads ``sdk`` (:meth:`_stage_js`).
 
         Raises:
             gg.errors.SandboxError: the zygote is gone (it is then not usable).
+            OSError: a JavaScript child's SDK file could not be written (a full disk).
         """
         slot = contextlib.ExitStack()
         uid = slot.enter_context(uid_slot()) if host_facts().is_root else None
