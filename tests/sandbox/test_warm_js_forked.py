@@ -34,6 +34,18 @@ def _zygotes(sandbox: Sandbox, workspace: Path) -> list[Zygote]:
     return list(sandbox._pool._ready.get(key, []))
 
 
+def _once(sandbox: Sandbox, workspace: Path, program: str) -> ProgramResult:
+    """Run one JavaScript program, then close the sandbox."""
+
+    async def go() -> ProgramResult:
+        try:
+            return await _run(sandbox, workspace, program)
+        finally:
+            await sandbox.aclose()
+
+    return asyncio.run(go())
+
+
 async def _until_ready(sandbox: Sandbox, workspace: Path, count: int = 2) -> list[Zygote]:
     deadline = time.monotonic() + 20
     while len(ready := _zygotes(sandbox, workspace)) < count and time.monotonic() < deadline:
@@ -204,13 +216,7 @@ def test_a_program_file_that_cannot_be_written_runs_it_elsewhere(
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(Zygote, "_go_js", full)
-
-    async def go() -> ProgramResult:
-        result = await _run(default_sandbox, tmp_path, "console.log(6 * 7);")
-        await default_sandbox.aclose()
-        return result
-
-    result = asyncio.run(go())
+    result = _once(default_sandbox, tmp_path, "console.log(6 * 7);")
     assert (result.output, result.error) == ("42\n", None), result
 
 
@@ -232,13 +238,7 @@ def test_a_workspace_swapped_while_its_zygote_starts_is_not_used(
         return made
 
     monkeypatch.setattr("gg.sandbox.zygote.plan", plan_then_swap)
-
-    async def go() -> ProgramResult:
-        result = await _run(default_sandbox, workspace, "Deno.writeTextFileSync('new.txt', 'y');")
-        await default_sandbox.aclose()
-        return result
-
-    result = asyncio.run(go())
+    result = _once(default_sandbox, workspace, "Deno.writeTextFileSync('new.txt', 'y');")
     assert swaps and result.error is None, result
     assert (workspace / "new.txt").exists() and not (tmp_path / "old" / "new.txt").exists(), sorted(
         str(p) for p in tmp_path.rglob("*")
