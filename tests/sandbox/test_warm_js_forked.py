@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import select
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ from sandbox_support import Arena
 from test_warm_js import _WATCH, _answer, _run
 
 from gg.errors import SandboxError
-from gg.sandbox import ProgramResult, Sandbox, launch
+from gg.sandbox import Isolation, ProgramResult, Sandbox, launch
 from gg.sandbox.zygote import Key, Zygote, _below
 
 
@@ -280,3 +281,33 @@ def test_read_only_programs_fork_from_a_read_only_zygote(
     assert seen == [True, False, False, True, False], (seen, results)
     assert [r.error is None for r in results] == [True, False, False, True, False], results
     assert keys == 1, "no read-only zygote, or a started-Deno spare was used"
+
+
+def test_a_workspace_closed_off_before_its_program_is_an_error_not_a_run_in_root(
+    sandbox: Sandbox, arena: Arena
+) -> None:
+    """The workspace's parent loses its search permission while a Deno waits (it started
+    in ``/``): the program is not run elsewhere; the turn says why, the next one runs."""
+    if sandbox.isolation is Isolation.BWRAP or os.geteuid() != 0:
+        pytest.skip("bubblewrap makes the parents itself; only root drops to a slot uid")
+    workspace = arena.workspace.resolve()
+    parent = workspace.parent
+
+    async def go() -> list[ProgramResult]:
+        sandbox.warm_up(workspace, language="javascript")
+        for zygote in await _until_ready(sandbox, workspace):  # confined (its ready came):
+            assert zygote.primed is not None  # both Denos wait in /
+            ready = zygote.primed.fds[1]
+            assert select.select([ready], [], [], 10)[0], "a child never said ready"
+        os.chmod(parent, 0o700)
+        try:
+            return [await _run(sandbox, workspace, "console.log(Deno.cwd());") for _ in "abc"]
+        finally:
+            os.chmod(parent, 0o755)
+            await sandbox.aclose()
+
+    *waited, last = asyncio.run(go())
+    for result in waited:  # started before the change: an error, never a run in /
+        assert result.output == "", result
+        assert "could not enter its workspace" in str(result.error), result
+    assert (last.output, last.error) == (f"{workspace}\n", None), last  # entered as root

@@ -52,7 +52,19 @@ function awaitGo() {
   try {
     Deno.chdir(go.cwd);
   } catch {
-    // a parent the sandbox uid cannot search (unshare, rlimit): only the SDK reaches it
+    // a parent the sandbox uid cannot search (unshare, rlimit): it was entered as root
+  }
+  let here = null;
+  try {
+    here = Deno.cwd();
+  } catch {
+    // not readable where it is
+  }
+  if (here !== go.cwd) { // a parent closed to the sandbox uid since this process started
+    send({ kind: "result", returned: null, limit: null, error: "gg: the program could not " +
+           "enter its workspace (a directory above it is closed to the sandbox's user); " +
+           "nothing of it ran" });
+    Deno.exit(1);
   }
   return { early: text.slice(newline + 1), warmSdk: go.warm_sdk === true };
 }
