@@ -79,9 +79,11 @@ def _pipe_with(data: bytes, owned: set[int]) -> int:
 
 
 def _pipes(
-    mode: Mode, isolation: Isolation, uid: int | None, owned: set[int]
+    mode: Mode, isolation: Isolation, uid: int | None, owned: set[int], read_only: bool = False
 ) -> tuple[int, int, int | None, int | None, int | None]:
     """The request pipe, the answer pipe (program modes) and the seccomp pipe, all in ``owned``.
+
+    A ``read_only`` process's filter also denies extended-attribute writes.
 
     Returns:
         ``(req_read, req_write, ans_read, ans_write, seccomp_read)``.
@@ -96,7 +98,8 @@ def _pipes(
         for fd in (req_write, ans_read):
             if fd is not None:
                 os.fchown(fd, uid, SANDBOX_GID)
-    bpf = seccomp_bpf(deny_sysv_ipc=isolation is Isolation.RLIMIT)  # no IPC namespace there
+    no_ipc = isolation is Isolation.RLIMIT  # no IPC namespace there
+    bpf = seccomp_bpf(deny_sysv_ipc=no_ipc, deny_xattr=read_only)
     seccomp_fd = _pipe_with(bpf, owned) if bpf else None
     return req_read, req_write, ans_read, ans_write, seccomp_fd
 
@@ -157,7 +160,7 @@ def prepared(
         owned: set[int] = set()
         try:
             _fill_run_dir(run_dir, uid=uid, isolation=isolation, files=files, mode=mode)
-            pipes = _pipes(mode, isolation, uid, owned)
+            pipes = _pipes(mode, isolation, uid, owned, opt.read_only)
             req_read, req_write, ans_read, ans_write, seccomp_fd = pipes
             spec = Spec(
                 mode=mode, isolation=isolation, facts=facts, limits=limits,

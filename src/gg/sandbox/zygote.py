@@ -132,7 +132,8 @@ class Zygote:
         """
         run_dir = _new_run_dir(key)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        bpf = seccomp_bpf(deny_sysv_ipc=True)  # SysV objects would outlive a program here
+        # SysV objects would outlive a program here; a reviewer's may not write xattrs
+        bpf = seccomp_bpf(deny_sysv_ipc=True, deny_xattr=key.read_only)
         sec_read: int | None = None
         if bpf:
             sec_read, sec_write = os.pipe()
@@ -241,6 +242,8 @@ class Zygote:
                 for fd in (req_w, ans_r):
                     os.fchown(fd, uid, SANDBOX_GID)
             message = {**self.config(uid), "sdk": sdk}
+            if self.identity is not None:  # the child checks the directory it opens is it
+                message["ident"] = list(self.identity)
             if self.key.language == "javascript":
                 message["sdk"] = ""
                 theirs += self._stage_js(sdk, message)
@@ -788,7 +791,7 @@ class Pool:
             gg.errors.SandboxError: none could start.
         """
         self._sdk[key] = sdk
-        deadline = time.monotonic() + _START_TIMEOUT_S
+        deadline, fresh = time.monotonic() + _START_TIMEOUT_S, 0
         while True:
             ready, pending = self._live(key)
             if ready:
@@ -799,7 +802,8 @@ class Pool:
                 if _waiting(zygote):  # its workspace may have been replaced as it started
                     return zygote
                 zygote.close()
-                if left <= 0:
+                fresh += 1  # a workspace gone or swapped, a child that died: twice at most
+                if left <= 0 or fresh >= 2 or identity(key.workspace) is None:
                     raise SandboxError("no warm sandbox could start for this workspace")
                 continue
             await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)

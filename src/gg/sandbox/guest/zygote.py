@@ -112,6 +112,18 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.sendall((json.dumps(message, separators=(",", ":")) + "\n").encode())
 
 
+def _same_workspace(fd: int, msg: dict[str, Any]) -> None:
+    """Raise unless ``fd`` is the workspace directory gg checked (``ident``: dev, inode).
+
+    A workspace swapped away and back since the zygote started is another directory:
+    the child would otherwise run its program in the one it opened by path.
+    """
+    ident = msg.get("ident")
+    st = os.fstat(fd)
+    if ident is not None and [st.st_dev, st.st_ino] != list(ident):
+        raise OSError("the workspace is no longer the directory the zygote was made for")
+
+
 def _confine(boot: Any, msg: dict[str, Any], bpf: Any) -> None:
     """A program's confinement, in a cold start's order; then ``ready`` goes to gg.
 
@@ -150,6 +162,7 @@ def _exec_child(boot: Any, msg: dict[str, Any], fds: list[int], bpf: Any) -> Non
         boot.arm_parent_death()
         if not boot.reachable(msg["workspace"], msg.get("drop")):
             os.chdir(msg["workspace"])
+            _same_workspace(os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC), msg)
         _confine(boot, msg, bpf)
         argv = [str(a) for a in msg["argv"]]
         env = {str(k): str(v) for k, v in dict(msg["env"]).items()}
@@ -177,6 +190,7 @@ def _child(
         # Opened now, as root if gg is (its parents may be closed to the slot uid); entered
         # when the program comes: a waiting child holds no workspace as its cwd.
         home = os.open(msg["workspace"], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        _same_workspace(home, msg)
         _confine(boot, msg, bpf)
     except BaseException as exc:
         boot.fail(f"the warm sandbox could not confine a program: {exc}")
