@@ -37,6 +37,13 @@ report when nothing was left running, and ``clean`` says whether all of it
 worked; gg never gives a zygote another program before it reported
 ``clean: true``.
 
+A JavaScript run's message has ``"exec": true`` and Deno's ``argv`` and ``env`` (and
+``"exe": true`` with Deno's executable as a fourth descriptor outside bubblewrap): its
+child takes the same confinement, then execs Deno with ``runner.js``
+(:func:`_exec_child`); the runner writes no exit note, so its end is reported once
+it is reaped. Every message may carry ``ident`` (the workspace's device and inode):
+a child whose workspace, opened by its path, is another directory fails.
+
 The end is reported early when it can be (issue 11): freeing a forked
 interpreter's memory takes the kernel about a millisecond, after the program
 can no longer run. As the runner ends it closes its pipes to gg and writes
