@@ -2,7 +2,7 @@
 
 Two warm paths: by default a Deno exec'd by a warm zygote's child (``forked_js``;
 its own tests: ``test_warm_js_forked.py``), and for read-only programs (or after
-such a zygote failed) a spare started whole, as a cold run is (:mod:`gg.sandbox.deno`).
+such a zygote failed) a spare started whole, as a cold start is (:mod:`gg.sandbox.deno`).
 The tests that look at spares set ``forked_js = False``; the others run on the
 default path. Programs of one sandbox run one after the other on the warm path (the
 second and later ones find a Deno started while the previous one ran); the
@@ -28,6 +28,7 @@ from gg.errors import SandboxError
 from gg.models.base import ToolSpec
 from gg.sandbox import CallAnswer, CallRequest, Isolation, ProgramResult, Sandbox
 from gg.sandbox.accounts import SANDBOX_GID
+from gg.sandbox.core import Language
 from gg.sandbox.deno import Key as DenoKey
 from gg.sandbox.deno import Spare, Spares
 from gg.sandbox.sdk import sdk_source
@@ -38,9 +39,14 @@ async def _answer(request: CallRequest) -> CallAnswer:
 
 
 async def _run(
-    sandbox: Sandbox, workspace: Path, program: str, *, read_only: bool = False
+    sandbox: Sandbox,
+    workspace: Path,
+    program: str,
+    *,
+    read_only: bool = False,
+    language: Language = "javascript",
 ) -> ProgramResult:
-    return await sandbox.run(program, language="javascript", workspace=workspace, tools=[],
+    return await sandbox.run(program, language=language, workspace=workspace, tools=[],
                              handler=_answer, read_only=read_only)  # fmt: skip
 
 

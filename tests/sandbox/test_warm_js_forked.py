@@ -283,7 +283,7 @@ def test_read_only_programs_fork_from_a_read_only_zygote(
     assert keys == 1, "no read-only zygote, or a started-Deno spare was used"
 
 
-def test_a_workspace_closed_off_before_its_program_is_an_error_not_a_run_in_root(
+def test_a_workspace_closed_off_before_its_program_is_an_error_not_run_in_root(
     sandbox: Sandbox, arena: Arena
 ) -> None:
     """The workspace's parent loses its search permission while a Deno waits (it started
@@ -307,7 +307,7 @@ def test_a_workspace_closed_off_before_its_program_is_an_error_not_a_run_in_root
             await sandbox.aclose()
 
     *waited, last = asyncio.run(go())
-    for result in waited:  # started before the change: an error, never a run in /
+    for result in waited:  # started before the change: an error, never run in /
         assert result.output == "", result
         assert "could not enter its workspace" in str(result.error), result
     assert (last.output, last.error) == (f"{workspace}\n", None), last  # entered as root

@@ -8,6 +8,7 @@ what is at that path when it forks must be the directory the zygote was made for
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import select
 import time
@@ -15,21 +16,14 @@ from pathlib import Path
 
 import pytest
 from sandbox_support import Arena
+from test_warm_js import _run
 
-from gg.sandbox import CallAnswer, CallRequest, ProgramResult, Sandbox
+from gg.sandbox import ProgramResult, Sandbox
 from gg.sandbox import zygote as zygote_module
 from gg.sandbox.zygote import Key, Zygote
 
-
-async def _answer(request: CallRequest) -> CallAnswer:
-    return CallAnswer(ok=True, value=None)
-
-
-async def _py(
-    sandbox: Sandbox, workspace: Path, program: str, *, read_only: bool = False
-) -> ProgramResult:
-    return await sandbox.run(program, language="python", workspace=workspace, tools=[],
-                             handler=_answer, read_only=read_only)  # fmt: skip
+_py = functools.partial(_run, language="python")
+"""One Python program (``test_warm_js._run``, whose default is JavaScript)."""
 
 
 _SET = """

@@ -87,6 +87,7 @@ class Key:
     limits: Limits
     protect: tuple[str, ...]
     language: str = "python"
+    """``"python"`` or ``"javascript"``: what its children run (SPEC M2's language arm)."""
     read_only: bool = False
     """Its programs' workspace is read-only (a reviewer's, issue 16): bubblewrap binds it
     so, and each child's Landlock ruleset gives it read and execute only."""

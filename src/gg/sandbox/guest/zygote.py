@@ -37,7 +37,7 @@ report when nothing was left running, and ``clean`` says whether all of it
 worked; gg never gives a zygote another program before it reported
 ``clean: true``.
 
-A JavaScript run's message has ``"exec": true`` and Deno's ``argv`` and ``env`` (and
+A JavaScript program's message has ``"exec": true`` and Deno's ``argv`` and ``env`` (and
 ``"exe": true`` with Deno's executable as a fourth descriptor outside bubblewrap): its
 child takes the same confinement, then execs Deno with ``runner.js``
 (:func:`_exec_child`); the runner writes no exit note, so its end is reported once
@@ -146,7 +146,7 @@ def _confine(boot: Any, msg: dict[str, Any], bpf: Any) -> None:
 
 
 def _exec_child(boot: Any, msg: dict[str, Any], fds: list[int], bpf: Any) -> None:
-    """In the forked child of a JavaScript run: confined as a cold start is, then Deno.
+    """In the forked child of a JavaScript program: confined as a cold start is, then Deno.
 
     The pipes go on fds 1-2, 3 and 4 (Deno re-opens 3 and 4 by ``/dev/fd``); the exit
     note is closed (the runner writes none: the zygote waits for the exit itself); Deno's
@@ -169,7 +169,9 @@ def _exec_child(boot: Any, msg: dict[str, Any], fds: list[int], bpf: Any) -> Non
         boot.arm_parent_death()
         if not boot.reachable(msg["workspace"], msg.get("drop")):
             os.chdir(msg["workspace"])
-            _same_workspace(os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC), msg)
+            here = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            _same_workspace(here, msg)
+            os.close(here)
         _confine(boot, msg, bpf)
         argv = [str(a) for a in msg["argv"]]
         env = {str(k): str(v) for k, v in dict(msg["env"]).items()}
